@@ -25,9 +25,7 @@ from core.errors import CpLayoutError
 QkvFormat = Literal["thd", "bshd"]
 
 
-def chunk_size(
-    total_length: int, cp_size: int, qkv_format: QkvFormat = "thd", max_seq_len: int | None = None
-) -> int:
+def chunk_size(total_length: int, cp_size: int, qkv_format: QkvFormat = "thd", max_seq_len: int | None = None) -> int:
     """Tokens per zigzag chunk: ceil(T / 2C) for thd, ceil(max_seq_len / 2C) for bshd."""
     if cp_size < 1:
         raise ValueError(f"cp_size must be >= 1, got {cp_size}")
@@ -113,8 +111,7 @@ def assemble_response(
     extra = sorted(set(slices) - set(range(cp_size)))
     if missing or extra:
         raise CpLayoutError(
-            f"cannot assemble a partial CP group: cp_size {cp_size}, missing ranks {missing}, "
-            f"unexpected ranks {extra}"
+            f"cannot assemble a partial CP group: cp_size {cp_size}, missing ranks {missing}, unexpected ranks {extra}"
         )
     arrays = {rank: np.asarray(value) for rank, value in slices.items()}
     dtype = np.result_type(*arrays.values()) if arrays else np.float32

@@ -167,13 +167,9 @@ def _rebuild_tensor(
 ) -> np.ndarray[Any, Any]:
     base = storage.array
     itemsize = base.dtype.itemsize
-    needed = storage_offset + (
-        1 + sum((n - 1) * s for n, s in zip(size, stride, strict=True)) if all(size) else 0
-    )
+    needed = storage_offset + (1 + sum((n - 1) * s for n, s in zip(size, stride, strict=True)) if all(size) else 0)
     if storage_offset < 0 or needed > len(base) or any(s < 0 for s in stride):
-        raise pickle.UnpicklingError(
-            f"tensor of shape {tuple(size)} does not fit its storage of {len(base)} elements"
-        )
+        raise pickle.UnpicklingError(f"tensor of shape {tuple(size)} does not fit its storage of {len(base)} elements")
     view: np.ndarray[Any, Any] = np.ndarray(
         shape=tuple(size),
         dtype=base.dtype,
@@ -195,9 +191,9 @@ def _rebuild_tensor_v3(
     *_ignored: Any,
 ) -> np.ndarray[Any, Any]:
     raw = storage.array.view(np.uint8)
-    typed = _Storage(raw[: len(raw) - len(raw) % np.dtype(_to_numpy_dtype(dtype)).itemsize].view(
-        _to_numpy_dtype(dtype)
-    ))
+    typed = _Storage(
+        raw[: len(raw) - len(raw) % np.dtype(_to_numpy_dtype(dtype)).itemsize].view(_to_numpy_dtype(dtype))
+    )
     return _rebuild_tensor(typed, storage_offset, size, stride)
 
 
@@ -313,7 +309,7 @@ def _local_data_offset(buffer: Any, info: zipfile.ZipInfo) -> int:
     if len(header) < 30 or header[:4] != b"PK\x03\x04":
         raise zipfile.BadZipFile(f"bad local header for {info.filename}")
     name_len, extra_len = struct.unpack("<HH", header[26:30])
-    return info.header_offset + 30 + name_len + extra_len
+    return int(info.header_offset) + 30 + int(name_len) + int(extra_len)
 
 
 def load_pt(path: Path | str, *, use_mmap: bool = True) -> Any:
@@ -331,10 +327,7 @@ def load_pt(path: Path | str, *, use_mmap: bool = True) -> Any:
             if size == 0:
                 raise CorruptFileError("empty file (0 bytes)", path)
             buffer: Any
-            if use_mmap:
-                buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-            else:
-                buffer = handle.read()
+            buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if use_mmap else handle.read()
         return _load_from_buffer(buffer, path)
     except DumpLoadError:
         raise
@@ -346,16 +339,26 @@ def load_pt(path: Path | str, *, use_mmap: bool = True) -> Any:
         raise CorruptFileError(
             f"not a complete torch.save archive ({err}); the file is truncated or not a dump", path
         ) from err
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError,
-            AttributeError, struct.error, OSError, RecursionError, MemoryError) as err:
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        struct.error,
+        OSError,
+        RecursionError,
+        MemoryError,
+    ) as err:
         raise CorruptFileError(f"cannot be unpickled: {type(err).__name__}: {err}", path) from err
 
 
 def _load_from_buffer(buffer: Any, path: Path) -> Any:
     if bytes(buffer[:4]) != b"PK\x03\x04":
         raise CorruptFileError(
-            "not a torch zip archive (legacy torch.save format or another file type); "
-            "re-save it with torch >= 1.6",
+            "not a torch zip archive (legacy torch.save format or another file type); re-save it with torch >= 1.6",
             path,
         )
     archive = zipfile.ZipFile(io.BytesIO(buffer) if isinstance(buffer, bytes) else _MmapReader(buffer))

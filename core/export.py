@@ -1,0 +1,112 @@
+"""The headless ``export`` output: plain JSON-ready dicts and CSV text.
+
+Contract: the shapes of ``../shared/spec/cli.md``, exactly; keys may be added,
+never renamed or dropped. Values are raw (None for a value that does not
+exist, never 0 or NaN). Reading goes through :class:`core.run.Run`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+
+from core.resolve import PER_TOKEN_FIELDS
+from core.run import Run
+from core.step import StepSummary
+from core.summary import ROW_COLUMNS
+from core.token_view import find_view, token_payload
+
+
+def clean(value: Any) -> Any:
+    """Replace non-finite floats by None, recursively, so the JSON is strict."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    return value
+
+
+def step_list(run: Run, now: float) -> dict[str, Any]:
+    """``{"train": [...], "eval": [...]}``: visible steps, ascending."""
+    ids = run.step_ids(now)
+    return {"train": list(ids.train), "eval": list(ids.evaluation)}
+
+
+def _problems(summary: StepSummary) -> list[dict[str, Any]]:
+    return [{"file": str(p.path), "kind": p.kind.value, "message": p.message} for p in summary.problems]
+
+
+def step_export(run: Run, rollout_id: int, evaluation: bool, now: float, per_token: bool = False) -> dict[str, Any]:
+    """The ``--step N [--eval] [--per-token]`` document."""
+    if per_token:
+        opened = run.open(rollout_id, evaluation, now)
+        summary = opened.summary
+    else:
+        summary = run.summary(rollout_id, evaluation, now)
+    samples = []
+    for row in summary.rows:
+        record = row.to_dict()
+        if per_token:
+            train = opened.train_rows.get(row.sample_index)
+            mask: Any = None
+            if train is not None and train.loss_mask is not None:
+                mask = train.loss_mask.tolist()
+            elif opened.sample(row.sample_index).get("loss_mask") is not None:
+                mask = [int(m) for m in opened.sample(row.sample_index)["loss_mask"]]
+            values: dict[str, Any] = {"loss_mask": mask}
+            for name in PER_TOKEN_FIELDS:
+                array = None if train is None else train.per_token.get(name)
+                values[name] = None if array is None else array.tolist()
+            record["per_token"] = values
+        samples.append(record)
+    document: dict[str, Any] = clean(
+        {
+            "rollout_id": summary.rollout_id,
+            "evaluation": summary.evaluation,
+            "samples": samples,
+            "groups": [g.to_dict() for g in summary.groups],
+            "aggregate": summary.aggregate.to_dict(),
+            "complete": summary.complete,
+            "problems": _problems(summary),
+        }
+    )
+    return document
+
+
+def tokens_export(
+    run: Run,
+    rollout_id: int,
+    evaluation: bool,
+    sample_index: int,
+    now: float,
+    start: int | None = None,
+    end: int | None = None,
+) -> dict[str, Any]:
+    """The ``--sample I --tokens`` payload."""
+    opened = run.open(rollout_id, evaluation, now)
+    view = find_view(opened, sample_index)
+    payload: dict[str, Any] = clean(token_payload(view, run.detokenizer, start, end))
+    return payload
+
+
+def rows_csv(document: dict[str, Any]) -> str:
+    """ROW columns of a step document as CSV, one line per sample (empty cell for null)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(ROW_COLUMNS)
+    for sample in document["samples"]:
+        cells = []
+        for column in ROW_COLUMNS:
+            value = sample.get(column)
+            if value is None:
+                cells.append("")
+            elif isinstance(value, bool):
+                cells.append("true" if value else "false")
+            else:
+                cells.append(str(value))
+        writer.writerow(cells)
+    return out.getvalue()

@@ -1,0 +1,335 @@
+"""Resolve each sample's train row from a step's sharded train files.
+
+Contract (the spec's "Resolving one sample's train row"):
+- Every loaded shard of a step is indexed once; every (shard, row) holding a
+  sample is collected, in global-rank order.
+- Per sample, the context-parallel layout comes from the recorded
+  ``cp_rank``/``cp_size`` or, for legacy dumps, from grouping the holders by
+  identical ``rollout_log_probs`` content, accepted only when the group widths
+  are exactly what :mod:`core.cp` gives each rank (bshd offsets when the files
+  carry ``max_seq_lens``; never assumed thd).
+- Per field, holders are the shards that have it (pipeline stages without
+  model outputs simply do not), one holder per CP rank is kept (the lowest
+  global rank, so the result does not depend on listing order), and the
+  slices are reassembled with :func:`core.cp.assemble_response`.
+- A field that cannot be placed or is not ``response_length`` long is None and
+  the row is ``alignment_failed``; :class:`FieldState` records whether a None
+  means never dumped or unreadable. Values are never guessed.
+- Lengths that disagree between holders raise :class:`InconsistentDumpError`
+  naming the files. This module reads no files; it works on loaded shards.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from core.cp import QkvFormat, assemble_response, widths_match
+from core.errors import CorruptFileError, CpLayoutError, InconsistentDumpError
+
+PER_TOKEN_FIELDS = (
+    "log_probs",
+    "rollout_log_probs",
+    "ref_log_probs",
+    "entropy",
+    "ref_entropy",
+    "advantages",
+    "returns",
+)
+"""Per-token train fields that context parallelism shards (the rest are full length)."""
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class FieldState(enum.Enum):
+    """Why a per-token field has (or lacks) a value."""
+
+    OK = "ok"
+    """Resolved to exactly response_length values."""
+    NOT_DUMPED = "not_dumped"
+    """No file of the step holds this field for the sample (flag off, or no train row)."""
+    UNREADABLE = "unreadable"
+    """The field was dumped but its slices could not be placed: never shown as absent or zero."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One loaded train file of a step."""
+
+    path: Path
+    """The file it was loaded from."""
+    rank: int
+    """Global rank of the writer."""
+    cp_rank: int | None
+    """Recorded CP rank (None in legacy dumps)."""
+    cp_size: int | None
+    """Recorded CP size (None in legacy dumps)."""
+    qkv_format: str | None
+    """Recorded qkv format (None in legacy dumps)."""
+    columns: Mapping[str, Any]
+    """The file's ``rollout_data`` columns."""
+    row_of: Mapping[int, int]
+    """Sample index -> row of this shard."""
+
+    @staticmethod
+    def from_payload(path: Path, rank: int, payload: Any) -> Shard:
+        """Validate a loaded train file's shape and index its rows."""
+        if not isinstance(payload, dict) or not isinstance(payload.get("rollout_data"), dict):
+            raise CorruptFileError("not a train shard: expected a dict with a 'rollout_data' dict", path)
+        columns = payload["rollout_data"]
+        indices = columns.get("sample_indices")
+        if indices is None:
+            raise CorruptFileError("train shard without a 'sample_indices' column", path)
+        row_of: dict[int, int] = {}
+        for row, index in enumerate(_as_list(indices)):
+            row_of.setdefault(int(index), row)
+        cp_rank, cp_size = payload.get("cp_rank"), payload.get("cp_size")
+        qkv = payload.get("qkv_format")
+        return Shard(
+            path=path,
+            rank=int(payload.get("rank", rank)) if payload.get("rank") is not None else rank,
+            cp_rank=None if cp_rank is None else int(cp_rank),
+            cp_size=None if cp_size is None else int(cp_size),
+            qkv_format=None if qkv is None else str(qkv),
+            columns=columns,
+            row_of=row_of,
+        )
+
+    @property
+    def legacy(self) -> bool:
+        """Whether the file predates the recorded CP layout."""
+        return self.cp_rank is None or self.cp_size is None
+
+
+@dataclass(frozen=True)
+class TrainRow:
+    """A sample's resolved train-side data."""
+
+    sample_index: int
+    """Run-global sample id."""
+    response_length: int
+    """Response tokens, as every holder agrees."""
+    total_length: int
+    """Prompt + response tokens, as every holder agrees."""
+    loss_mask: npt.NDArray[np.int64] | None
+    """Full-response loss mask from the train files (None if no holder has it)."""
+    per_token: Mapping[str, FloatArray | None]
+    """Each of PER_TOKEN_FIELDS, full response length, or None."""
+    field_state: Mapping[str, FieldState]
+    """Why each per-token field is (or is not) present."""
+    alignment_failed: bool
+    """Some dumped per-token field could not be placed."""
+    dumped_rank: int
+    """Global rank of the lowest-ranked file holding the row."""
+    normalized_reward: float | None
+    """The ``rewards`` column of the row."""
+    truncated: bool | None
+    """The ``truncated`` column of the row, when dumped."""
+    cp_size: int
+    """CP size the row was resolved with."""
+    holders: tuple[Path, ...] = field(default=())
+    """Files holding the row, in rank order."""
+
+
+def _as_list(values: Any) -> list[Any]:
+    if isinstance(values, np.ndarray):
+        return list(values.tolist())
+    return list(values)
+
+
+def _cell(shard: Shard, column: str, row: int) -> Any:
+    values = shard.columns.get(column)
+    if values is None:
+        return None
+    try:
+        return values[row]
+    except (IndexError, KeyError, TypeError):
+        return None
+
+
+def _as_float_array(value: Any) -> FloatArray | None:
+    if value is None:
+        return None
+    array = np.asarray(value, dtype=np.float64)
+    return array.reshape(-1)
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.item() if value.size == 1 else None
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+@dataclass(frozen=True)
+class _Layout:
+    cp_size: int
+    rank_of: Mapping[int, int]
+    """holder position -> cp rank (only holders that could be placed)."""
+    complete: bool
+    qkv_format: QkvFormat
+    max_seq_len: int | None
+
+
+def _layout(holders: Sequence[tuple[Shard, int]], total_length: int, response_length: int) -> _Layout:
+    max_seq_len = None
+    for shard, row in holders:
+        value = _scalar(_cell(shard, "max_seq_lens", row))
+        if value is not None:
+            max_seq_len = int(value)
+            break
+    if all(not shard.legacy for shard, _ in holders):
+        sizes = {shard.cp_size for shard, _ in holders}
+        formats = {shard.qkv_format for shard, _ in holders}
+        qkv: QkvFormat = "bshd" if formats == {"bshd"} else "thd"
+        if len(sizes) != 1 or len(formats) != 1:
+            return _Layout(1, {}, False, qkv, max_seq_len)
+        cp_size = int(next(iter(sizes)) or 1)
+        rank_of = {i: int(shard.cp_rank or 0) for i, (shard, _) in enumerate(holders)}
+        complete = set(rank_of.values()) == set(range(cp_size))
+        return _Layout(cp_size, rank_of, complete, qkv, max_seq_len)
+
+    # Legacy: the qkv format is not recorded; a max_seq_lens column means bshd.
+    qkv = "bshd" if max_seq_len is not None else "thd"
+    groups: dict[bytes, int] = {}
+    widths: list[int] = []
+    rank_of = {}
+    any_content = False
+    for i, (shard, row) in enumerate(holders):
+        values = _cell(shard, "rollout_log_probs", row)
+        if values is None:
+            continue
+        any_content = True
+        array = np.ascontiguousarray(np.asarray(values))
+        key = array.tobytes() + str(array.dtype).encode()
+        if key not in groups:
+            groups[key] = len(groups)
+            widths.append(int(array.size))
+        rank_of[i] = groups[key]
+    if not any_content:
+        return _Layout(1, dict.fromkeys(range(len(holders)), 0), True, qkv, max_seq_len)
+    cp_size = len(groups)
+    if cp_size > 1 and not widths_match(widths, total_length, response_length, qkv, max_seq_len):
+        return _Layout(cp_size, {}, False, qkv, max_seq_len)
+    return _Layout(cp_size, rank_of, True, qkv, max_seq_len)
+
+
+def _lengths(sample_index: int, holders: Sequence[tuple[Shard, int]]) -> tuple[int, int]:
+    seen: dict[tuple[int, int], list[Path]] = {}
+    for shard, row in holders:
+        response = _scalar(_cell(shard, "response_lengths", row))
+        total = _scalar(_cell(shard, "total_lengths", row))
+        if response is None or total is None:
+            raise CorruptFileError(
+                f"row {row} (sample {sample_index}) lacks response_lengths/total_lengths", shard.path
+            )
+        seen.setdefault((int(response), int(total)), []).append(shard.path)
+    if len(seen) > 1:
+        described = "; ".join(
+            f"response {r}, total {t} in {', '.join(p.name for p in paths)}" for (r, t), paths in seen.items()
+        )
+        first = next(iter(seen.values()))[0]
+        raise InconsistentDumpError(
+            f"sample {sample_index}: train files disagree on its lengths ({described}); "
+            "the step mixes dumps of different runs or a file is corrupt",
+            first.parent,
+        )
+    return next(iter(seen))
+
+
+def resolve_row(sample_index: int, holders: Sequence[tuple[Shard, int]]) -> TrainRow:
+    """Resolve one sample from every (shard, row) holding it, in global-rank order."""
+    holders = sorted(holders, key=lambda h: h[0].rank)
+    response_length, total_length = _lengths(sample_index, holders)
+    layout = _layout(holders, total_length, response_length)
+    alignment_failed = False
+    per_token: dict[str, FloatArray | None] = {}
+    states: dict[str, FieldState] = {}
+    for name in PER_TOKEN_FIELDS:
+        having = [(i, shard, row) for i, (shard, row) in enumerate(holders) if _cell(shard, name, row) is not None]
+        if not having:
+            per_token[name], states[name] = None, FieldState.NOT_DUMPED
+            continue
+        chunks: dict[int, FloatArray] = {}
+        for i, shard, row in having:  # already rank-ordered: lowest rank wins per cp rank
+            if i in layout.rank_of and layout.rank_of[i] not in chunks:
+                value = _as_float_array(_cell(shard, name, row))
+                if value is not None:
+                    chunks[layout.rank_of[i]] = value
+        value = None
+        if layout.cp_size == 1 and chunks:
+            value = chunks[0] if 0 in chunks else next(iter(chunks.values()))
+        elif layout.complete and len(chunks) == layout.cp_size:
+            try:
+                value = assemble_response(
+                    chunks, total_length, response_length, layout.cp_size, layout.qkv_format, layout.max_seq_len
+                ).astype(np.float64)
+            except (CpLayoutError, ValueError):
+                value = None
+        if value is not None and len(value) != response_length:
+            value = None
+        per_token[name] = value
+        states[name] = FieldState.OK if value is not None else FieldState.UNREADABLE
+        alignment_failed = alignment_failed or value is None
+
+    first_shard, first_row = holders[0]
+    mask_value = None
+    for shard, row in holders:
+        mask_value = _cell(shard, "loss_masks", row)
+        if mask_value is not None:
+            break
+    loss_mask = None if mask_value is None else np.asarray(mask_value, dtype=np.int64).reshape(-1)
+    if loss_mask is not None and len(loss_mask) != response_length:
+        loss_mask = None
+    reward = _scalar(_cell(first_shard, "rewards", first_row))
+    truncated = _scalar(_cell(first_shard, "truncated", first_row))
+    return TrainRow(
+        sample_index=sample_index,
+        response_length=response_length,
+        total_length=total_length,
+        loss_mask=loss_mask,
+        per_token=per_token,
+        field_state=states,
+        alignment_failed=alignment_failed,
+        dumped_rank=min(shard.rank for shard, _ in holders),
+        normalized_reward=None if reward is None else float(reward),
+        truncated=None if truncated is None else bool(truncated),
+        cp_size=layout.cp_size,
+        holders=tuple(shard.path for shard, _ in holders),
+    )
+
+
+def resolve_rows(shards: Sequence[Shard], known_samples: set[int] | None = None) -> dict[int, TrainRow]:
+    """Resolve every sample held by ``shards``.
+
+    ``known_samples`` (the rollout file's sample ids) makes a shard naming an
+    unknown sample an :class:`InconsistentDumpError` naming that shard.
+    """
+    holders: dict[int, list[tuple[Shard, int]]] = {}
+    for shard in sorted(shards, key=lambda s: s.rank):
+        for index, row in shard.row_of.items():
+            if known_samples is not None and index not in known_samples:
+                raise InconsistentDumpError(
+                    f"holds sample {index}, which the step's rollout file does not have: "
+                    "the train and rollout files come from different runs or steps",
+                    shard.path,
+                )
+            holders.setdefault(index, []).append((shard, row))
+    return {index: resolve_row(index, found) for index, found in holders.items()}
+
+
+def raw_reward_at(shards: Sequence[Shard], position: int) -> float | None:
+    """The batch-global ``raw_reward`` of the sample at rollout ``position`` (never a shard row)."""
+    for shard in sorted(shards, key=lambda s: s.rank):
+        values = shard.columns.get("raw_reward")
+        if values is not None and 0 <= position < len(values):
+            value = _scalar(values[position])
+            return None if value is None else float(value)
+    return None

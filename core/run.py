@@ -1,0 +1,95 @@
+"""A run, read: visible steps, cached step summaries, and a small LRU of open steps.
+
+Contract: the one entry point the CLI and the app use to read steps. A
+summary is served from the user cache when the step's files are unchanged,
+otherwise the step is opened and the (complete) summary cached. Open steps
+(with per-token arrays) are kept in an LRU bounded by ``max_open`` so memory
+does not grow with the steps a user visits. Not thread-safe by itself: the
+app serializes access. Never writes into the run directory.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from pathlib import Path
+
+from core.errors import StepNotFoundError, StillWritingError
+from core.run_dir import MIN_AGE_SECONDS, RunDir, StepFiles, StepIds
+from core.step import OpenStep, StepSummary, open_step
+from core.summary_cache import load_summary, store_summary
+from core.tokenizer import Detokenizer
+
+
+class Run:
+    """Read access to one run directory."""
+
+    def __init__(self, path: Path | str, *, use_cache: bool = True, max_open: int = 4) -> None:
+        self.dir = RunDir(path)
+        self.use_cache = use_cache
+        self.max_open = max_open
+        self._open: OrderedDict[tuple[int, bool], OpenStep] = OrderedDict()
+        self._detokenizer: Detokenizer | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.dir.path
+
+    @property
+    def detokenizer(self) -> Detokenizer:
+        if self._detokenizer is None:
+            self._detokenizer = Detokenizer(self.dir.tokenizer_dir)
+        return self._detokenizer
+
+    def step_ids(self, now: float) -> StepIds:
+        """Visible step ids at ``now``."""
+        return self.dir.step_ids(now)
+
+    def files(self, rollout_id: int, evaluation: bool, now: float) -> StepFiles:
+        """The files of a visible step; a clear error for a missing or not-yet-visible one."""
+        files = self.dir.step_files(rollout_id, evaluation)
+        kind = "eval step" if evaluation else "step"
+        if files is None:
+            ids = self.dir.step_ids(now)
+            known = ids.evaluation if evaluation else ids.train
+            listed = ", ".join(str(i) for i in known[-8:]) or "none yet"
+            raise StepNotFoundError(f"the run has no {kind} {rollout_id} (visible: {listed})", self.dir.rollout_dir)
+        if not RunDir.is_visible(files, now):
+            wait = MIN_AGE_SECONDS - (now - files.rollout.mtime)
+            raise StillWritingError(
+                f"{kind} {rollout_id} is still being written; it becomes readable in about {max(wait, 1):.0f}s",
+                files.rollout.path,
+            )
+        return files
+
+    def summary(self, rollout_id: int, evaluation: bool, now: float) -> StepSummary:
+        """The step's summary, from the cache when its files are unchanged."""
+        files = self.files(rollout_id, evaluation, now)
+        opened = self._open.get((rollout_id, evaluation))
+        if opened is not None and opened.summary.signature == files.signature and opened.summary.complete:
+            return opened.summary
+        if self.use_cache:
+            cached = load_summary(self.path, files)
+            if cached is not None:
+                return cached
+        return self.open(rollout_id, evaluation, now).summary
+
+    def open(self, rollout_id: int, evaluation: bool, now: float) -> OpenStep:
+        """The step with its per-token data (reopened when its files changed)."""
+        files = self.files(rollout_id, evaluation, now)
+        key = (rollout_id, evaluation)
+        opened = self._open.get(key)
+        if opened is not None and opened.summary.signature == files.signature and opened.summary.complete:
+            self._open.move_to_end(key)
+            return opened
+        opened = open_step(files, now)
+        self._open[key] = opened
+        self._open.move_to_end(key)
+        while len(self._open) > self.max_open:
+            self._open.popitem(last=False)
+        if self.use_cache:
+            store_summary(self.path, files, opened.summary)
+        return opened
+
+    def cached_open(self, rollout_id: int, evaluation: bool) -> OpenStep | None:
+        """An already open step, without touching the disk."""
+        return self._open.get((rollout_id, evaluation))

@@ -1,0 +1,209 @@
+"""A ``--dump-details`` run directory: which steps exist, which are visible, which files hold them.
+
+Contract:
+- Listing a run reads directory entries and ``stat`` results only, never file
+  contents, so it is cheap enough to call on every poll of a 1,000-step run.
+- Visibility follows the spec, with the clock passed in as ``now``: a train
+  step shows once ANY rank's train file exists (rank 0 may never write) or
+  once its rollout file is ``MIN_AGE_SECONDS`` old; an eval step waits for the
+  age. (miles' own reader looks only for rank 0's file, which hides every
+  fresh step of a gated run; the spec's any-rank rule is followed here.)
+- :meth:`RunDir.load` turns a load failure into :class:`StillWritingError`
+  when the file is younger than ``STILL_WRITING_SECONDS`` and into
+  :class:`CorruptFileError` otherwise. Nothing here ever writes into the run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.errors import CorruptFileError, DumpLoadError, RunDirError, StillWritingError, UnsafePickleError
+from core.pt_archive import load_pt
+
+MIN_AGE_SECONDS = 10.0
+"""A rollout file younger than this may still be being written."""
+
+STILL_WRITING_SECONDS = 60.0
+"""A .pt that fails to load and is younger than this is retried, not called corrupt."""
+
+_ROLLOUT_RE = re.compile(r"^(eval_)?(\d+)\.pt$")
+_TRAIN_RE = re.compile(r"^(\d+)_(\d+)\.pt$")
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """A dump file as seen by one directory listing."""
+
+    path: Path
+    """Absolute path of the file."""
+    size: int
+    """Size in bytes when listed."""
+    mtime: float
+    """Modification time (seconds since the epoch) when listed."""
+
+
+@dataclass(frozen=True)
+class TrainFile(FileStat):
+    """One rank's train shard of one step."""
+
+    rank: int
+    """Global rank of the writer, from the file name."""
+
+
+@dataclass(frozen=True)
+class StepFiles:
+    """Everything on disk for one step at one instant."""
+
+    rollout_id: int
+    """The step id."""
+    evaluation: bool
+    """Whether this is an evaluation batch (``eval_{rid}.pt``)."""
+    rollout: FileStat
+    """The rollout file."""
+    train: tuple[TrainFile, ...]
+    """Train shards, ordered by global rank (empty for eval steps)."""
+
+    @property
+    def newest_mtime(self) -> float:
+        """The latest modification time among the step's files."""
+        return max([self.rollout.mtime, *(f.mtime for f in self.train)])
+
+    @property
+    def signature(self) -> tuple[tuple[str, int, float], ...]:
+        """(name, size, mtime) of every file: equal signatures mean nothing changed on disk."""
+        files: list[FileStat] = [self.rollout, *self.train]
+        return tuple((f.path.name, f.size, f.mtime) for f in files)
+
+
+@dataclass(frozen=True)
+class StepIds:
+    """The visible step ids of a run, ascending."""
+
+    train: tuple[int, ...]
+    """Visible training steps."""
+    evaluation: tuple[int, ...]
+    """Visible evaluation steps."""
+
+
+def _scan(directory: Path) -> Iterator[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as entries:
+            yield from entries
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        return
+    except PermissionError as err:
+        raise RunDirError("permission denied: check that this user can read the run directory", directory) from err
+
+
+def _stat(entry: os.DirEntry[str]) -> os.stat_result | None:
+    try:
+        return entry.stat()
+    except FileNotFoundError:
+        return None
+
+
+class RunDir:
+    """Read-only access to one run directory."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path).expanduser().absolute()
+        if not self.path.exists():
+            raise RunDirError("no such run directory: check the path (miles writes it with --dump-details)", self.path)
+        if not self.path.is_dir():
+            raise RunDirError("not a directory: give the folder miles was started with --dump-details", self.path)
+        if not os.access(self.path, os.R_OK | os.X_OK):
+            raise RunDirError("permission denied: this user cannot list the run directory", self.path)
+
+    @property
+    def rollout_dir(self) -> Path:
+        return self.path / "rollout_data"
+
+    @property
+    def train_dir(self) -> Path:
+        return self.path / "train_data"
+
+    @property
+    def tokenizer_dir(self) -> Path:
+        return self.path / "tokenizer"
+
+    @property
+    def dashboard_dir(self) -> Path:
+        return self.path / "dashboard"
+
+    def looks_like_a_run(self) -> bool:
+        """Whether the folder has any of the directories a miles dump writes."""
+        return any((self.path / name).is_dir() for name in ("rollout_data", "train_data", "dashboard", "trajectory"))
+
+    def scan(self) -> dict[tuple[int, bool], StepFiles]:
+        """Every step that has a rollout file, keyed by (rollout_id, evaluation), visible or not."""
+        rollouts: dict[tuple[int, bool], FileStat] = {}
+        for entry in _scan(self.rollout_dir):
+            match = _ROLLOUT_RE.match(entry.name)
+            st = _stat(entry) if match else None
+            if match and st is not None:
+                key = (int(match.group(2)), match.group(1) is not None)
+                rollouts[key] = FileStat(Path(entry.path), st.st_size, st.st_mtime)
+        train: dict[int, list[TrainFile]] = {}
+        for entry in _scan(self.train_dir):
+            match = _TRAIN_RE.match(entry.name)
+            st = _stat(entry) if match else None
+            if match and st is not None:
+                rid, rank = int(match.group(1)), int(match.group(2))
+                train.setdefault(rid, []).append(TrainFile(Path(entry.path), st.st_size, st.st_mtime, rank))
+        steps = {}
+        for (rid, evaluation), rollout in rollouts.items():
+            shards = () if evaluation else tuple(sorted(train.get(rid, ()), key=lambda f: f.rank))
+            steps[(rid, evaluation)] = StepFiles(rid, evaluation, rollout, shards)
+        return steps
+
+    @staticmethod
+    def is_visible(step: StepFiles, now: float) -> bool:
+        """The spec's visibility rule for one step at time ``now``."""
+        if not step.evaluation and step.train:
+            return True
+        return now - step.rollout.mtime >= MIN_AGE_SECONDS
+
+    def visible_steps(self, now: float) -> dict[tuple[int, bool], StepFiles]:
+        """The steps a user may see at ``now``."""
+        return {key: step for key, step in self.scan().items() if self.is_visible(step, now)}
+
+    def step_ids(self, now: float) -> StepIds:
+        """Visible train and eval step ids, ascending."""
+        visible = self.visible_steps(now)
+        return StepIds(
+            train=tuple(sorted(rid for rid, ev in visible if not ev)),
+            evaluation=tuple(sorted(rid for rid, ev in visible if ev)),
+        )
+
+    def step_files(self, rollout_id: int, evaluation: bool = False) -> StepFiles | None:
+        """The files of one step (visible or not), or None when it has no rollout file."""
+        return self.scan().get((rollout_id, evaluation))
+
+    @staticmethod
+    def load(file: FileStat, now: float) -> Any:
+        """Load a dump file safely, classifying a failure by the file's age at ``now``."""
+        try:
+            return load_pt(file.path)
+        except UnsafePickleError:
+            raise
+        except DumpLoadError as err:
+            try:
+                mtime = file.path.stat().st_mtime
+            except FileNotFoundError:
+                mtime = file.mtime
+            age = now - mtime
+            if age < STILL_WRITING_SECONDS:
+                raise StillWritingError(
+                    f"still being written ({age:.0f}s old); it will be read again on the next poll",
+                    file.path,
+                ) from err
+            if isinstance(err, CorruptFileError):
+                raise
+            raise CorruptFileError(err.message, file.path) from err

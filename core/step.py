@@ -1,0 +1,162 @@
+"""One step opened: its rollout file joined with its resolved train rows.
+
+Contract: :func:`open_step` loads the step's rollout file and every train
+file, resolves each sample's train row (:mod:`core.resolve`) and derives the
+ROW, GROUP and aggregate values (:mod:`core.summary`). A train file that
+fails to load does not fail the step: it becomes a :class:`StepProblem`
+naming the file, and samples that no readable file holds are flagged as
+unreadable (never shown as absent). A file still being written makes the
+step ``complete = False``: it fills in on a later open. The rollout file
+itself failing to load raises (there is nothing to show). Nothing is written.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from core.errors import CorruptFileError, DumpLoadError, StepNotFoundError, StillWritingError, UnsafePickleError
+from core.resolve import FieldState, Shard, TrainRow, raw_reward_at, resolve_rows
+from core.run_dir import RunDir, StepFiles
+from core.summary import GroupRow, SampleRow, StepAggregate, group_rows, sample_row, step_aggregate
+
+
+class ProblemKind(enum.Enum):
+    """What happened to a file of a step."""
+
+    STILL_WRITING = "still_writing"
+    """Failed to load but young: retried on the next poll."""
+    CORRUPT = "corrupt"
+    """Failed to load and old: truncated or garbage."""
+    UNSAFE = "unsafe"
+    """Refused: the pickle reaches for code."""
+
+
+@dataclass(frozen=True)
+class StepProblem:
+    """A file of a step that could not be used."""
+
+    path: Path
+    """The file."""
+    kind: ProblemKind
+    """Still writing, corrupt or unsafe."""
+    message: str
+    """The one-line explanation (already names the file)."""
+
+
+@dataclass(frozen=True)
+class StepSummary:
+    """Everything a table of the step shows: cacheable, no per-token arrays."""
+
+    rollout_id: int
+    """The step."""
+    evaluation: bool
+    """Whether it is an eval step."""
+    rows: tuple[SampleRow, ...]
+    """One per sample, in rollout order."""
+    groups: tuple[GroupRow, ...]
+    """One per group, in order of first appearance."""
+    aggregate: StepAggregate
+    """Headline figures."""
+    problems: tuple[StepProblem, ...]
+    """Files that could not be used."""
+    complete: bool
+    """False while some file of the step is still being written."""
+    signature: tuple[tuple[str, int, float], ...]
+    """The files (name, size, mtime) this summary was computed from."""
+
+
+@dataclass(frozen=True)
+class OpenStep:
+    """A step with its samples and resolved train rows, for per-token views."""
+
+    summary: StepSummary
+    """The table values."""
+    samples: tuple[Mapping[str, Any], ...]
+    """The rollout file's sample dicts, in rollout order."""
+    train_rows: Mapping[int, TrainRow]
+    """Resolved train rows by sample index (missing: no readable file holds the sample)."""
+    unreadable: frozenset[int]
+    """Samples whose train data sat in a file that failed to load."""
+
+    def position_of(self, sample_index: int) -> int:
+        """The sample's position in the rollout file."""
+        for position, row in enumerate(self.summary.rows):
+            if row.sample_index == sample_index:
+                return position
+        raise StepNotFoundError(f"step {self.summary.rollout_id} has no sample {sample_index}", None)
+
+    def sample(self, sample_index: int) -> Mapping[str, Any]:
+        """The rollout sample dict."""
+        return self.samples[self.position_of(sample_index)]
+
+    def field_state(self, sample_index: int, name: str) -> FieldState:
+        """Why a per-token field of a sample is present or blank."""
+        if sample_index in self.unreadable:
+            return FieldState.UNREADABLE
+        train = self.train_rows.get(sample_index)
+        if train is None:
+            return FieldState.NOT_DUMPED
+        return train.field_state.get(name, FieldState.NOT_DUMPED)
+
+
+def _rollout_payload(files: StepFiles, now: float) -> tuple[list[Mapping[str, Any]], Any]:
+    payload = RunDir.load(files.rollout, now)
+    if not isinstance(payload, dict) or not isinstance(payload.get("samples"), list):
+        raise CorruptFileError("not a rollout file: expected a dict with a 'samples' list", files.rollout.path)
+    samples = payload["samples"]
+    for position, sample in enumerate(samples):
+        if not isinstance(sample, dict) or "index" not in sample:
+            raise CorruptFileError(f"sample at position {position} has no 'index'", files.rollout.path)
+    return samples, payload.get("metadata")
+
+
+def open_step(files: StepFiles, now: float) -> OpenStep:
+    """Load, resolve and summarize one step at time ``now``."""
+    samples, _metadata = _rollout_payload(files, now)
+    problems: list[StepProblem] = []
+    shards: list[Shard] = []
+    for train_file in files.train:
+        try:
+            shards.append(Shard.from_payload(train_file.path, train_file.rank, RunDir.load(train_file, now)))
+        except StillWritingError as err:
+            problems.append(StepProblem(train_file.path, ProblemKind.STILL_WRITING, str(err)))
+        except UnsafePickleError as err:
+            problems.append(StepProblem(train_file.path, ProblemKind.UNSAFE, str(err)))
+        except DumpLoadError as err:
+            problems.append(StepProblem(train_file.path, ProblemKind.CORRUPT, str(err)))
+
+    known = {int(s["index"]) for s in samples}
+    train_rows = resolve_rows(shards, known) if not files.evaluation else {}
+    failed_files = [p for p in problems if p.kind is not ProblemKind.STILL_WRITING]
+    unreadable = frozenset(known - set(train_rows)) if failed_files and not files.evaluation else frozenset()
+
+    rows = []
+    for position, sample in enumerate(samples):
+        index = int(sample["index"])
+        train = train_rows.get(index)
+        raw = raw_reward_at(shards, position) if train is not None else None
+        row = sample_row(files.rollout_id, sample, train, raw)
+        if index in unreadable:
+            row = replace(row, alignment_failed=True)
+        rows.append(row)
+    groups = group_rows(rows, files.evaluation)
+    summary = StepSummary(
+        rollout_id=files.rollout_id,
+        evaluation=files.evaluation,
+        rows=tuple(rows),
+        groups=tuple(groups),
+        aggregate=step_aggregate(files.rollout_id, files.evaluation, rows, groups),
+        problems=tuple(problems),
+        complete=not any(p.kind is ProblemKind.STILL_WRITING for p in problems),
+        signature=files.signature,
+    )
+    return OpenStep(summary, tuple(samples), train_rows, unreadable)
+
+
+def find_sample(rows: Sequence[SampleRow], sample_index: int) -> SampleRow | None:
+    """The row of a sample index, if the step has it."""
+    return next((row for row in rows if row.sample_index == sample_index), None)

@@ -1,0 +1,368 @@
+"""Every derived per-sample, per-group and per-step value, computed once, here.
+
+Contract:
+- :class:`SampleRow` holds exactly the ROW columns of the CLI contract, as raw
+  values (None where a value does not exist, never 0 or NaN).
+- Staleness is ``rollout_id - min(numeric weight versions)``; per-token
+  statistics use only positions with ``loss_mask > 0``; an empty selection
+  gives None. Views never recompute any of these.
+- Groups are degenerate (``zero_std``) when they have reward data and the
+  sample standard deviation of their rewards is <= 1e-12 (a one-sample group
+  counts); a group without reward data is not.
+This module reads no files.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from core.resolve import TrainRow
+
+ZERO_STD_EPS = 1e-12
+_NUMERIC_VERSION = re.compile(r"^\s*[+-]?\d+\s*$")
+
+
+@dataclass(frozen=True)
+class SampleRow:
+    """One sample of a step: the CLI's ROW, column for column."""
+
+    sample_index: int
+    """Run-global sample id."""
+    group_index: int | None
+    """GRPO group."""
+    status: str | None
+    """pending, completed, truncated, aborted, failed."""
+    remove_sample: bool
+    """Whether the rollout removed the sample from training."""
+    response_length: int
+    """Response tokens."""
+    total_length: int
+    """Prompt + response tokens."""
+    reward: float | None
+    """Rollout-side reward (a dict reward yields None here)."""
+    weight_version: str | None
+    """Last entry of weight_versions."""
+    weight_version_min: int | None
+    """Smallest numeric weight version."""
+    mixed_version: bool
+    """More than one distinct weight version across the sample's turns."""
+    staleness: int | None
+    """rollout_id − weight_version_min."""
+    turns: int
+    """len(weight_versions)."""
+    tool_calls: int | None
+    """Messages with role "tool" in a chat prompt (None for a string prompt)."""
+    non_generation_time: float | None
+    """Seconds spent outside generation."""
+    spec_accept_rate: float | None
+    """Speculative decoding: accepted / drafted tokens."""
+    prefix_cache_hit_rate: float | None
+    """Cached prompt tokens / prompt tokens."""
+    raw_reward: float | None
+    """Batch-global raw reward at the sample's rollout position (train rows only)."""
+    normalized_reward: float | None
+    """The train row's normalized reward."""
+    truncated: bool
+    """The train row's flag, else status == "truncated"."""
+    dumped_rank: int | None
+    """Global rank of the lowest-ranked file holding the row."""
+    mean_entropy: float | None
+    """Mean entropy over trained positions."""
+    max_entropy: float | None
+    """Max entropy over trained positions."""
+    ref_entropy_mean: float | None
+    """Mean reference entropy over trained positions."""
+    mean_abs_lp_diff: float | None
+    """Mean |log_probs − rollout_log_probs| over trained positions."""
+    max_abs_lp_diff: float | None
+    """Max |log_probs − rollout_log_probs| over trained positions."""
+    mean_imp_ratio: float | None
+    """Mean exp(log_probs − rollout_log_probs) over trained positions."""
+    adv_mean: float | None
+    """Advantage mean over trained positions."""
+    adv_std: float | None
+    """Advantage standard deviation over trained positions."""
+    return_mean: float | None
+    """Return mean over trained positions."""
+    alignment_failed: bool
+    """Some per-token data was dumped but could not be placed: unreadable, not undumped."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+ROW_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(SampleRow))
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """One GRPO group of a step."""
+
+    group_index: int | None
+    """The group id."""
+    n: int
+    """Samples in the group."""
+    reward_mean: float | None
+    """Mean reward (raw_reward for train steps, reward for eval steps)."""
+    reward_std: float | None
+    """Sample standard deviation of the rewards."""
+    response_length_mean: float
+    """Mean response length."""
+    truncated_frac: float
+    """Fraction of truncated samples."""
+    zero_std: bool
+    """Degenerate: reward data with std <= 1e-12 (contributes no policy gradient)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class StepAggregate:
+    """Headline figures of one step."""
+
+    rollout_id: int
+    """The step."""
+    evaluation: bool
+    """Whether it is an eval step."""
+    n_samples: int
+    """Samples in the rollout file."""
+    reward_mean: float | None
+    """Mean reward over samples that have one."""
+    reward_std: float | None
+    """Sample standard deviation of those rewards."""
+    response_length_mean: float | None
+    """Mean response length."""
+    truncated_frac: float | None
+    """Fraction of truncated samples."""
+    zero_std_group_frac: float | None
+    """Fraction of groups that are degenerate."""
+    mean_abs_lp_diff: float | None
+    """Mean over samples of their mean |lp diff|."""
+    mean_entropy: float | None
+    """Mean over samples of their mean entropy."""
+    mixed_version_frac: float | None
+    """Fraction of samples generated across several weight versions."""
+    avg_staleness: float | None
+    """Mean staleness over samples that have one."""
+    alignment_failed: int
+    """Samples whose per-token data is unreadable."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def numeric_versions(weight_versions: Sequence[Any]) -> list[int]:
+    """The weight versions that are integers ("12", 12), ignoring "default", "v12", ""."""
+    out = []
+    for version in weight_versions:
+        if isinstance(version, bool):
+            continue
+        if isinstance(version, int | np.integer) or (isinstance(version, str) and _NUMERIC_VERSION.match(version)):
+            out.append(int(version))
+    return out
+
+
+def staleness(rollout_id: int, weight_versions: Sequence[Any]) -> int | None:
+    """rollout_id − min numeric weight version; None when no version is numeric."""
+    versions = numeric_versions(weight_versions)
+    return rollout_id - min(versions) if versions else None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float | np.integer | np.floating):
+        result = float(value)
+        return result if math.isfinite(result) else None
+    return None
+
+
+def _ratio(numerator: Any, denominator: Any) -> float | None:
+    num, den = _number(numerator), _number(denominator)
+    if num is None or den is None or den == 0:
+        return None
+    return num / den
+
+
+def _mean(values: npt.NDArray[np.float64]) -> float | None:
+    return float(values.mean()) if values.size else None
+
+
+def _max(values: npt.NDArray[np.float64]) -> float | None:
+    return float(values.max()) if values.size else None
+
+
+def _std(values: npt.NDArray[np.float64]) -> float | None:
+    return float(values.std(ddof=1)) if values.size > 1 else (0.0 if values.size == 1 else None)
+
+
+def trained_positions(train: TrainRow) -> npt.NDArray[np.bool_]:
+    """Positions with loss_mask > 0 (all positions when the mask was not dumped)."""
+    if train.loss_mask is None:
+        return np.ones(train.response_length, dtype=bool)
+    return train.loss_mask > 0
+
+
+def _masked(train: TrainRow, name: str, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64] | None:
+    values = train.per_token.get(name)
+    return None if values is None else values[keep]
+
+
+_STAT_COLUMNS = (
+    "mean_entropy",
+    "max_entropy",
+    "ref_entropy_mean",
+    "mean_abs_lp_diff",
+    "max_abs_lp_diff",
+    "mean_imp_ratio",
+    "adv_mean",
+    "adv_std",
+    "return_mean",
+)
+
+
+def sample_row(
+    rollout_id: int,
+    sample: Mapping[str, Any],
+    train: TrainRow | None,
+    raw_reward: float | None,
+) -> SampleRow:
+    """Build the ROW of one rollout sample (``train`` None: no shard holds it, or an eval step)."""
+    versions = list(sample.get("weight_versions") or [])
+    numeric = numeric_versions(versions)
+    prompt = sample.get("prompt")
+    tool_calls = None
+    if isinstance(prompt, list):
+        tool_calls = sum(1 for m in prompt if isinstance(m, Mapping) and m.get("role") == "tool")
+    spec = sample.get("spec_info") or {}
+    cache = sample.get("prefix_cache_info") or {}
+    status = sample.get("status")
+    status_text = None if status is None else str(getattr(status, "value", status))
+    tokens = sample.get("tokens")
+    total_length = len(tokens) if tokens is not None else int(sample.get("total_length") or 0)
+    response_length = int(sample.get("response_length") or 0)
+
+    stats: dict[str, float | None] = dict.fromkeys(_STAT_COLUMNS)
+    truncated = status_text == "truncated"
+    if train is not None:
+        keep = trained_positions(train)
+        entropy = _masked(train, "entropy", keep)
+        if entropy is not None:
+            stats["mean_entropy"], stats["max_entropy"] = _mean(entropy), _max(entropy)
+        ref_entropy = _masked(train, "ref_entropy", keep)
+        if ref_entropy is not None:
+            stats["ref_entropy_mean"] = _mean(ref_entropy)
+        log_probs = _masked(train, "log_probs", keep)
+        rollout_lp = _masked(train, "rollout_log_probs", keep)
+        if log_probs is not None and rollout_lp is not None:
+            diff = log_probs - rollout_lp
+            stats["mean_abs_lp_diff"], stats["max_abs_lp_diff"] = _mean(np.abs(diff)), _max(np.abs(diff))
+            stats["mean_imp_ratio"] = _mean(np.exp(diff))
+        advantages = _masked(train, "advantages", keep)
+        if advantages is not None:
+            stats["adv_mean"], stats["adv_std"] = _mean(advantages), _std(advantages)
+        returns = _masked(train, "returns", keep)
+        if returns is not None:
+            stats["return_mean"] = _mean(returns)
+        if train.truncated is not None:
+            truncated = train.truncated
+        response_length, total_length = train.response_length, train.total_length
+
+    group = sample.get("group_index")
+    return SampleRow(
+        sample_index=int(sample.get("index", -1)),
+        group_index=None if group is None else int(group),
+        status=status_text,
+        remove_sample=bool(sample.get("remove_sample") or False),
+        response_length=response_length,
+        total_length=total_length,
+        reward=_number(sample.get("reward")),
+        weight_version=None if not versions else str(versions[-1]),
+        weight_version_min=min(numeric) if numeric else None,
+        mixed_version=len({str(v) for v in versions}) > 1,
+        staleness=rollout_id - min(numeric) if numeric else None,
+        turns=len(versions),
+        tool_calls=tool_calls,
+        non_generation_time=_number(sample.get("non_generation_time")),
+        spec_accept_rate=_ratio(spec.get("spec_accept_token_num"), spec.get("spec_draft_token_num")),
+        prefix_cache_hit_rate=_ratio(cache.get("cached_tokens"), cache.get("total_prompt_tokens")),
+        raw_reward=raw_reward if train is not None else None,
+        normalized_reward=train.normalized_reward if train is not None else None,
+        truncated=truncated,
+        dumped_rank=train.dumped_rank if train is not None else None,
+        mean_entropy=stats["mean_entropy"],
+        max_entropy=stats["max_entropy"],
+        ref_entropy_mean=stats["ref_entropy_mean"],
+        mean_abs_lp_diff=stats["mean_abs_lp_diff"],
+        max_abs_lp_diff=stats["max_abs_lp_diff"],
+        mean_imp_ratio=stats["mean_imp_ratio"],
+        adv_mean=stats["adv_mean"],
+        adv_std=stats["adv_std"],
+        return_mean=stats["return_mean"],
+        alignment_failed=train.alignment_failed if train is not None else False,
+    )
+
+
+def group_reward(row: SampleRow, evaluation: bool) -> float | None:
+    """The reward a group statistic uses: raw_reward on train steps, reward on eval steps."""
+    return row.reward if evaluation else row.raw_reward
+
+
+def group_rows(rows: Sequence[SampleRow], evaluation: bool) -> list[GroupRow]:
+    """One GroupRow per group_index, in order of first appearance."""
+    by_group: dict[int | None, list[SampleRow]] = {}
+    for row in rows:
+        by_group.setdefault(row.group_index, []).append(row)
+    out = []
+    for group_index, members in by_group.items():
+        rewards = np.array(
+            [r for r in (group_reward(m, evaluation) for m in members) if r is not None], dtype=np.float64
+        )
+        std = _std(rewards)
+        out.append(
+            GroupRow(
+                group_index=group_index,
+                n=len(members),
+                reward_mean=_mean(rewards),
+                reward_std=std,
+                response_length_mean=float(np.mean([m.response_length for m in members])),
+                truncated_frac=float(np.mean([m.truncated for m in members])),
+                zero_std=bool(rewards.size > 0 and std is not None and std <= ZERO_STD_EPS),
+            )
+        )
+    return out
+
+
+def _present(values: Sequence[float | None]) -> npt.NDArray[np.float64]:
+    return np.array([v for v in values if v is not None], dtype=np.float64)
+
+
+def step_aggregate(
+    rollout_id: int, evaluation: bool, rows: Sequence[SampleRow], groups: Sequence[GroupRow]
+) -> StepAggregate:
+    """The headline figures of a step from its rows and groups."""
+    rewards = _present([group_reward(r, evaluation) for r in rows])
+    n = len(rows)
+    return StepAggregate(
+        rollout_id=rollout_id,
+        evaluation=evaluation,
+        n_samples=n,
+        reward_mean=_mean(rewards),
+        reward_std=_std(rewards) if rewards.size > 1 else None,
+        response_length_mean=float(np.mean([r.response_length for r in rows])) if n else None,
+        truncated_frac=float(np.mean([r.truncated for r in rows])) if n else None,
+        zero_std_group_frac=float(np.mean([g.zero_std for g in groups])) if groups else None,
+        mean_abs_lp_diff=_mean(_present([r.mean_abs_lp_diff for r in rows])),
+        mean_entropy=_mean(_present([r.mean_entropy for r in rows])),
+        mixed_version_frac=float(np.mean([r.mixed_version for r in rows])) if n else None,
+        avg_staleness=_mean(_present([None if r.staleness is None else float(r.staleness) for r in rows])),
+        alignment_failed=sum(r.alignment_failed for r in rows),
+    )

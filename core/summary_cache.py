@@ -1,0 +1,89 @@
+"""A cache of step summaries under the user's cache directory (never in RUN_DIR).
+
+Contract: a summary is stored as JSON keyed by the run's absolute path, the
+step id, and the name, size and mtime of every file of the step; any change
+on disk is a miss. Writes are atomic (temp file + rename) and best effort: a
+read-only or full cache dir only costs speed. Incomplete summaries (a file
+still being written) are never stored. Location: ``$MILES_TUI_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/miles-tui``, else ``~/.cache/miles-tui``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core.run_dir import StepFiles
+from core.step import ProblemKind, StepProblem, StepSummary
+from core.summary import GroupRow, SampleRow, StepAggregate
+
+CACHE_VERSION = 1
+"""Bump when a derived value's definition changes, so stale summaries are not served."""
+
+
+def cache_dir() -> Path:
+    """Where summaries are cached for this user."""
+    explicit = os.environ.get("MILES_TUI_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "miles-tui"
+
+
+def _key(run_path: Path, files: StepFiles) -> str:
+    material = json.dumps([CACHE_VERSION, str(run_path), files.rollout_id, files.evaluation, files.signature]).encode()
+    return hashlib.sha256(material).hexdigest()
+
+
+def _encode(summary: StepSummary) -> dict[str, Any]:
+    return {
+        "rollout_id": summary.rollout_id,
+        "evaluation": summary.evaluation,
+        "rows": [list(row.to_dict().values()) for row in summary.rows],
+        "groups": [group.to_dict() for group in summary.groups],
+        "aggregate": summary.aggregate.to_dict(),
+        "problems": [[str(p.path), p.kind.value, p.message] for p in summary.problems],
+        "signature": [list(s) for s in summary.signature],
+    }
+
+
+def _decode(data: dict[str, Any]) -> StepSummary:
+    return StepSummary(
+        rollout_id=int(data["rollout_id"]),
+        evaluation=bool(data["evaluation"]),
+        rows=tuple(SampleRow(*values) for values in data["rows"]),
+        groups=tuple(GroupRow(**group) for group in data["groups"]),
+        aggregate=StepAggregate(**data["aggregate"]),
+        problems=tuple(StepProblem(Path(p), ProblemKind(k), m) for p, k, m in data["problems"]),
+        complete=True,
+        signature=tuple((str(n), int(s), float(m)) for n, s, m in data["signature"]),
+    )
+
+
+def load_summary(run_path: Path, files: StepFiles) -> StepSummary | None:
+    """The cached summary of exactly these files, or None."""
+    path = cache_dir() / "summaries" / f"{_key(run_path, files)}.json"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return _decode(json.load(handle))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def store_summary(run_path: Path, files: StepFiles, summary: StepSummary) -> None:
+    """Remember a complete summary; silently skips when the cache dir is unusable."""
+    if not summary.complete or summary.signature != files.signature:
+        return
+    folder = cache_dir() / "summaries"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(_encode(summary), handle, separators=(",", ":"))
+        os.replace(tmp, folder / f"{_key(run_path, files)}.json")
+    except OSError:
+        return

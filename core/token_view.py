@@ -1,0 +1,204 @@
+"""Per-token values of one sample: what the token panels and ``export --tokens`` show.
+
+Contract: a :class:`TokenView` is the sample's token ids, its prompt length,
+its full-response loss mask and every per-token series over the response,
+with values at loss-masked positions set to NaN-free *None* in the payload
+(the engine never scored them: a gap, never 0). ``lp_diff`` and
+``imp_ratio`` are derived here and nowhere else. Windows ``[start, end)`` of
+token positions cut ids and the response overlap consistently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from core.errors import StepNotFoundError
+from core.resolve import PER_TOKEN_FIELDS, FieldState
+from core.step import OpenStep
+from core.tokenizer import Detokenizer
+
+FloatArray = npt.NDArray[np.float64]
+
+SERIES = (
+    "rollout_log_probs",
+    "train_log_probs",
+    "ref_log_probs",
+    "lp_diff",
+    "imp_ratio",
+    "entropy",
+    "ref_entropy",
+    "advantages",
+    "returns",
+)
+"""The per-token series of a token view, in display order."""
+
+_SOURCE_FIELD = {"train_log_probs": "log_probs", "lp_diff": "log_probs", "imp_ratio": "log_probs"}
+
+
+@dataclass(frozen=True)
+class TokenView:
+    """Every per-token value of one sample (arrays span the whole response)."""
+
+    rollout_id: int
+    """The step."""
+    sample_index: int
+    """The sample."""
+    evaluation: bool
+    """Whether the step is an eval step."""
+    token_ids: tuple[int, ...]
+    """Prompt + response token ids."""
+    prompt_length: int
+    """Tokens before the response."""
+    loss_mask: npt.NDArray[np.int64] | None
+    """Full-response loss mask (None when the dump has none)."""
+    series: Mapping[str, FloatArray | None]
+    """Each of SERIES over the response, unmasked (None: blank)."""
+    states: Mapping[str, FieldState]
+    """Why each series is present or blank."""
+
+    @property
+    def total_length(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def response_length(self) -> int:
+        return self.total_length - self.prompt_length
+
+    def trained(self) -> npt.NDArray[np.bool_]:
+        """Response positions the loss counts (all of them without a mask)."""
+        if self.loss_mask is None:
+            return np.ones(self.response_length, dtype=bool)
+        return self.loss_mask > 0
+
+    def masked(self, name: str) -> FloatArray | None:
+        """A series with NaN at loss-masked positions (for drawing gaps)."""
+        values = self.series.get(name)
+        if values is None:
+            return None
+        out = values.astype(np.float64, copy=True)
+        out[~self.trained()] = np.nan
+        return out
+
+    def outlier_positions(self) -> npt.NDArray[np.int64]:
+        """Response positions ordered by |lp diff|, largest first (trained positions only)."""
+        diff = self.masked("lp_diff")
+        if diff is None:
+            return np.zeros(0, dtype=np.int64)
+        magnitude = np.abs(diff)
+        order = np.argsort(-np.nan_to_num(magnitude, nan=-1.0), kind="stable")
+        return order[~np.isnan(magnitude[order])].astype(np.int64)
+
+
+def token_view(step: OpenStep, sample_index: int) -> TokenView:
+    """Build the token view of one sample of an open step."""
+    sample = step.sample(sample_index)
+    tokens = [int(t) for t in (sample.get("tokens") or [])]
+    train = step.train_rows.get(sample_index)
+    row = next(r for r in step.summary.rows if r.sample_index == sample_index)
+    response_length = train.response_length if train is not None else row.response_length
+    if train is not None and train.total_length != len(tokens):
+        tokens = tokens[: train.total_length]
+    prompt_length = len(tokens) - response_length
+    loss_mask = None
+    if train is not None and train.loss_mask is not None:
+        loss_mask = train.loss_mask
+    elif sample.get("loss_mask") is not None:
+        candidate = np.asarray(sample["loss_mask"], dtype=np.int64).reshape(-1)
+        loss_mask = candidate if len(candidate) == response_length else None
+
+    fields: dict[str, FloatArray | None] = {}
+    for name in PER_TOKEN_FIELDS:
+        fields[name] = train.per_token.get(name) if train is not None else None
+    rollout = fields["rollout_log_probs"]
+    if rollout is None and sample.get("rollout_log_probs") is not None:
+        candidate_lp = np.asarray(sample["rollout_log_probs"], dtype=np.float64).reshape(-1)
+        rollout = candidate_lp if len(candidate_lp) == response_length else None
+    log_probs = fields["log_probs"]
+    diff = log_probs - rollout if log_probs is not None and rollout is not None else None
+    series: dict[str, FloatArray | None] = {
+        "rollout_log_probs": rollout,
+        "train_log_probs": log_probs,
+        "ref_log_probs": fields["ref_log_probs"],
+        "lp_diff": diff,
+        "imp_ratio": None if diff is None else np.exp(diff),
+        "entropy": fields["entropy"],
+        "ref_entropy": fields["ref_entropy"],
+        "advantages": fields["advantages"],
+        "returns": fields["returns"],
+    }
+    states = {}
+    for name in SERIES:
+        if series[name] is not None:
+            states[name] = FieldState.OK
+        else:
+            states[name] = step.field_state(sample_index, _SOURCE_FIELD.get(name, name))
+    return TokenView(
+        rollout_id=step.summary.rollout_id,
+        sample_index=sample_index,
+        evaluation=step.summary.evaluation,
+        token_ids=tuple(tokens),
+        prompt_length=prompt_length,
+        loss_mask=loss_mask,
+        series=series,
+        states=states,
+    )
+
+
+def _nullable(values: Sequence[float] | FloatArray, keep: Sequence[bool] | None) -> list[float | None]:
+    out: list[float | None] = []
+    for i, value in enumerate(values):
+        number = float(value)
+        if (keep is not None and not keep[i]) or not np.isfinite(number):
+            out.append(None)
+        else:
+            out.append(number)
+    return out
+
+
+def token_payload(
+    view: TokenView, detokenizer: Detokenizer | None, start: int | None = None, end: int | None = None
+) -> dict[str, Any]:
+    """The ``export --tokens`` payload for token positions ``[start, end)``."""
+    total = view.total_length
+    lo = 0 if start is None else max(0, min(int(start), total))
+    hi = total if end is None else max(lo, min(int(end), total))
+    prompt = view.prompt_length
+    r_lo, r_hi = max(lo - prompt, 0), max(hi - prompt, 0)
+    r_lo = min(r_lo, view.response_length)
+    r_hi = min(r_hi, view.response_length)
+    mask = None if view.loss_mask is None else view.loss_mask[r_lo:r_hi]
+    keep = None if mask is None else [bool(m > 0) for m in mask]
+    ids = list(view.token_ids[lo:hi])
+    payload: dict[str, Any] = {
+        "rollout_id": view.rollout_id,
+        "sample_index": view.sample_index,
+        "evaluation": view.evaluation,
+        "total_len": total,
+        "prompt_len": prompt,
+        "start": lo,
+        "end": hi,
+        "response_offset": max(prompt - lo, 0),
+        "token_ids": ids,
+        "token_text": detokenizer.texts(ids) if detokenizer is not None else None,
+        "loss_mask": None if mask is None else [int(m) for m in mask],
+    }
+    for name in SERIES:
+        values = view.series[name]
+        payload[name] = None if values is None else _nullable(values[r_lo:r_hi], keep)
+    return payload
+
+
+def find_view(step: OpenStep, sample_index: int) -> TokenView:
+    """token_view with a clear error for an unknown sample."""
+    if all(row.sample_index != sample_index for row in step.summary.rows):
+        raise StepNotFoundError(
+            f"step {step.summary.rollout_id} has no sample {sample_index}; "
+            "list the step's samples with `miles-tui export RUN_DIR --step N`",
+            None,
+        )
+    return token_view(step, sample_index)

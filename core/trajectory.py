@@ -1,0 +1,118 @@
+"""The conversation sidecar ``trajectory/{rid}.jsonl`` (``eval_{rid}.jsonl`` for eval steps).
+
+Contract: one JSON object per line (sample_index, group_index, status, reward,
+prompt, messages). Reads only complete lines: a half-written last line is left
+for later, a malformed complete line is counted and skipped. No file means the
+run recorded no conversations (an empty result, not an error).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message."""
+
+    role: str
+    """system, user, assistant, tool ..."""
+    content: str
+    """The text (non-string content is rendered as JSON)."""
+    reasoning_content: str | None
+    """The model's reasoning, when recorded."""
+    tool_calls: tuple[Mapping[str, Any], ...]
+    """Tool calls the message made."""
+    name: str | None
+    """Tool name for tool messages."""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One sample's recorded conversation."""
+
+    sample_index: int
+    """The sample."""
+    group_index: int | None
+    """Its group."""
+    status: str | None
+    """Its status."""
+    reward: Any
+    """Its reward as recorded."""
+    prompt: Any
+    """Its prompt as recorded."""
+    messages: tuple[Message, ...]
+    """The messages, in order."""
+
+
+@dataclass(frozen=True)
+class Sidecar:
+    """A step's conversations."""
+
+    path: Path
+    """The sidecar file."""
+    conversations: Mapping[int, Conversation]
+    """By sample index."""
+    bad_lines: tuple[int, ...]
+    """Byte offsets of complete lines that did not parse."""
+
+
+def sidecar_path(run_dir: Path, rollout_id: int, evaluation: bool) -> Path:
+    """Where a step's sidecar lives."""
+    return run_dir / "trajectory" / f"{'eval_' if evaluation else ''}{rollout_id}.jsonl"
+
+
+def _message(raw: Mapping[str, Any]) -> Message:
+    content = raw.get("content")
+    reasoning = raw.get("reasoning_content")
+    return Message(
+        role=str(raw.get("role", "?")),
+        content=content if isinstance(content, str) else json.dumps(content),
+        reasoning_content=None if reasoning is None else str(reasoning),
+        tool_calls=tuple(c for c in (raw.get("tool_calls") or []) if isinstance(c, Mapping)),
+        name=None if raw.get("name") is None else str(raw.get("name")),
+    )
+
+
+def parse_sidecar(data: bytes, path: Path) -> Sidecar:
+    """Parse sidecar bytes (complete lines only)."""
+    conversations: dict[int, Conversation] = {}
+    bad: list[int] = []
+    offset = 0
+    end = data.rfind(b"\n") + 1
+    for line in data[:end].splitlines(keepends=True):
+        here = offset
+        offset += len(line)
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            index = int(record["sample_index"])
+        except (ValueError, KeyError, TypeError):
+            bad.append(here)
+            continue
+        messages = record.get("messages") or []
+        group = record.get("group_index")
+        conversations[index] = Conversation(
+            sample_index=index,
+            group_index=None if group is None else int(group),
+            status=None if record.get("status") is None else str(record.get("status")),
+            reward=record.get("reward"),
+            prompt=record.get("prompt"),
+            messages=tuple(_message(m) for m in messages if isinstance(m, Mapping)),
+        )
+    return Sidecar(path, conversations, tuple(bad))
+
+
+def read_sidecar(run_dir: Path, rollout_id: int, evaluation: bool) -> Sidecar | None:
+    """The step's conversations, or None when the run recorded none for it."""
+    path = sidecar_path(run_dir, rollout_id, evaluation)
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    return parse_sidecar(data, path)
