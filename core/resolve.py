@@ -135,6 +135,8 @@ class TrainRow:
     """CP size the row was resolved with."""
     holders: tuple[Path, ...] = field(default=())
     """Files holding the row, in rank order."""
+    alignment_reason: str | None = None
+    """Why per-token data could not be placed, for the UI (None when it could)."""
 
 
 def _as_list(values: Any) -> list[Any]:
@@ -176,6 +178,8 @@ class _Layout:
     complete: bool
     qkv_format: QkvFormat
     max_seq_len: int | None
+    problem: str | None = None
+    """Why the layout is incomplete or refused."""
 
 
 def _layout(holders: Sequence[tuple[Shard, int]], total_length: int, response_length: int) -> _Layout:
@@ -190,11 +194,18 @@ def _layout(holders: Sequence[tuple[Shard, int]], total_length: int, response_le
         formats = {shard.qkv_format for shard, _ in holders}
         qkv: QkvFormat = "bshd" if formats == {"bshd"} else "thd"
         if len(sizes) != 1 or len(formats) != 1:
-            return _Layout(1, {}, False, qkv, max_seq_len)
+            return _Layout(1, {}, False, qkv, max_seq_len, "its train files disagree on cp_size or qkv_format")
         cp_size = int(next(iter(sizes)) or 1)
         rank_of = {i: int(shard.cp_rank or 0) for i, (shard, _) in enumerate(holders)}
-        complete = set(rank_of.values()) == set(range(cp_size))
-        return _Layout(cp_size, rank_of, complete, qkv, max_seq_len)
+        missing = sorted(set(range(cp_size)) - set(rank_of.values()))
+        problem = None
+        if missing:
+            problem = (
+                f"no readable train file holds CP rank{'s' if len(missing) > 1 else ''} "
+                + ", ".join(str(m) for m in missing)
+                + f" of {cp_size} (a rank's file is missing or failed to load)"
+            )
+        return _Layout(cp_size, rank_of, not missing, qkv, max_seq_len, problem)
 
     # Legacy: the qkv format is not recorded; a max_seq_lens column means bshd.
     qkv = "bshd" if max_seq_len is not None else "thd"
@@ -217,7 +228,15 @@ def _layout(holders: Sequence[tuple[Shard, int]], total_length: int, response_le
         return _Layout(1, dict.fromkeys(range(len(holders)), 0), True, qkv, max_seq_len)
     cp_size = len(groups)
     if cp_size > 1 and not widths_match(widths, total_length, response_length, qkv, max_seq_len):
-        return _Layout(cp_size, {}, False, qkv, max_seq_len)
+        return _Layout(
+            cp_size,
+            {},
+            False,
+            qkv,
+            max_seq_len,
+            "this legacy dump has no cp_rank/cp_size, and its context-parallel slices cannot be placed "
+            f"from their content (slice widths {widths} do not fit the {qkv} zigzag rule)",
+        )
     return _Layout(cp_size, rank_of, True, qkv, max_seq_len)
 
 
@@ -303,6 +322,9 @@ def resolve_row(sample_index: int, holders: Sequence[tuple[Shard, int]]) -> Trai
         truncated=None if truncated is None else bool(truncated),
         cp_size=layout.cp_size,
         holders=tuple(shard.path for shard, _ in holders),
+        alignment_reason=(layout.problem or "a per-token field is not response_length long")
+        if alignment_failed
+        else None,
     )
 
 

@@ -67,6 +67,12 @@ class StepSummary:
     """False while some file of the step is still being written."""
     signature: tuple[tuple[str, int, float], ...]
     """The files (name, size, mtime) this summary was computed from."""
+    alignment_reasons: tuple[tuple[int, str], ...] = ()
+    """(sample index, why its per-token data is unreadable) for every alignment_failed sample."""
+
+    def alignment_reason(self, sample_index: int) -> str | None:
+        """Why a sample's per-token data is unreadable (None when it is readable)."""
+        return dict(self.alignment_reasons).get(sample_index)
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,8 @@ def open_step(files: StepFiles, now: float) -> OpenStep:
     failed_files = [p for p in problems if p.kind is not ProblemKind.STILL_WRITING]
     unreadable = frozenset(known - set(train_rows)) if failed_files and not files.evaluation else frozenset()
 
+    failed_names = ", ".join(p.path.name for p in failed_files)
+    reasons: list[tuple[int, str]] = []
     rows = []
     for position, sample in enumerate(samples):
         index = int(sample["index"])
@@ -142,6 +150,9 @@ def open_step(files: StepFiles, now: float) -> OpenStep:
         row = sample_row(files.rollout_id, sample, train, raw)
         if index in unreadable:
             row = replace(row, alignment_failed=True)
+            reasons.append((index, f"its train data is in a file that failed to load ({failed_names})"))
+        elif train is not None and train.alignment_failed:
+            reasons.append((index, train.alignment_reason or "per-token data could not be placed"))
         rows.append(row)
     groups = group_rows(rows, files.evaluation)
     summary = StepSummary(
@@ -153,6 +164,7 @@ def open_step(files: StepFiles, now: float) -> OpenStep:
         problems=tuple(problems),
         complete=not any(p.kind is ProblemKind.STILL_WRITING for p in problems),
         signature=files.signature,
+        alignment_reasons=tuple(reasons),
     )
     return OpenStep(summary, tuple(samples), train_rows, unreadable)
 

@@ -21,7 +21,7 @@ from core.run_dir import StepFiles
 from core.step import ProblemKind, StepProblem, StepSummary
 from core.summary import GroupRow, SampleRow, StepAggregate
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Bump when a derived value's definition changes, so stale summaries are not served."""
 
 
@@ -48,6 +48,7 @@ def _encode(summary: StepSummary) -> dict[str, Any]:
         "aggregate": summary.aggregate.to_dict(),
         "problems": [[str(p.path), p.kind.value, p.message] for p in summary.problems],
         "signature": [list(s) for s in summary.signature],
+        "alignment_reasons": [list(r) for r in summary.alignment_reasons],
     }
 
 
@@ -61,6 +62,7 @@ def _decode(data: dict[str, Any]) -> StepSummary:
         problems=tuple(StepProblem(Path(p), ProblemKind(k), m) for p, k, m in data["problems"]),
         complete=True,
         signature=tuple((str(n), int(s), float(m)) for n, s, m in data["signature"]),
+        alignment_reasons=tuple((int(i), str(r)) for i, r in data.get("alignment_reasons", [])),
     )
 
 

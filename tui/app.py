@@ -1,0 +1,151 @@
+"""The miles-tui Textual app: screens, global bindings, and the poll worker.
+
+The app owns the :class:`RunWatcher` (all reads of the run) and the
+:class:`RunModel` (what is known); workers post messages, handlers update the
+model and forward the message to every screen on the stack.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.message import Message
+
+from core.run import Run
+from tui.messages import AdvisoriesChanged, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
+from tui.run_model import RunModel
+from tui.run_watcher import RunWatcher
+from tui.screens.help_screen import HelpScreen
+from tui.screens.overview_screen import OverviewScreen
+
+
+class MilesApp(App[None]):
+    """Monitor one miles run directory."""
+
+    TITLE = "miles-tui"
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("f", "toggle_follow", "Follow"),
+    ]
+
+    def __init__(
+        self,
+        run: Run,
+        *,
+        poll_seconds: float = 2.0,
+        follow: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__()
+        self.watcher = RunWatcher(run, clock)
+        self.model = RunModel(run_name=run.path.name)
+        self.poll_seconds = poll_seconds
+        self.live = follow
+        self.follow_latest = True
+
+    @property
+    def reader(self) -> Run:
+        """The run being monitored (named so as not to shadow App.run)."""
+        return self.watcher.run
+
+    def on_mount(self) -> None:
+        self.push_screen(OverviewScreen())
+        self.poll_now()
+        if self.live:
+            self.set_interval(self.poll_seconds, self.poll_now, name="poll")
+
+    def poll_now(self) -> None:
+        """Start a poll unless one is already running."""
+        self._poll()
+
+    @work(exclusive=False, group="poll", exit_on_error=False)
+    async def _poll(self) -> None:
+        if self.watcher.lock.locked():
+            return  # a poll or a step load is running; the next tick catches up
+        try:
+            result = await self.watcher.poll()
+        except Exception as err:  # the monitor keeps running whatever the filesystem does
+            self.notify(f"poll failed: {err}", severity="error", timeout=6)
+            return
+        if result.new_train or result.new_evaluation or not self.model.polled:
+            self.post_message(StepsChanged(result.train, result.evaluation, result.new_train, result.new_evaluation))
+        for summary in result.summaries:
+            self.post_message(StepSummarized(summary))
+        for rid, evaluation, message, still in result.failures:
+            self.post_message(StepFailed(rid, evaluation, message, still))
+        self.post_message(AdvisoriesChanged(result.advisories))
+        self.post_message(RunStatusChanged(result.run_name, result.latest, result.data_age, result.quiet_after))
+        if result.pending:
+            self.call_later(self.poll_now)
+
+    def _forward(self, message: Message) -> None:
+        for screen in self.screen_stack:
+            screen.post_message(message)
+
+    @on(StepsChanged)
+    def _steps_changed(self, message: StepsChanged) -> None:
+        """Record the visible steps and tell the screens."""
+        self.model.train, self.model.evaluation = message.train, message.evaluation
+        self.model.polled = True
+        self._forward(message)
+
+    @on(StepSummarized)
+    def _step_summarized(self, message: StepSummarized) -> None:
+        """Store a fresh summary and tell the screens."""
+        summary = message.summary
+        self.model.summaries[(summary.rollout_id, summary.evaluation)] = summary
+        self.model.failures.pop((summary.rollout_id, summary.evaluation), None)
+        self._forward(message)
+
+    @on(StepFailed)
+    def _step_failed(self, message: StepFailed) -> None:
+        """Remember why a step cannot be shown yet."""
+        self.model.failures[(message.rollout_id, message.evaluation)] = (message.message, message.still_writing)
+        self._forward(message)
+
+    @on(AdvisoriesChanged)
+    def _advisories_changed(self, message: AdvisoriesChanged) -> None:
+        """Replace the advisories."""
+        if message.advisories != self.model.advisories:
+            self.model.advisories = message.advisories
+            self._forward(message)
+
+    @on(RunStatusChanged)
+    def _status_changed(self, message: RunStatusChanged) -> None:
+        """Update the header figures."""
+        self.model.run_name = message.run_name
+        self.model.data_age = message.data_age
+        self.model.quiet_after = message.quiet_after
+        self._forward(message)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def action_toggle_follow(self) -> None:
+        self.follow_latest = not self.follow_latest
+        self._forward(
+            RunStatusChanged(self.model.run_name, self.model.latest, self.model.data_age, self.model.quiet_after)
+        )
+        self.notify("following the newest step" if self.follow_latest else "follow paused", timeout=2)
+
+
+def make_app(
+    run_dir: Path | str,
+    *,
+    poll_seconds: float = 2.0,
+    follow: bool = True,
+    clock: Callable[[], float] = time.time,
+    use_cache: bool = True,
+) -> MilesApp:
+    """The app for a run directory: shared by the CLI, tests and the screenshot script."""
+    return MilesApp(Run(run_dir, use_cache=use_cache), poll_seconds=poll_seconds, follow=follow, clock=clock)

@@ -1,0 +1,74 @@
+"""Pure formatters from core values to short cell text: the only place numbers become strings.
+
+Missing values render as an en dash, never as 0, so "no data" and "zero" look different.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+
+from core.advisories import Level
+from core.summary import SampleRow
+
+MISSING = "–"
+
+
+def number(value: float | int | None, digits: int = 3) -> str:
+    """A compact number; en dash for None or non-finite."""
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        return MISSING
+    if value != 0 and (abs(value) >= 10 ** (digits + 2) or abs(value) < 10 ** (-digits)):
+        return f"{value:.{max(digits - 1, 1)}e}"
+    return f"{value:.{digits}f}"
+
+
+def percent(value: float | None) -> str:
+    """A fraction as a percentage."""
+    return MISSING if value is None else f"{value:.0%}"
+
+
+def version_span(row: SampleRow) -> str:
+    """The sample's weight versions: ``v5``, or ``v3–v5`` when it spans several."""
+    if row.weight_version is None:
+        return MISSING
+    last = row.weight_version
+    label_last = f"v{last}" if last.lstrip("+-").isdigit() else (last or "''")
+    if row.mixed_version and row.weight_version_min is not None and str(row.weight_version_min) != last:
+        return f"v{row.weight_version_min}–{label_last}"
+    if row.mixed_version:
+        return f"{label_last}*"
+    return label_last
+
+
+def age(seconds: float | None) -> str:
+    """A duration like 4s, 3m12s, 2h05m, 3d04h."""
+    if seconds is None or not math.isfinite(seconds):
+        return MISSING
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    minutes, sec = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{sec:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h"
+
+
+LEVEL_STYLE = {Level.CRITICAL: "bold red", Level.WARNING: "yellow", Level.INFO: "cyan"}
+LEVEL_TAG = {Level.CRITICAL: "CRIT", Level.WARNING: "WARN", Level.INFO: "INFO"}
+
+
+def level_badge(level: Level) -> Text:
+    """A level as text that reads without colour too (NO_COLOR): [CRIT] / [WARN] / [INFO]."""
+    return Text(f"[{LEVEL_TAG[level]}]", style=LEVEL_STYLE[level])

@@ -1,0 +1,67 @@
+"""Messages the watcher posts to the app (and the app forwards to its screens)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from core.advisories import Advisory
+from core.step import OpenStep, StepSummary
+
+
+@dataclass
+class StepsChanged(Message):
+    """The visible steps changed (new ones appeared)."""
+
+    train: tuple[int, ...]
+    evaluation: tuple[int, ...]
+    new_train: tuple[int, ...]
+    new_evaluation: tuple[int, ...]
+
+
+@dataclass
+class StepSummarized(Message):
+    """A step's summary is ready (first time, or because its files changed)."""
+
+    summary: StepSummary
+
+
+@dataclass
+class StepFailed(Message):
+    """A step could not be read (still writing, or corrupt)."""
+
+    rollout_id: int
+    evaluation: bool
+    message: str
+    still_writing: bool
+
+
+@dataclass
+class AdvisoriesChanged(Message):
+    """The advisory list was recomputed."""
+
+    advisories: tuple[Advisory, ...]
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, AdvisoriesChanged)
+
+
+@dataclass
+class RunStatusChanged(Message):
+    """Data age / latest step / run name changed."""
+
+    run_name: str
+    latest: int | None
+    data_age: float | None
+    quiet_after: float
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, RunStatusChanged)
+
+
+@dataclass
+class StepOpened(Message):
+    """A step's per-token data is loaded."""
+
+    step: OpenStep

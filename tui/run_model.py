@@ -1,0 +1,45 @@
+"""What the app knows about the run right now: filled by messages, read by screens.
+
+Plain state owned by the event loop (only message handlers on the app write
+it); it holds core values as they arrived and computes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.advisories import Advisory
+from core.step import StepSummary
+
+
+@dataclass
+class RunModel:
+    """The run as last reported by the watcher."""
+
+    run_name: str = ""
+    """From dashboard/meta.json, else the folder name."""
+    train: tuple[int, ...] = ()
+    """Visible train steps, ascending."""
+    evaluation: tuple[int, ...] = ()
+    """Visible eval steps, ascending."""
+    summaries: dict[tuple[int, bool], StepSummary] = field(default_factory=dict)
+    """Step summaries by (rollout id, evaluation)."""
+    failures: dict[tuple[int, bool], tuple[str, bool]] = field(default_factory=dict)
+    """Steps that could not be read: message, still writing."""
+    advisories: tuple[Advisory, ...] = ()
+    """Current advisories, alarms first."""
+    data_age: float | None = None
+    """Seconds since the newest write the watcher saw."""
+    quiet_after: float = 600.0
+    """Data older than this means the run has gone quiet."""
+    polled: bool = False
+    """At least one poll has completed."""
+
+    @property
+    def latest(self) -> int | None:
+        return self.train[-1] if self.train else None
+
+    def steps(self) -> list[tuple[int, bool]]:
+        """Every visible step, newest first (an eval step right after its train step)."""
+        keys = [(rid, False) for rid in self.train] + [(rid, True) for rid in self.evaluation]
+        return sorted(keys, key=lambda k: (k[0], not k[1]), reverse=True)

@@ -1,0 +1,163 @@
+"""The app's side of following a run: core's blocking reads, off the event loop, one at a time.
+
+Every read of the run goes through :class:`RunWatcher` under one asyncio lock
+and runs in a thread (``asyncio.to_thread``), so the UI never blocks on a
+slow filesystem and two refreshes never interleave on the shared ``Run``
+(its LRU and the summary cache are not thread-safe). The blocking half,
+:meth:`RunWatcher.poll_blocking`, is plain code that tests can call directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.advisories import Advisory, ordered, step_advisories, step_error
+from core.errors import DumpLoadError, MilesTuiError, StillWritingError
+from core.run import Run
+from core.run_dir import StepFiles
+from core.step import OpenStep, StepSummary
+
+SUMMARY_BUDGET_SECONDS = 1.0
+"""How long one poll may spend summarizing steps before reporting back."""
+
+
+@dataclass
+class PollResult:
+    """What one poll found."""
+
+    train: tuple[int, ...]
+    evaluation: tuple[int, ...]
+    new_train: tuple[int, ...]
+    new_evaluation: tuple[int, ...]
+    summaries: list[StepSummary] = field(default_factory=list)
+    failures: list[tuple[int, bool, str, bool]] = field(default_factory=list)
+    advisories: tuple[Advisory, ...] = ()
+    run_name: str = ""
+    latest: int | None = None
+    data_age: float | None = None
+    quiet_after: float = 600.0
+    pending: int = 0
+
+
+class RunWatcher:
+    """Serialized, threaded access to one run for the app."""
+
+    def __init__(self, run: Run, clock: Callable[[], float] = time.time) -> None:
+        self.run = run
+        self.clock = clock
+        self.lock = asyncio.Lock()
+        self._known: set[tuple[int, bool]] = set()
+        self._signatures: dict[tuple[int, bool], tuple[Any, ...]] = {}
+        self._summaries: dict[tuple[int, bool], StepSummary] = {}
+        self._failures: dict[tuple[int, bool], str] = {}
+        self._meta_cache: tuple[float, dict[str, Any]] | None = None
+
+    # -- async API (event loop side) -------------------------------------------
+
+    async def poll(self) -> PollResult:
+        async with self.lock:
+            return await asyncio.to_thread(self.poll_blocking, self.clock())
+
+    async def open(self, rollout_id: int, evaluation: bool) -> OpenStep:
+        async with self.lock:
+            return await asyncio.to_thread(self.run.open, rollout_id, evaluation, self.clock())
+
+    async def summary(self, rollout_id: int, evaluation: bool) -> StepSummary:
+        async with self.lock:
+            return await asyncio.to_thread(self.run.summary, rollout_id, evaluation, self.clock())
+
+    # -- blocking half (worker thread) -----------------------------------------
+
+    def _meta(self) -> dict[str, Any]:
+        path = self.run.dir.dashboard_dir / "meta.json"
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            return {}
+        if self._meta_cache is None or self._meta_cache[0] != mtime:
+            try:
+                meta = json.loads(path.read_text())
+            except (OSError, ValueError):
+                meta = {}
+            self._meta_cache = (mtime, meta if isinstance(meta, dict) else {})
+        return self._meta_cache[1]
+
+    def _summarize(self, key: tuple[int, bool], files: StepFiles, now: float, result: PollResult) -> None:
+        rid, evaluation = key
+        try:
+            newest = key == (result.latest, False)
+            if newest:
+                summary = self.run.open(rid, evaluation, now).summary  # prepared: opens instantly later
+            else:
+                summary = self.run.summary(rid, evaluation, now)
+        except StillWritingError as err:
+            self._failures[key] = str(err)
+            result.failures.append((rid, evaluation, str(err), True))
+            return
+        except (DumpLoadError, MilesTuiError) as err:
+            self._failures[key] = str(err)
+            self._signatures[key] = files.signature
+            result.failures.append((rid, evaluation, str(err), False))
+            return
+        self._failures.pop(key, None)
+        self._summaries[key] = summary
+        if summary.complete:
+            self._signatures[key] = files.signature
+        result.summaries.append(summary)
+
+    def poll_blocking(self, now: float) -> PollResult:
+        """One poll: new steps, (re)summarized steps within a time budget, advisories, data age."""
+        visible = self.run.dir.visible_steps(now)
+        keys = set(visible)
+        new = keys - self._known
+        self._known |= keys
+        train = tuple(sorted(rid for rid, ev in keys if not ev))
+        evaluation = tuple(sorted(rid for rid, ev in keys if ev))
+        meta = self._meta()
+        result = PollResult(
+            train=train,
+            evaluation=evaluation,
+            new_train=tuple(sorted(rid for rid, ev in new if not ev)),
+            new_evaluation=tuple(sorted(rid for rid, ev in new if ev)),
+            run_name=str(meta.get("run_name") or self.run.path.name),
+            latest=train[-1] if train else None,
+        )
+        stale = [k for k, files in visible.items() if self._signatures.get(k) != files.signature]
+        # Newest first: what the user most likely looks at next is ready first.
+        stale.sort(key=lambda k: (k[0], not k[1]), reverse=True)
+        deadline = time.monotonic() + SUMMARY_BUDGET_SECONDS
+        for index, key in enumerate(stale):
+            if index and time.monotonic() > deadline:
+                result.pending = len(stale) - index
+                break
+            self._summarize(key, visible[key], now, result)
+
+        mtimes = [files.newest_mtime for files in visible.values()]
+        result.data_age = now - max(mtimes) if mtimes else None
+        intervals = _step_intervals(visible)
+        result.quiet_after = max(600.0, 5 * statistics.median(intervals)) if intervals else 600.0
+        result.advisories = tuple(self._advisories(result, meta))
+        return result
+
+    def _advisories(self, result: PollResult, meta: dict[str, Any]) -> list[Advisory]:
+        advisories: list[Advisory] = []
+        if result.latest is not None:
+            latest = self._summaries.get((result.latest, False))
+            if latest is not None:
+                args = meta.get("args") if isinstance(meta.get("args"), dict) else None
+                advisories += step_advisories(latest, args)
+        for (rid, evaluation), message in sorted(self._failures.items()):
+            still = "still being written" in message
+            advisories.append(step_error(rid, evaluation, message, None, still))
+        return ordered(advisories)
+
+
+def _step_intervals(visible: dict[tuple[int, bool], StepFiles]) -> list[float]:
+    times = sorted(files.rollout.mtime for (rid, ev), files in visible.items() if not ev)
+    return [b - a for a, b in zip(times, times[1:], strict=False) if b > a][-20:]

@@ -1,0 +1,220 @@
+"""The overview: which step, is it healthy. Step list with headline figures, trends, advisories."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Label
+
+from core.step import StepSummary
+from tui.formatting import MISSING, number, percent
+from tui.messages import AdvisoriesChanged, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
+from tui.widgets.advisory_list import AdvisoryList
+from tui.widgets.run_header import RunHeader
+from tui.widgets.step_trends import StepTrends
+from tui.widgets.virtual_table import Column, TableRow, VirtualTable
+
+if TYPE_CHECKING:
+    from tui.app import MilesApp
+
+STEP_COLUMNS = (
+    Column("step", "step", 6),
+    Column("kind", "kind", 5, "left"),
+    Column("n", "samples", 7),
+    Column("reward_mean", "reward", 7),
+    Column("zero_std_group_frac", "0-std", 6),
+    Column("truncated_frac", "trunc", 6),
+    Column("avg_staleness", "stale", 6),
+    Column("mean_abs_lp_diff", "|lpΔ|", 7),
+    Column("mean_entropy", "entropy", 7),
+    Column("state", "state", 24, "left"),
+)
+
+
+def step_row(key: tuple[int, bool], summary: StepSummary | None, failure: tuple[str, bool] | None) -> TableRow:
+    """One line of the step list."""
+    rid, evaluation = key
+    kind = Text("eval", style="magenta") if evaluation else Text("train")
+    if summary is None:
+        if failure is not None:
+            message, still = failure
+            state = Text("writing…" if still else "UNREADABLE", style="yellow" if still else "bold red")
+        else:
+            state = Text("loading…", style="dim")
+        blanks = [Text(MISSING, style="dim")] * 7
+        return TableRow(key, (Text(str(rid)), kind, *blanks, state))
+    a = summary.aggregate
+    state = Text()
+    if not summary.complete:
+        state.append("writing… ", style="yellow")
+    if a.alignment_failed:
+        state.append(f"{a.alignment_failed} unreadable ", style="bold red")
+    corrupt = [p for p in summary.problems if p.kind.value != "still_writing"]
+    if corrupt:
+        state.append(f"{len(corrupt)} bad file{'s' if len(corrupt) > 1 else ''}", style="bold red")
+    if not state.plain:
+        state.append("ok", style="green")
+    zero = Text(percent(a.zero_std_group_frac), style="yellow" if (a.zero_std_group_frac or 0) >= 0.5 else "")
+    trunc = Text(percent(a.truncated_frac), style="yellow" if (a.truncated_frac or 0) >= 0.25 else "")
+    cells = (
+        Text(str(rid)),
+        kind,
+        Text(str(a.n_samples)),
+        Text(number(a.reward_mean)),
+        zero,
+        trunc,
+        Text(number(a.avg_staleness, 2)),
+        Text(number(a.mean_abs_lp_diff)),
+        Text(number(a.mean_entropy)),
+        state,
+    )
+    return TableRow(key, cells)
+
+
+class OverviewScreen(Screen[None]):
+    """Steps, trends and advisories of the run."""
+
+    CSS_PATH = "overview_screen.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "focus_advisories", "Advisories"),
+        Binding("t", "focus_steps", "Steps", show=False),
+        Binding("tab", "app.focus_next", "Next pane", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.new_steps = 0
+
+    @property
+    def miles(self) -> MilesApp:
+        return cast("MilesApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader()
+        with Horizontal(id="overview-body"):
+            with Vertical(id="overview-main"):
+                table = VirtualTable(id="steps")
+                table.placeholder = "waiting for the first step…"
+                yield table
+                yield Label("trends (oldest → newest train step)", id="trends-title")
+                yield StepTrends(id="trends")
+            with Vertical(id="advisory-pane"):
+                yield Label("advisories", id="advisory-title")
+                yield AdvisoryList(id="advisories")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#steps", VirtualTable)
+        table.set_columns(STEP_COLUMNS)
+        header = self.query_one(RunHeader)
+        header.live = self.miles.live
+        self._refresh_all()
+        table.focus()
+
+    # -- model -> widgets -----------------------------------------------------------
+
+    def _refresh_all(self) -> None:
+        model = self.miles.model
+        table = self.query_one("#steps", VirtualTable)
+        rows = [step_row(key, model.summaries.get(key), model.failures.get(key)) for key in model.steps()]
+        table.set_rows(rows)
+        if not model.polled:
+            table.placeholder = "reading the run…"
+        elif not rows:
+            table.placeholder = "no steps yet: waiting for rollout_data/*.pt (this refreshes by itself)"
+        self._refresh_trends()
+        self.query_one(AdvisoryList).show(model.advisories)
+        self._refresh_header()
+
+    def _refresh_trends(self) -> None:
+        model = self.miles.model
+        aggregates = [s.aggregate for (rid, ev), s in sorted(model.summaries.items()) if not ev]
+        self.query_one(StepTrends).show(aggregates)
+
+    def _refresh_header(self) -> None:
+        model = self.miles.model
+        header = self.query_one(RunHeader)
+        header.run_name = model.run_name
+        header.latest = model.latest
+        header.data_age = model.data_age
+        header.quiet_after = model.quiet_after
+        header.following = self.miles.follow_latest
+        header.new_steps = 0 if self.miles.follow_latest else self.new_steps
+        if self.miles.follow_latest:
+            self.new_steps = 0
+
+    @on(StepsChanged)
+    def _steps_changed(self, message: StepsChanged) -> None:
+        """New steps: add rows; follow the newest unless the user looked away."""
+        table = self.query_one("#steps", VirtualTable)
+        was_on_newest = table.cursor_row == 0
+        self._refresh_all()
+        if not message.new_train and not message.new_evaluation:
+            return
+        if self.miles.follow_latest and (was_on_newest or not self.miles.model.summaries):
+            table.action_jump_first()
+        else:
+            self.new_steps += len(message.new_train) + len(message.new_evaluation)
+            self._refresh_header()
+
+    @on(StepSummarized)
+    @on(StepFailed)
+    def _step_updated(self, message: StepSummarized | StepFailed) -> None:
+        """A step's figures arrived or changed: redraw its row in place."""
+        model = self.miles.model
+        table = self.query_one("#steps", VirtualTable)
+        table.set_rows([step_row(key, model.summaries.get(key), model.failures.get(key)) for key in model.steps()])
+        self._refresh_trends()
+
+    @on(AdvisoriesChanged)
+    def _advisories_changed(self, message: AdvisoriesChanged) -> None:
+        """Show the new advisories."""
+        self.query_one(AdvisoryList).show(message.advisories)
+
+    @on(RunStatusChanged)
+    def _status_changed(self, message: RunStatusChanged) -> None:
+        """Update the header."""
+        self._refresh_header()
+
+    # -- navigation -----------------------------------------------------------------
+
+    @on(VirtualTable.Highlighted, "#steps")
+    def _highlighted(self, message: VirtualTable.Highlighted) -> None:
+        """Moving back to the newest step clears the new-step badge."""
+        if message.table.cursor_row == 0 and self.new_steps:
+            self.new_steps = 0
+            self._refresh_header()
+
+    @on(VirtualTable.Selected, "#steps")
+    def _open_step(self, message: VirtualTable.Selected) -> None:
+        """Enter on a step: its rollout table."""
+        self.open_step(cast("tuple[int, bool]", message.key))
+
+    def open_step(self, key: Hashable, sample_index: int | None = None) -> None:
+        from tui.screens.step_screen import StepScreen
+
+        rid, evaluation = cast("tuple[int, bool]", key)
+        self.app.push_screen(StepScreen(rid, evaluation, focus_sample=sample_index))
+
+    @on(AdvisoryList.Jump)
+    def _jump(self, message: AdvisoryList.Jump) -> None:
+        """Enter on an advisory: open the step (and sample) it names."""
+        advisory = message.advisory
+        if advisory.rollout_id is None:
+            return
+        key = (advisory.rollout_id, advisory.evaluation)
+        self.query_one("#steps", VirtualTable).move_to_key(key)
+        self.open_step(key, advisory.sample_index)
+
+    def action_focus_advisories(self) -> None:
+        self.query_one(AdvisoryList).focus()
+
+    def action_focus_steps(self) -> None:
+        self.query_one("#steps", VirtualTable).focus()

@@ -1,0 +1,71 @@
+"""The advisory sidebar: alarms first, level in colour AND in text, Enter jumps to the target."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.message import Message
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from core.advisories import Advisory
+from tui.formatting import level_badge
+
+
+class AdvisoryList(OptionList):
+    """A list of core advisories; selecting one posts :class:`AdvisoryList.Jump`."""
+
+    DEFAULT_CSS = """
+    AdvisoryList { height: 1fr; }
+    """
+
+    @dataclass
+    class Jump(Message):
+        """The user chose an advisory that points at a step (and maybe a sample)."""
+
+        advisory: Advisory
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.advisories: tuple[Advisory, ...] = ()
+
+    def show(self, advisories: tuple[Advisory, ...]) -> None:
+        """Replace the list, keeping the highlight on the same advisory when it is still there."""
+        if advisories == self.advisories:
+            return
+        highlighted = self.highlighted
+        current = (
+            self.advisories[highlighted] if highlighted is not None and highlighted < len(self.advisories) else None
+        )
+        self.advisories = advisories
+        self.clear_options()
+        if not advisories:
+            self.add_option(Option(Text("no advisories: nothing needs attention", style="dim"), disabled=True))
+            return
+        options = []
+        for advisory in advisories:
+            text = Text()
+            text.append_text(level_badge(advisory.level))
+            text.append(f" {advisory.code}", style="bold")
+            if advisory.rollout_id is not None:
+                where = f" step {advisory.rollout_id}{' eval' if advisory.evaluation else ''}"
+                if advisory.sample_index is not None:
+                    where += f" · sample {advisory.sample_index}"
+                text.append(where, style="dim")
+            text.append("\n")
+            text.append(advisory.message)
+            options.append(Option(text))
+        self.add_options(options)
+        if current in advisories:
+            self.highlighted = advisories.index(current)
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter on an advisory: jump to what it names."""
+        event.stop()
+        if event.option_index < len(self.advisories):
+            advisory = self.advisories[event.option_index]
+            if advisory.rollout_id is not None:
+                self.post_message(self.Jump(advisory))

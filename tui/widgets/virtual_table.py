@@ -1,0 +1,304 @@
+"""A keyboard-driven table that renders only the rows on screen.
+
+Textual's DataTable builds every row up front (seconds for 8,192 samples);
+this one keeps rows as plain tuples of Rich Text and draws a line only when
+it is visible, so a step of any size opens and scrolls at the same cost.
+Rows have stable keys: replacing the rows keeps the cursor on the same key
+and the scroll position where it was. The owner decides what the rows are
+(sorting and filtering happen before :meth:`VirtualTable.set_rows`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: key, header label, width in cells and alignment."""
+
+    key: str
+    """Identifier the owner sorts by."""
+    label: str
+    """Header text."""
+    width: int
+    """Width in terminal cells."""
+    justify: str = "right"
+    """left, right or center."""
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One row: a stable key and its already-formatted cells."""
+
+    key: Hashable
+    """Stable identity (a sample index, a step id)."""
+    cells: tuple[Text, ...]
+    """One Text per column."""
+    style: str = ""
+    """A style for the whole row (e.g. dim for removed samples)."""
+
+
+class VirtualTable(ScrollView, can_focus=True):
+    """Header + rows, cursor row and column, drawn line by line."""
+
+    DEFAULT_CSS = """
+    VirtualTable {
+        height: 1fr;
+        scrollbar-size-vertical: 1;
+        scrollbar-size-horizontal: 1;
+    }
+    VirtualTable > .virtual-table--header { text-style: bold; background: $panel; }
+    VirtualTable > .virtual-table--cursor { background: $accent 40%; text-style: bold; }
+    VirtualTable > .virtual-table--column { background: $accent 20%; }
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "virtual-table--header",
+        "virtual-table--cursor",
+        "virtual-table--column",
+    }
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "move(-1)", "Up", show=False),
+        Binding("down,j", "move(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home,g", "jump_first", "First row", show=False),
+        Binding("end,G", "jump_last", "Last row", show=False),
+        Binding("left,h", "column(-1)", "Column left", show=False),
+        Binding("right,l", "column(1)", "Column right", show=False),
+        Binding("enter", "select", "Open", show=True),
+    ]
+
+    cursor_row: reactive[int] = reactive(0, always_update=True, init=False)
+    cursor_column: reactive[int] = reactive(0, init=False)
+
+    @dataclass
+    class Highlighted(Message):
+        """The cursor moved onto a row."""
+
+        table: VirtualTable
+        key: Hashable | None
+
+        @property
+        def control(self) -> VirtualTable:
+            return self.table
+
+    @dataclass
+    class Selected(Message):
+        """Enter was pressed on a row."""
+
+        table: VirtualTable
+        key: Hashable
+
+        @property
+        def control(self) -> VirtualTable:
+            return self.table
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.columns: tuple[Column, ...] = ()
+        self.rows: tuple[TableRow, ...] = ()
+        self._index: dict[Hashable, int] = {}
+        self._strip_cache: dict[tuple[Hashable, int, bool, int], Strip] = {}
+        self.placeholder = ""
+
+    # -- data -----------------------------------------------------------------
+
+    def set_columns(self, columns: Sequence[Column]) -> None:
+        """Replace the columns (clears the line cache)."""
+        self.columns = tuple(columns)
+        self.cursor_column = min(self.cursor_column, max(len(self.columns) - 1, 0))
+        self._strip_cache.clear()
+        self._resize()
+
+    def set_rows(self, rows: Sequence[TableRow], keep_key: bool = True) -> None:
+        """Replace the rows; the cursor stays on the same key when it still exists."""
+        current = self.cursor_key if keep_key else None
+        self.rows = tuple(rows)
+        self._index = {row.key: i for i, row in enumerate(self.rows)}
+        self._strip_cache.clear()
+        self._resize()
+        if current is not None and current in self._index:
+            self.set_reactive(VirtualTable.cursor_row, self._index[current])
+        else:
+            self.set_reactive(VirtualTable.cursor_row, min(self.cursor_row, max(len(self.rows) - 1, 0)))
+        self.refresh()
+
+    @property
+    def cursor_key(self) -> Hashable | None:
+        """The key of the row under the cursor."""
+        if 0 <= self.cursor_row < len(self.rows):
+            return self.rows[self.cursor_row].key
+        return None
+
+    @property
+    def cursor_column_key(self) -> str | None:
+        """The key of the column under the cursor."""
+        if 0 <= self.cursor_column < len(self.columns):
+            return self.columns[self.cursor_column].key
+        return None
+
+    def move_to_key(self, key: Hashable, scroll: bool = True) -> bool:
+        """Put the cursor on a row by key; False when no row has it."""
+        index = self._index.get(key)
+        if index is None:
+            return False
+        self.cursor_row = index
+        if scroll:
+            self._scroll_cursor_into_view(center=True)
+        return True
+
+    @property
+    def table_width(self) -> int:
+        return sum(c.width + 1 for c in self.columns)
+
+    def _resize(self) -> None:
+        self.virtual_size = Size(self.table_width, len(self.rows) + 1)
+
+    # -- drawing ----------------------------------------------------------------
+
+    def _cell_segments(self, text: Text, column: Column, style: Style) -> list[Segment]:
+        cell = text.copy()
+        cell.truncate(column.width, overflow="ellipsis")
+        if column.justify == "right":
+            cell.pad_left(column.width - cell.cell_len)
+        elif column.justify == "center":
+            left = (column.width - cell.cell_len) // 2
+            cell.pad_left(left)
+            cell.pad_right(column.width - cell.cell_len)
+        else:
+            cell.pad_right(column.width - cell.cell_len)
+        segments = [Segment(s.text, style + s.style if s.style else style) for s in cell.render(self.app.console)]
+        return [*segments, Segment(" ", style)]
+
+    def _header_strip(self, width: int) -> Strip:
+        base = self.get_component_rich_style("virtual-table--header")
+        column_style = base + self.get_component_rich_style("virtual-table--column")
+        segments: list[Segment] = []
+        for i, column in enumerate(self.columns):
+            style = column_style if i == self.cursor_column else base
+            segments += self._cell_segments(Text(column.label), column, style)
+        strip = Strip(segments).crop(self.scroll_offset.x, self.scroll_offset.x + width)
+        return strip.extend_cell_length(width, base)
+
+    def _row_strip(self, index: int, width: int) -> Strip:
+        row = self.rows[index]
+        is_cursor = index == self.cursor_row
+        key = (row.key, index, is_cursor, self.cursor_column if is_cursor else -1)
+        cached = self._strip_cache.get(key)
+        if cached is None:
+            base = self.rich_style + Style.parse(row.style) if row.style else self.rich_style
+            if is_cursor:
+                base = base + self.get_component_rich_style("virtual-table--cursor")
+            segments: list[Segment] = []
+            for i, (column, cell) in enumerate(zip(self.columns, row.cells, strict=False)):
+                style = base
+                if is_cursor and i == self.cursor_column:
+                    style = base + self.get_component_rich_style("virtual-table--column")
+                segments += self._cell_segments(cell, column, style)
+            cached = Strip(segments)
+            if len(self._strip_cache) > 4096:
+                self._strip_cache.clear()
+            self._strip_cache[key] = cached
+        strip = cached.crop(self.scroll_offset.x, self.scroll_offset.x + width)
+        return strip.extend_cell_length(width, self.rich_style)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if y == 0:
+            return self._header_strip(width)
+        index = self.scroll_offset.y + y - 1
+        if 0 <= index < len(self.rows):
+            return self._row_strip(index, width)
+        if not self.rows and y == 1 and self.placeholder:
+            return Strip([Segment(self.placeholder, self.rich_style + Style(dim=True))]).extend_cell_length(
+                width, self.rich_style
+            )
+        return Strip.blank(width, self.rich_style)
+
+    # -- cursor -----------------------------------------------------------------
+
+    def watch_cursor_row(self, old: int, new: int) -> None:
+        clamped = max(0, min(new, len(self.rows) - 1)) if self.rows else 0
+        if clamped != new:
+            self.cursor_row = clamped
+            return
+        self._refresh_row(old)
+        self._refresh_row(new)
+        self._scroll_cursor_into_view()
+        self.post_message(self.Highlighted(self, self.cursor_key))
+
+    def watch_cursor_column(self, old: int, new: int) -> None:
+        self._strip_cache.clear()
+        self.refresh()
+        left = sum(c.width + 1 for c in self.columns[:new])
+        right = left + (self.columns[new].width if self.columns else 0)
+        view = self.scrollable_content_region.width
+        if left < self.scroll_offset.x:
+            self.scroll_to(x=left, animate=False)
+        elif right > self.scroll_offset.x + view:
+            self.scroll_to(x=max(0, right - view), animate=False)
+
+    def _refresh_row(self, index: int) -> None:
+        y = index - self.scroll_offset.y + 1
+        if 0 < y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def _scroll_cursor_into_view(self, center: bool = False) -> None:
+        visible = max(self.scrollable_content_region.height - 1, 1)
+        top = self.scroll_offset.y
+        row = self.cursor_row
+        if center:
+            self.scroll_to(y=max(0, row - visible // 2), animate=False)
+        elif row < top:
+            self.scroll_to(y=row, animate=False)
+        elif row >= top + visible:
+            self.scroll_to(y=row - visible + 1, animate=False)
+
+    def action_move(self, delta: int) -> None:
+        if self.rows:
+            self.cursor_row = max(0, min(self.cursor_row + delta, len(self.rows) - 1))
+
+    def action_page(self, direction: int) -> None:
+        self.action_move(direction * max(self.scrollable_content_region.height - 2, 1))
+
+    def action_jump_first(self) -> None:
+        self.action_move(-len(self.rows))
+
+    def action_jump_last(self) -> None:
+        self.action_move(len(self.rows))
+
+    def action_column(self, delta: int) -> None:
+        if self.columns:
+            self.cursor_column = max(0, min(self.cursor_column + delta, len(self.columns) - 1))
+
+    def action_select(self) -> None:
+        key = self.cursor_key
+        if key is not None:
+            self.post_message(self.Selected(self, key))
+
+    def on_click(self, event: events.Click) -> None:
+        row = self.scroll_offset.y + event.y - 1
+        if event.y >= 1 and 0 <= row < len(self.rows):
+            if row == self.cursor_row and event.chain >= 2:
+                self.action_select()
+            self.cursor_row = row
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strip_cache.clear()
