@@ -245,6 +245,7 @@ _ALLOWED: dict[tuple[str, str], Any] = {
     ("_codecs", "encode"): _latin1_encode,
     ("copyreg", "_reconstructor"): _reconstructor,
     ("copyreg", "__newobj__"): _newobj,
+    ("core.pt_archive", "_rebuild_inert"): _rebuild_inert,
     ("datetime", "datetime"): datetime.datetime,
     ("datetime", "date"): datetime.date,
     ("datetime", "timedelta"): datetime.timedelta,

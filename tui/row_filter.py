@@ -121,7 +121,7 @@ def _compare(column: str, op: str, raw: str) -> Predicate:
 
 
 def _word(word: str, zero_std_groups: Collection[int | None]) -> Predicate:
-    negate = word.startswith("not-") or word.startswith("!")
+    negate = word.startswith(("not-", "!"))
     base = word.removeprefix("not-").removeprefix("!")
     predicate: Predicate
     if base in STATUSES:

@@ -10,6 +10,7 @@ slow filesystem and two refreshes never interleave on the shared ``Run``
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import statistics
 import time
@@ -91,9 +92,9 @@ class RunWatcher:
     def _summarize(self, key: tuple[int, bool], files: StepFiles, now: float, result: PollResult) -> None:
         rid, evaluation = key
         try:
-            newest = key == (result.latest, False)
-            if newest:
-                summary = self.run.open(rid, evaluation, now).summary  # prepared: opens instantly later
+            if key == (result.latest, False):
+                # The newest step is opened, not just summarized: the user gets to it instantly.
+                summary = self.run.open(rid, evaluation, now).summary
             else:
                 summary = self.run.summary(rid, evaluation, now)
         except StillWritingError as err:
@@ -160,4 +161,4 @@ class RunWatcher:
 
 def _step_intervals(visible: dict[tuple[int, bool], StepFiles]) -> list[float]:
     times = sorted(files.rollout.mtime for (rid, ev), files in visible.items() if not ev)
-    return [b - a for a, b in zip(times, times[1:], strict=False) if b > a][-20:]
+    return [b - a for a, b in itertools.pairwise(times) if b > a][-20:]

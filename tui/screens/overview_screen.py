@@ -44,7 +44,7 @@ def step_row(key: tuple[int, bool], summary: StepSummary | None, failure: tuple[
     kind = Text("eval", style="magenta") if evaluation else Text("train")
     if summary is None:
         if failure is not None:
-            message, still = failure
+            _message, still = failure
             state = Text("writing…" if still else "UNREADABLE", style="yellow" if still else "bold red")
         else:
             state = Text("loading…", style="dim")

@@ -93,7 +93,7 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None]) -> tuple[Text
         align = Text("no train row", style="dim")
     else:
         align = Text("ok", style="green")
-    values = (
+    return (
         Text(str(row.sample_index)),
         group,
         status,
@@ -120,7 +120,6 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None]) -> tuple[Text
         Text(number(row.non_generation_time, 2)),
         align,
     )
-    return values
 
 
 def group_cells(group: GroupRow) -> tuple[Text, ...]:
