@@ -24,6 +24,7 @@ tensor that nobody reads are never read from disk. Only the zip format that
 
 from __future__ import annotations
 
+import _compat_pickle
 import builtins
 import codecs
 import collections
@@ -260,6 +261,11 @@ class _SafeUnpickler(pickle.Unpickler):
         self._path = path
 
     def find_class(self, module: str, name: str) -> Any:
+        # Protocol-2 pickles name Python 2 modules ("commands" for subprocess,
+        # "__builtin__" for builtins); judge the module they really resolve to.
+        if (module, name) in _compat_pickle.NAME_MAPPING:
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        module = _compat_pickle.IMPORT_MAPPING.get(module, module)
         allowed = _ALLOWED.get((module, name))
         if allowed is not None:
             return allowed

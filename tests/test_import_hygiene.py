@@ -1,0 +1,43 @@
+"""core is headless: importing every core module pulls in neither textual, rich nor torch."""
+
+from __future__ import annotations
+
+import pkgutil
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import core
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_core_never_imports_the_ui_or_torch() -> None:
+    modules = [f"core.{m.name}" for m in pkgutil.iter_modules(core.__path__)]
+    assert "core.resolve" in modules
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        "bad = sorted(m for m in ('textual', 'rich', 'torch', 'plotext', 'tui') if m in sys.modules)\n"
+        "assert not bad, bad\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+
+
+def test_headless_cli_does_not_import_textual() -> None:
+    code = (
+        "import sys\nfrom tui import cli\n"
+        "assert 'textual' not in sys.modules and 'torch' not in sys.modules, sorted(sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.skipif(shutil.which("lint-imports") is None, reason="import-linter not installed")
+def test_import_contract() -> None:
+    result = subprocess.run(["lint-imports"], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
