@@ -16,9 +16,10 @@ from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.screen import Screen
 
 from core.run import Run
-from tui.messages import AdvisoriesChanged, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
+from tui.messages import AdvisoriesChanged, FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
 from tui.run_model import RunModel
 from tui.run_watcher import RunWatcher
 from tui.screens.help_screen import HelpScreen
@@ -88,8 +89,10 @@ class MilesApp(App[None]):
             self.call_later(self.poll_now)
 
     def _forward(self, message: Message) -> None:
+        # The default blank screen under ours never needs them (and would pass them on).
         for screen in self.screen_stack:
-            screen.post_message(message)
+            if type(screen) is not Screen:
+                screen.post_message(message)
 
     @on(StepsChanged)
     def _steps_changed(self, message: StepsChanged) -> None:
@@ -133,9 +136,7 @@ class MilesApp(App[None]):
 
     def action_toggle_follow(self) -> None:
         self.follow_latest = not self.follow_latest
-        self._forward(
-            RunStatusChanged(self.model.run_name, self.model.latest, self.model.data_age, self.model.quiet_after)
-        )
+        self._forward(FollowToggled(self.follow_latest))
         self.notify("following the newest step" if self.follow_latest else "follow paused", timeout=2)
 
 

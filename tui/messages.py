@@ -1,4 +1,8 @@
-"""Messages the watcher posts to the app (and the app forwards to its screens)."""
+"""Messages the watcher posts to the app (and the app forwards to its screens).
+
+None of them bubble: the app forwards each to the screens, and a forwarded
+message bubbling back up to the app would be handled twice.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from core.step import OpenStep, StepSummary
 
 
 @dataclass
-class StepsChanged(Message):
+class StepsChanged(Message, bubble=False):
     """The visible steps changed (new ones appeared)."""
 
     train: tuple[int, ...]
@@ -21,14 +25,14 @@ class StepsChanged(Message):
 
 
 @dataclass
-class StepSummarized(Message):
+class StepSummarized(Message, bubble=False):
     """A step's summary is ready (first time, or because its files changed)."""
 
     summary: StepSummary
 
 
 @dataclass
-class StepFailed(Message):
+class StepFailed(Message, bubble=False):
     """A step could not be read (still writing, or corrupt)."""
 
     rollout_id: int
@@ -38,7 +42,7 @@ class StepFailed(Message):
 
 
 @dataclass
-class AdvisoriesChanged(Message):
+class AdvisoriesChanged(Message, bubble=False):
     """The advisory list was recomputed."""
 
     advisories: tuple[Advisory, ...]
@@ -48,7 +52,7 @@ class AdvisoriesChanged(Message):
 
 
 @dataclass
-class RunStatusChanged(Message):
+class RunStatusChanged(Message, bubble=False):
     """Data age / latest step / run name changed."""
 
     run_name: str
@@ -61,7 +65,14 @@ class RunStatusChanged(Message):
 
 
 @dataclass
-class StepOpened(Message):
+class StepOpened(Message, bubble=False):
     """A step's per-token data is loaded."""
 
     step: OpenStep
+
+
+@dataclass
+class FollowToggled(Message, bubble=False):
+    """The user turned follow-latest on or off."""
+
+    following: bool

@@ -15,7 +15,7 @@ from textual.widgets import Footer, Label
 
 from core.step import StepSummary
 from tui.formatting import MISSING, number, percent
-from tui.messages import AdvisoriesChanged, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
+from tui.messages import AdvisoriesChanged, FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
 from tui.widgets.advisory_list import AdvisoryList
 from tui.widgets.run_header import RunHeader
 from tui.widgets.step_trends import StepTrends
@@ -146,9 +146,7 @@ class OverviewScreen(Screen[None]):
         header.data_age = model.data_age
         header.quiet_after = model.quiet_after
         header.following = self.miles.follow_latest
-        header.new_steps = 0 if self.miles.follow_latest else self.new_steps
-        if self.miles.follow_latest:
-            self.new_steps = 0
+        header.new_steps = self.new_steps
 
     @on(StepsChanged)
     def _steps_changed(self, message: StepsChanged) -> None:
@@ -181,6 +179,14 @@ class OverviewScreen(Screen[None]):
     @on(RunStatusChanged)
     def _status_changed(self, message: RunStatusChanged) -> None:
         """Update the header."""
+        self._refresh_header()
+
+    @on(FollowToggled)
+    def _follow_toggled(self, message: FollowToggled) -> None:
+        """Turning follow back on jumps to the newest step and clears the badge."""
+        if message.following:
+            self.new_steps = 0
+            self.query_one("#steps", VirtualTable).action_jump_first()
         self._refresh_header()
 
     # -- navigation -----------------------------------------------------------------

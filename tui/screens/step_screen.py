@@ -22,7 +22,7 @@ from textual.widgets import Footer, Input, Label
 from core.step import StepSummary
 from core.summary import GroupRow, SampleRow
 from tui.formatting import MISSING, number, percent, version_span
-from tui.messages import RunStatusChanged, StepFailed, StepsChanged, StepSummarized
+from tui.messages import FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
 from tui.row_filter import FilterError, RowFilter, parse_filter
 from tui.widgets.run_header import RunHeader
 from tui.widgets.virtual_table import Column, TableRow, VirtualTable
@@ -319,7 +319,8 @@ class StepScreen(Screen[None]):
 
     @on(StepsChanged)
     @on(RunStatusChanged)
-    def _status(self, message: StepsChanged | RunStatusChanged) -> None:
+    @on(FollowToggled)
+    def _status(self, message: StepsChanged | RunStatusChanged | FollowToggled) -> None:
         """Keep the header current."""
         self._refresh_header()
 

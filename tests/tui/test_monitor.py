@@ -1,0 +1,187 @@
+"""Pilot tests: what a user sees and can do on the overview and step screens."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from tests.conftest import EPOCH, stamp, write_demo_run
+from tui.app import MilesApp, make_app
+from tui.screens.overview_screen import OverviewScreen
+from tui.screens.step_screen import StepScreen
+from tui.widgets.advisory_list import AdvisoryList
+from tui.widgets.run_header import RunHeader
+from tui.widgets.virtual_table import VirtualTable
+
+
+def _app(root: Path, now: float = EPOCH) -> MilesApp:
+    return make_app(root, poll_seconds=3600, clock=lambda: now)
+
+
+async def _settle(app: MilesApp, pilot: Pilot[None]) -> None:
+    for _ in range(3):
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def _keys(app: MilesApp, selector: str) -> list[object]:
+    return [row.key for row in app.screen.query_one(selector, VirtualTable).rows]
+
+
+async def test_drill_down_and_back(demo_run: Path) -> None:
+    app = _app(demo_run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        assert isinstance(app.screen, OverviewScreen)
+        assert _keys(app, "#steps")[:2] == [(3, False), (2, False)]
+        assert app.screen.query_one(RunHeader).latest == 3
+        await pilot.press("enter")
+        await _settle(app, pilot)
+        assert isinstance(app.screen, StepScreen) and app.screen.rollout_id == 3
+        table = app.screen.query_one("#samples", VirtualTable)
+        assert len(table.rows) == 16
+        await pilot.press("down", "down", "enter")
+        await _settle(app, pilot)
+        from tui.screens.sample_screen import SampleScreen
+
+        assert isinstance(app.screen, SampleScreen)
+        await pilot.press("escape")
+        await _settle(app, pilot)
+        assert isinstance(app.screen, StepScreen)
+        assert app.screen.query_one("#samples", VirtualTable).cursor_row == 2
+        await pilot.press("backspace")
+        await _settle(app, pilot)
+        assert isinstance(app.screen, OverviewScreen)
+
+
+async def test_new_steps_appear_without_moving_the_cursor(demo_run: Path) -> None:
+    app = _app(demo_run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one("#steps", VirtualTable)
+        await pilot.press("down")  # look away from the newest step
+        watched = table.cursor_key
+        write_demo_run(demo_run, 2, start=4)
+        stamp(demo_run, EPOCH - 600)
+        app.poll_now()
+        await _settle(app, pilot)
+        keys = _keys(app, "#steps")
+        assert keys[:2] == [(5, False), (5, True)] or keys[0] == (5, False)
+        assert len(keys) == len(set(keys)), "a step is listed twice"
+        assert table.cursor_key == watched, "the cursor moved"
+        header = app.screen.query_one(RunHeader)
+        new_keys = len(keys) - 4 - 1  # 4 train steps and eval 0 were there before
+        assert new_keys >= 2 and header.new_steps == new_keys
+        assert f"{new_keys} new steps" in str(header.render())
+        # Going back to the top clears the badge.
+        await pilot.press("home")
+        await _settle(app, pilot)
+        assert app.screen.query_one(RunHeader).new_steps == 0
+
+
+async def test_follow_latest_moves_to_new_steps_when_on_the_newest(demo_run: Path) -> None:
+    app = _app(demo_run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one("#steps", VirtualTable)
+        assert table.cursor_key == (3, False)
+        write_demo_run(demo_run, 1, start=4)
+        stamp(demo_run, EPOCH - 600)
+        app.poll_now()
+        await _settle(app, pilot)
+        assert table.cursor_key == (4, False)
+
+
+async def test_advisory_enter_jumps_to_the_step(golden_copy: Callable[[str], Path]) -> None:
+    root = golden_copy("degenerate")
+    app = _app(root)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        advisories = app.screen.query_one(AdvisoryList)
+        codes = [a.code for a in advisories.advisories]
+        assert codes == ["all_rewards_zero", "truncated_samples"]
+        await pilot.press("a")
+        await pilot.press("down")  # the truncation advisory
+        await pilot.press("enter")
+        await _settle(app, pilot)
+        assert type(app.screen).__name__ in ("StepScreen", "SampleScreen")
+
+
+async def test_filter_and_sort_the_rollout_table(golden_copy: Callable[[str], Path]) -> None:
+    root = golden_copy("degenerate")
+    app = _app(root)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        await pilot.press("enter")
+        await _settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, StepScreen)
+        await pilot.press("slash")
+        await pilot.press(*"truncated", "enter")
+        await _settle(app, pilot)
+        summary = screen.summary
+        assert summary is not None
+        expected = [r.sample_index for r in summary.rows if r.truncated]
+        assert _keys(app, "#samples") == expected
+        await pilot.press("slash", "ctrl+u", "enter")  # empty filter clears it
+        await _settle(app, pilot)
+        assert len(_keys(app, "#samples")) == len(summary.rows)
+        table = screen.query_one("#samples", VirtualTable)
+        for _ in range(12):  # to the |lpΔ| column
+            await pilot.press("right")
+        column = table.cursor_column_key
+        await pilot.press("s")
+        await _settle(app, pilot)
+        values = [getattr(next(r for r in summary.rows if r.sample_index == k), column) for k in _keys(app, "#samples")]
+        present = [v for v in values if v is not None]
+        assert present == sorted(present)
+        await pilot.press("s")
+        await _settle(app, pilot)
+        values = [getattr(next(r for r in summary.rows if r.sample_index == k), column) for k in _keys(app, "#samples")]
+        present = [v for v in values if v is not None]
+        assert present == sorted(present, reverse=True)
+
+
+async def test_a_bad_filter_says_why(golden_copy: Callable[[str], Path]) -> None:
+    app = _app(golden_copy("tp_dup"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(app, pilot)
+        await pilot.press("enter")
+        await _settle(app, pilot)
+        await pilot.press("slash", *"bogus>1", "enter")
+        await pilot.pause()
+        status = str(app.screen.query_one("#filter-status").render())
+        assert "unknown column 'bogus'" in status
+
+
+async def test_prev_next_step_and_eval_toggle(golden_copy: Callable[[str], Path]) -> None:
+    app = _app(golden_copy("tp_dup"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(app, pilot)
+        assert _keys(app, "#steps") == [(3, True), (2, False), (1, False), (0, False), (0, True)]
+        await pilot.press("down", "enter")
+        await _settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, StepScreen)
+        assert screen.key == (2, False)
+        await pilot.press("left_square_bracket")
+        await _settle(app, pilot)
+        assert screen.key == (1, False)
+        await pilot.press("e")
+        await _settle(app, pilot)
+        assert screen.key[1] is True and screen.summary is not None and screen.summary.evaluation
+
+
+async def test_unreadable_per_token_data_is_said(golden_copy: Callable[[str], Path]) -> None:
+    app = _app(golden_copy("cp_legacy_ambiguous"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        advisory = app.screen.query_one(AdvisoryList).advisories[0]
+        assert advisory.code == "per_token_unreadable" and "unreadable, not undumped" in advisory.message
+        await pilot.press("enter")
+        await _settle(app, pilot)
+        rendered = [str(cell) for row in app.screen.query_one("#samples", VirtualTable).rows for cell in row.cells]
+        assert rendered.count("UNREADABLE") == 2
