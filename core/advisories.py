@@ -72,10 +72,10 @@ def zero_std_groups(summary: StepSummary) -> list[Advisory]:
         return []
     rewards = [r.raw_reward if not summary.evaluation else r.reward for r in summary.rows]
     present = [r for r in rewards if r is not None]
-    message = (
-        f"{len(degenerate)}/{len(groups)} groups in step {summary.rollout_id} have zero reward spread, "
-        "so they give no policy gradient"
-    )
+    counted = f"{len(degenerate)}/{len(groups)} groups"
+    if len(groups) < len(summary.groups):
+        counted += f" with reward data (of {len(summary.groups)})"
+    message = f"{counted} in step {summary.rollout_id} have zero reward spread, so they give no policy gradient"
     code = "zero_std_groups"
     if present and all(r == 0 for r in present):
         code = "all_rewards_zero"
@@ -126,7 +126,8 @@ def unreadable_per_token(summary: StepSummary) -> list[Advisory]:
     """Per-token data that was dumped but cannot be placed: blank means unreadable, not undumped."""
     if not summary.alignment_reasons:
         return []
-    reasons = Counter(reason for _, reason in summary.alignment_reasons)
+    # Group by the reason without its per-sample detail (the part in parentheses).
+    reasons = Counter(reason.split(" (", 1)[0] for _, reason in summary.alignment_reasons)
     n = len(summary.alignment_reasons)
     why = "; ".join(f"{reason} ({count})" if len(reasons) > 1 else reason for reason, count in reasons.items())
     return [

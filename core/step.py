@@ -150,7 +150,7 @@ def open_step(files: StepFiles, now: float) -> OpenStep:
         row = sample_row(files.rollout_id, sample, train, raw)
         if index in unreadable:
             row = replace(row, alignment_failed=True)
-            reasons.append((index, f"its train data is in a file that failed to load ({failed_names})"))
+            reasons.append((index, f"its train data is in a file that failed to load: {failed_names}"))
         elif train is not None and train.alignment_failed:
             reasons.append((index, train.alignment_reason or "per-token data could not be placed"))
         rows.append(row)

@@ -21,7 +21,7 @@ from core.run_dir import StepFiles
 from core.step import ProblemKind, StepProblem, StepSummary
 from core.summary import GroupRow, SampleRow, StepAggregate
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 """Bump when a derived value's definition changes, so stale summaries are not served."""
 
 

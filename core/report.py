@@ -1,0 +1,148 @@
+"""``miles-tui report``: a run's health in one look, for people (text) and scripts (JSON).
+
+Contract: reads the run once (the newest train step's summary, via the cache,
+and the dashboard streams), applies every advisory rule and returns a
+:class:`Report` whose ``exit_status`` is 0 (nothing worse than info), 1 (a
+warning) or 2 (a critical advisory). A run directory that cannot be read at
+all raises :class:`RunDirError` (the CLI exits 3). The JSON shape is the
+contract of ``cli.md``; keys may be added, never renamed or dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.advisories import Advisory, Level, ordered, step_advisories, step_error, worst_level
+from core.errors import DumpLoadError, MilesTuiError, StillWritingError
+from core.run import Run
+from core.step import StepSummary
+
+
+@dataclass(frozen=True)
+class Report:
+    """What `report` prints."""
+
+    run_dir: Path
+    """The run directory."""
+    run_name: str
+    """From dashboard/meta.json, else the folder name."""
+    train_steps: int
+    """Visible train steps."""
+    eval_steps: int
+    """Visible eval steps."""
+    latest: int | None
+    """The newest visible train step."""
+    latest_summary: StepSummary | None
+    """Its summary, when it could be read."""
+    data_age: float | None
+    """Seconds since the newest write seen."""
+    advisories: tuple[Advisory, ...]
+    """Alarms first."""
+
+    @property
+    def exit_status(self) -> int:
+        worst = worst_level(self.advisories)
+        if worst is Level.CRITICAL:
+            return 2
+        if worst is Level.WARNING:
+            return 1
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        latest_step: dict[str, Any] | None = None
+        if self.latest_summary is not None:
+            latest_step = {
+                **self.latest_summary.aggregate.to_dict(),
+                "groups": len(self.latest_summary.groups),
+                "complete": self.latest_summary.complete,
+            }
+        return {
+            "run": {"name": self.run_name, "path": str(self.run_dir), "data_age_seconds": self.data_age},
+            "steps": {"train": self.train_steps, "eval": self.eval_steps, "latest": self.latest},
+            "latest_step": latest_step,
+            "advisories": [a.to_dict() for a in self.advisories],
+            "exit_status": self.exit_status,
+        }
+
+
+def _meta(run: Run) -> dict[str, Any]:
+    try:
+        meta = json.loads((run.dir.dashboard_dir / "meta.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def build_report(run_dir: Path, now: float) -> Report:
+    """Read the run and apply every advisory rule."""
+    run = Run(run_dir)
+    meta = _meta(run)
+    visible = run.dir.visible_steps(now)
+    train = sorted(rid for rid, ev in visible if not ev)
+    evaluation = sorted(rid for rid, ev in visible if ev)
+    latest = train[-1] if train else None
+    advisories: list[Advisory] = []
+    summary = None
+    if latest is not None:
+        try:
+            summary = run.summary(latest, False, now)
+        except StillWritingError as err:
+            advisories.append(step_error(latest, False, str(err), err.path, still_writing=True))
+        except (DumpLoadError, MilesTuiError) as err:
+            advisories.append(step_error(latest, False, str(err), err.path, still_writing=False))
+    if summary is not None:
+        args = meta.get("args") if isinstance(meta.get("args"), dict) else None
+        advisories += step_advisories(summary, args)
+    mtimes = [files.newest_mtime for files in visible.values()]
+    advisories += _stream_advisories(run, now)
+    return Report(
+        run_dir=run.path,
+        run_name=str(meta.get("run_name") or run.path.name),
+        train_steps=len(train),
+        eval_steps=len(evaluation),
+        latest=latest,
+        latest_summary=summary,
+        data_age=now - max(mtimes) if mtimes else None,
+        advisories=tuple(ordered(advisories)),
+    )
+
+
+def _stream_advisories(run: Run, now: float) -> list[Advisory]:
+    """Advisories from the dashboard/ telemetry streams (none when the run has no streams)."""
+    return []
+
+
+def _number(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def render_report(report: Report) -> str:
+    """The human text of a report."""
+    lines = [f"run {report.run_name}  ({report.run_dir})"]
+    steps = f"steps: {report.train_steps} train, {report.eval_steps} eval"
+    if report.latest is not None:
+        steps += f", latest {report.latest}"
+    if report.data_age is not None:
+        steps += f", newest data {report.data_age:.0f}s old"
+    lines.append(steps)
+    summary = report.latest_summary
+    if summary is not None:
+        a = summary.aggregate
+        lines.append(
+            f"step {a.rollout_id}: {a.n_samples} samples, reward {_number(a.reward_mean)}"
+            f" ± {_number(a.reward_std)}, zero-std groups {_number(a.zero_std_group_frac, 2)},"
+            f" truncated {_number(a.truncated_frac, 2)}, staleness {_number(a.avg_staleness, 2)},"
+            f" |lp diff| {_number(a.mean_abs_lp_diff, 4)}, entropy {_number(a.mean_entropy)}"
+        )
+    if not report.advisories:
+        lines.append("no advisories: nothing needs attention")
+    for advisory in report.advisories:
+        lines.append(f"[{advisory.level.label.upper()}] {advisory.code}: {advisory.message}")
+    return "\n".join(lines) + "\n"
