@@ -1,0 +1,209 @@
+"""Follow a live run: one ``poll(now)`` that says what changed since the previous one.
+
+Contract:
+
+- :class:`RunFollower` combines the step files (:class:`~core.run_dir.RunDir`,
+  with the spec's visibility rule at ``now``) and the ``dashboard/`` streams
+  (:class:`~core.streams.DashboardReader`). :meth:`RunFollower.poll` returns a
+  :class:`RunDelta`: newly visible train and eval steps, visible steps whose
+  files changed, new metric points, new telemetry records per stream, data age
+  (``now`` minus the newest write seen in dump files and streams), the current
+  attempt, the open phases and the stream problems.
+- The attempt is meta.json's ``start_ts``; a resumed run rewrites it. An open
+  phase marker (``t1 == -1``) that started before the current attempt belongs
+  to an attempt that died, so it never counts as open.
+- Cost follows what is new: a poll that finds nothing lists directories and
+  stats files, and reads none. Polls are serialized by the follower's lock, so
+  each change is reported by exactly one poll.
+- No threads, no sleeps, no clock: the caller passes ``now``; a worker in tui/
+  decides when to poll. Never writes into the run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.errors import StreamError
+from core.metrics import MetricStore
+from core.run_dir import RunDir, StepIds
+from core.stream_records import Phase, RunMeta, StreamRecord
+from core.streams import DashboardReader
+from core.tail import ReadHook, StreamReset
+
+StepKey = tuple[int, bool]
+"""(rollout_id, evaluation)."""
+
+
+@dataclass(frozen=True)
+class RunDelta:
+    """What changed between two polls."""
+
+    now: float
+    """The ``now`` this poll was taken at."""
+    new_train_steps: tuple[int, ...]
+    """Train steps that became visible, ascending."""
+    new_eval_steps: tuple[int, ...]
+    """Eval steps that became visible, ascending."""
+    changed_steps: tuple[StepKey, ...]
+    """Steps visible before whose files changed (a rank's shard appeared, a file was rewritten), ascending."""
+    metric_records: range
+    """Indices of the metrics records appended (see :meth:`MetricStore.series` ``start``)."""
+    metric_keys: tuple[str, ...]
+    """Metric names with new points, sorted."""
+    records: Mapping[str, tuple[StreamRecord, ...]]
+    """Telemetry stream -> its new records; only streams with some."""
+    newest_write: float | None
+    """Latest modification time among the dump files and stream files seen."""
+    data_age: float | None
+    """``now - newest_write`` (None before anything was written); negative under clock skew."""
+    meta: RunMeta | None
+    """meta.json as currently known."""
+    attempt_start: float | None
+    """Start of the current attempt (meta.json ``start_ts``)."""
+    attempt_changed: bool
+    """Whether the run was resumed since the previous poll (``start_ts`` changed)."""
+    open_phases: tuple[Phase, ...]
+    """Phases of the current attempt still open at this poll, by start time."""
+    problems: tuple[StreamError, ...]
+    """Malformed lines (file and byte offset) and unreadable stream files found by this poll."""
+    resets: tuple[StreamReset, ...]
+    """Stream files found rewritten and read again from byte 0."""
+    reset_streams: tuple[str, ...]
+    """Streams with a reset: reload them whole rather than appending this delta's records."""
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether nothing changed (data age aside)."""
+        return not (
+            self.new_train_steps
+            or self.new_eval_steps
+            or self.changed_steps
+            or self.metric_records
+            or self.records
+            or self.attempt_changed
+            or self.problems
+            or self.resets
+        )
+
+
+@dataclass(frozen=True)
+class RunState:
+    """The followed run as of the last poll."""
+
+    steps: StepIds
+    """Visible step ids."""
+    meta: RunMeta | None
+    """meta.json as last read."""
+    attempt_start: float | None
+    """Start of the current attempt."""
+    open_phases: tuple[Phase, ...]
+    """Phases of the current attempt still open."""
+    record_counts: Mapping[str, int]
+    """Stream -> records held."""
+    time_range: tuple[float, float] | None
+    """Earliest and latest time in the records held."""
+    newest_write: float | None
+    """Latest modification time seen in dump files and streams."""
+    malformed_lines: int
+    """Malformed stream lines skipped so far."""
+
+
+class RunFollower:
+    """Follows one run directory; call :meth:`poll` from a worker, as often as wanted."""
+
+    def __init__(
+        self, run_dir: RunDir | Path | str, *, recent_hours: int | None = None, read_hook: ReadHook | None = None
+    ) -> None:
+        self.run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
+        """The run directory."""
+        self.dashboard = DashboardReader(self.run_dir.dashboard_dir, recent_hours=recent_hours, read_hook=read_hook)
+        """The telemetry streams (query windows and metrics through it)."""
+        self._lock = threading.Lock()
+        self._signatures: dict[StepKey, tuple[tuple[str, int, float], ...]] = {}
+        self._open: dict[tuple[object, ...], Phase] = {}  # open markers of the current attempt, by Phase.key
+        self._attempt_start: float | None = None
+        self._newest_write: float | None = None
+
+    @property
+    def metrics(self) -> MetricStore:
+        """metrics.jsonl, columnar."""
+        return self.dashboard.metrics
+
+    def poll(self, now: float) -> RunDelta:
+        """Everything that changed since the previous poll (the first poll reports what exists)."""
+        with self._lock:
+            steps = self.run_dir.scan()
+            visible = {key: step for key, step in steps.items() if RunDir.is_visible(step, now)}
+            new = sorted(key for key in visible if key not in self._signatures)
+            changed = sorted(
+                key for key, step in visible.items()
+                if key in self._signatures and step.signature != self._signatures[key]
+            )  # fmt: skip
+            self._signatures = {key: step.signature for key, step in visible.items()}
+
+            streams = self.dashboard.poll()
+            previous_attempt = self._attempt_start
+            meta = streams.meta
+            self._attempt_start = meta.start_ts if meta is not None else None
+            if "phases" in streams.reset_streams:
+                self._open.clear()
+                self._track_phases(self.dashboard.loaded_records("phases"))
+            else:
+                self._track_phases(streams.records.get("phases", ()))
+            if self._attempt_start is not None:  # markers a dead attempt left open never close
+                self._open = {k: p for k, p in self._open.items() if p.t0 >= self._attempt_start}
+
+            writes = [step.newest_mtime for step in steps.values()]
+            writes += [t for t in (streams.newest_mtime, self._newest_write) if t is not None]
+            self._newest_write = max(writes, default=None)
+            return RunDelta(
+                now=now,
+                new_train_steps=tuple(rid for rid, evaluation in new if not evaluation),
+                new_eval_steps=tuple(rid for rid, evaluation in new if evaluation),
+                changed_steps=tuple(changed),
+                metric_records=streams.metric_records,
+                metric_keys=streams.metric_keys,
+                records=streams.records,
+                newest_write=self._newest_write,
+                data_age=None if self._newest_write is None else now - self._newest_write,
+                meta=meta,
+                attempt_start=self._attempt_start,
+                attempt_changed=previous_attempt is not None and self._attempt_start != previous_attempt,
+                open_phases=self._open_phases(),
+                problems=streams.problems,
+                resets=streams.resets,
+                reset_streams=streams.reset_streams,
+            )
+
+    def state(self) -> RunState:
+        """The run as of the last poll (step visibility as of that poll)."""
+        with self._lock:
+            keys = self._signatures
+            steps = StepIds(
+                train=tuple(sorted(rid for rid, evaluation in keys if not evaluation)),
+                evaluation=tuple(sorted(rid for rid, evaluation in keys if evaluation)),
+            )
+            return RunState(
+                steps=steps,
+                meta=self.dashboard.meta,
+                attempt_start=self._attempt_start,
+                open_phases=self._open_phases(),
+                record_counts=self.dashboard.record_counts(),
+                time_range=self.dashboard.time_range(),
+                newest_write=self._newest_write,
+                malformed_lines=sum(self.dashboard.malformed_counts().values()),
+            )
+
+    def _track_phases(self, records: Iterable[StreamRecord]) -> None:
+        for record in records:
+            if isinstance(record, Phase):
+                if record.is_open:
+                    self._open[record.key] = record
+                else:
+                    self._open.pop(record.key, None)
+
+    def _open_phases(self) -> tuple[Phase, ...]:
+        return tuple(sorted(self._open.values(), key=lambda p: p.t0))

@@ -1,0 +1,255 @@
+"""Typed records of the ``dashboard/`` files (meta.json and the telemetry streams), and their decoders.
+
+Contract: a decoder takes one parsed JSON value (what ``json.loads`` returned
+for one line) and returns a frozen record holding the raw values, or raises a
+``ValueError``/``KeyError`` that says which field is missing or mistyped (the
+tail reports it as a malformed line, with file and byte offset). Fields a
+stream may omit are None; fields this version does not know are ignored.
+Decoders never read files, never round and never format. The metrics stream
+is columnar and lives in :mod:`core.metrics`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
+
+OPEN_T1: Final = -1
+"""A phase's ``t1`` while it is still running."""
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """One phase of one rank (``phases/``): a span of time spent doing one thing."""
+
+    name: str
+    """What was done: ``rollout``, ``actor_train``, ``train_wait``, ``update_weights`` ..."""
+    t0: float
+    """Start (seconds since the epoch)."""
+    t1: float
+    """End, or -1 while still open; a closing record with the same name, node, rank and t0 follows."""
+    node: str | None
+    """Host the rank runs on."""
+    gpus: tuple[Any, ...]
+    """GPU indices on that host (empty for CPU-side actors)."""
+    rank: Any
+    """Global rank (-1 for actors outside the training ranks)."""
+    role: str | None
+    """``train``, ``rollout_manager`` ..."""
+
+    @property
+    def is_open(self) -> bool:
+        """Whether this is an open marker (``t1 == -1``)."""
+        return self.t1 == OPEN_T1
+
+    @property
+    def key(self) -> tuple[str, str | None, Any, float]:
+        """(name, node, rank, t0): what an open marker and its closing record share."""
+        return self.name, self.node, self.rank, self.t0
+
+
+@dataclass(frozen=True, slots=True)
+class GpuUtil:
+    """One GPU sample (``gpu_util/``)."""
+
+    ts: float
+    """When sampled."""
+    node: str
+    """Host."""
+    gpu: Any
+    """GPU index on the host."""
+    util: Any
+    """Utilization in percent."""
+    mem_mb: Any
+    """Memory used, MB."""
+    power_w: Any
+    """Power draw, W."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSample:
+    """One inference-engine metric sample (``engine_series/``)."""
+
+    ts: float
+    """When sampled."""
+    addr: str | None
+    """Engine address."""
+    metric: str
+    """Metric name."""
+    labels: Mapping[str, Any]
+    """Metric labels."""
+    value: Any
+    """The value as logged."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryEvent:
+    """One event in a sample's generation (``trajectories/``)."""
+
+    ts: float
+    """When it happened."""
+    kind: str
+    """What happened."""
+    sample_index: Any
+    """The sample."""
+    group_index: Any
+    """Its GRPO group."""
+    turn: Any
+    """Generation turn."""
+    weight_version: Any
+    """Engine weight version of the turn."""
+    detail: Any
+    """Free-form detail, as logged."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """One process seen on a GPU (``gpu_processes/``)."""
+
+    ts: float
+    """When seen."""
+    node: str
+    """Host."""
+    gpu: Any
+    """GPU index on the host."""
+    pid: Any
+    """Process id."""
+    name: str | None
+    """Process name."""
+    mem_mb: Any
+    """GPU memory it holds, MB."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One ``topology.jsonl`` or ``data_buffer.jsonl`` record, kept whole."""
+
+    ts: float | None
+    """Its ``ts`` when it has a numeric one."""
+    data: Mapping[str, Any]
+    """The record as parsed."""
+
+
+StreamRecord: TypeAlias = Phase | GpuUtil | EngineSample | TrajectoryEvent | GpuProcess | Snapshot
+"""A record of any telemetry stream except metrics."""
+
+
+def _shared(value: Any) -> Any:
+    """One copy of a string that repeats on every line (host, phase name, role), not one per record."""
+    return sys.intern(value) if type(value) is str else value
+
+
+def _object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _number(record: Mapping[str, Any], field: str) -> float:
+    value = record[field]
+    if type(value) not in (int, float):
+        raise ValueError(f"field {field!r} is not a number: {value!r}")
+    return value  # type: ignore[no-any-return]
+
+
+def decode_phase(value: Any) -> Phase:
+    """A ``phases/`` line."""
+    r = _object(value)
+    return Phase(
+        _shared(r["name"]), _number(r, "t0"), _number(r, "t1"), _shared(r.get("node")), tuple(r.get("gpus") or ()),
+        r.get("rank"), _shared(r.get("role")),
+    )  # fmt: skip
+
+
+def decode_gpu_util(value: Any) -> GpuUtil:
+    """A ``gpu_util/`` line."""
+    r = _object(value)
+    return GpuUtil(_number(r, "ts"), _shared(r["node"]), r["gpu"], r.get("util"), r.get("mem_mb"), r.get("power_w"))
+
+
+def decode_engine_sample(value: Any) -> EngineSample:
+    """An ``engine_series/`` line."""
+    r = _object(value)
+    return EngineSample(
+        _number(r, "ts"), _shared(r.get("addr")), _shared(r["metric"]), r.get("labels") or {}, r.get("value")
+    )
+
+
+def decode_trajectory_event(value: Any) -> TrajectoryEvent:
+    """A ``trajectories/`` line."""
+    r = _object(value)
+    return TrajectoryEvent(
+        _number(r, "ts"), _shared(r["kind"]), r.get("sample_index"), r.get("group_index"), r.get("turn"),
+        r.get("weight_version"), r.get("detail"),
+    )  # fmt: skip
+
+
+def decode_gpu_process(value: Any) -> GpuProcess:
+    """A ``gpu_processes/`` line."""
+    r = _object(value)
+    return GpuProcess(_number(r, "ts"), _shared(r["node"]), r["gpu"], r["pid"], _shared(r.get("name")), r.get("mem_mb"))
+
+
+def decode_snapshot(value: Any) -> Snapshot:
+    """A ``topology.jsonl`` / ``data_buffer.jsonl`` line."""
+    r = _object(value)
+    ts = r.get("ts")
+    return Snapshot(ts if type(ts) in (int, float) else None, r)
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    """``dashboard/meta.json``: the current attempt's description of the run."""
+
+    run_name: str | None
+    """The run's name."""
+    start_ts: float | None
+    """When the current attempt started; a resumed run rewrites it."""
+    args: Mapping[str, Any]
+    """The run's arguments, as written."""
+    schema_version: Any
+    """The dashboard schema version."""
+    raw: Mapping[str, Any]
+    """The whole file as parsed, including keys this version does not know."""
+
+
+def decode_meta(value: Any) -> RunMeta:
+    """Parsed meta.json -> RunMeta; raises ValueError when it is not an object."""
+    value = _object(value)
+    start = value.get("start_ts")
+    args = value.get("args")
+    return RunMeta(
+        run_name=value.get("run_name"),
+        start_ts=start if type(start) in (int, float) else None,
+        args=args if isinstance(args, dict) else {},
+        schema_version=value.get("schema_version"),
+        raw=value,
+    )
+
+
+DECODERS: Final[Mapping[str, Callable[[Any], StreamRecord]]] = {
+    "phases": decode_phase,
+    "gpu_util": decode_gpu_util,
+    "engine_series": decode_engine_sample,
+    "trajectories": decode_trajectory_event,
+    "gpu_processes": decode_gpu_process,
+    "topology": decode_snapshot,
+    "data_buffer": decode_snapshot,
+}
+"""Stream name -> decoder, for every telemetry stream except metrics."""
+
+
+def record_time(record: StreamRecord) -> float | None:
+    """The time a record belongs to: a phase's end (its start while open), otherwise its ts."""
+    if isinstance(record, Phase):
+        return record.t0 if record.is_open else record.t1
+    return record.ts
+
+
+def record_span(record: StreamRecord) -> tuple[float, float] | None:
+    """The earliest and latest time a record mentions (a closed phase spans t0..t1)."""
+    if isinstance(record, Phase):
+        return (record.t0, record.t0) if record.is_open else (min(record.t0, record.t1), max(record.t0, record.t1))
+    return None if record.ts is None else (record.ts, record.ts)

@@ -1,0 +1,407 @@
+"""The ``dashboard/`` telemetry of a run, followed as it grows.
+
+Contract:
+
+- :class:`DashboardReader` reads ``meta.json`` (re-read whenever a resumed run
+  rewrites it), ``metrics.jsonl`` into a columnar :class:`~core.metrics.MetricStore`,
+  the hourly partitions ``{stream}/{YYYYMMDD_HH}.jsonl`` (UTC; phases by end
+  hour) of phases, gpu_util, engine_series, trajectories and gpu_processes, an
+  older flat ``{stream}.jsonl`` of those as one partition covering all time,
+  and the flat topology.jsonl and data_buffer.jsonl.
+- :meth:`DashboardReader.poll` returns only what is new since the last poll.
+  It is one transaction under the reader's ``threading.Lock``, and every file
+  follows the tail rule of :mod:`core.tail`, so polls from several threads (or
+  asyncio tasks via ``asyncio.to_thread``) never duplicate or drop a record.
+  New hourly files are picked up as they appear. A poll that finds nothing
+  lists the stream folders and stats the followed files; it reads no file.
+  Partitions two or more hours behind their stream's newest are settled and
+  stat'ed only every :data:`SETTLED_EVERY` polls.
+- With ``recent_hours`` the first poll parses only the newest hours of each
+  partitioned stream; older partitions stay on disk, unparsed, until
+  :meth:`DashboardReader.records` asks for a window that needs them. A window
+  query never parses an hour outside the window.
+- Problems are values, not exceptions: malformed lines and rewritten files come
+  back in the delta (file and byte offset), and reading goes on.
+- Never writes into the run, never sleeps, starts no threads, reads no clock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Final
+
+from core.errors import StreamError
+from core.metrics import MetricStore, decode_metric_record
+from core.stream_records import DECODERS, RunMeta, StreamRecord, decode_meta, record_span, record_time
+from core.tail import ReadHook, StreamReset, TailFile, TailRead
+
+PARTITIONED_STREAMS: Final = ("phases", "gpu_util", "engine_series", "trajectories", "gpu_processes")
+"""Streams written as hourly files in a folder (or, by older writers, as one flat file)."""
+
+FLAT_STREAMS: Final = ("topology", "data_buffer")
+"""Streams written as one flat file."""
+
+TELEMETRY_STREAMS: Final = PARTITIONED_STREAMS + FLAT_STREAMS
+"""Every stream except metrics, in the order a poll reads them."""
+
+STREAMS: Final = ("metrics", *TELEMETRY_STREAMS)
+"""Every stream name."""
+
+HOUR_SECONDS: Final = 3600.0
+
+SETTLED_EVERY: Final = 16
+"""A partition two or more hours older than its stream's newest is stat'ed on every this-many-th poll
+only: writers move on with the clock, and a stream of many hours then costs a few stats per poll."""
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """One stream file as the reader knows it."""
+
+    stream: str
+    """Stream name."""
+    path: Path
+    """The file."""
+    hour: float | None
+    """Start of its UTC hour (seconds since the epoch); None for a flat file covering all time."""
+    loaded: bool
+    """Whether it has been parsed (and is followed)."""
+    records: int
+    """Records held from it."""
+
+
+@dataclass(frozen=True)
+class StreamsDelta:
+    """What one :meth:`DashboardReader.poll` found."""
+
+    metric_records: range
+    """Indices (in the metric store) of the metrics records appended by this poll."""
+    metric_keys: tuple[str, ...]
+    """Metric names that got new points, sorted."""
+    records: Mapping[str, tuple[StreamRecord, ...]]
+    """Stream -> its new records (partitions in hour order, each in file order); only streams with some."""
+    meta: RunMeta | None
+    """meta.json as currently known."""
+    meta_changed: bool
+    """Whether meta.json was (re-)read by this poll."""
+    problems: tuple[StreamError, ...]
+    """Found since the last poll: malformed lines (:class:`~core.tail.MalformedLineError`, with byte
+    offset), an unparsable meta.json, a stream file that cannot be read."""
+    resets: tuple[StreamReset, ...]
+    """Files found rewritten: their old records were dropped and they were read again from 0."""
+    reset_streams: tuple[str, ...]
+    """Streams with a reset: their records in this delta replace, not extend, a partition's."""
+    newest_mtime: float | None
+    """Latest modification time among the dashboard files followed."""
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether the poll found nothing at all."""
+        return not (self.metric_records or self.records or self.meta_changed or self.problems or self.resets)
+
+
+class _Partition:
+    """A stream file: its tail, its records, the time span they cover."""
+
+    __slots__ = ("hour", "loaded", "records", "span", "tail")
+
+    def __init__(self, tail: TailFile[StreamRecord], hour: float | None) -> None:
+        self.tail = tail
+        self.hour = hour
+        self.loaded = False
+        self.records: list[StreamRecord] = []
+        self.span: tuple[float, float] | None = None
+
+    def sort_key(self) -> float:
+        return -1.0 if self.hour is None else self.hour
+
+    def overlaps(self, since: float | None, until: float | None) -> bool:
+        if self.hour is None:
+            return True
+        return (since is None or self.hour + HOUR_SECONDS > since) and (until is None or self.hour <= until)
+
+    def widen(self, records: Sequence[StreamRecord]) -> None:
+        lo, hi = self.span if self.span is not None else (float("inf"), float("-inf"))
+        for record in records:
+            span = record_span(record)
+            if span is not None:
+                lo, hi = min(lo, span[0]), max(hi, span[1])
+        if lo <= hi:
+            self.span = (lo, hi)
+
+
+def _hour_of(name: str) -> float | None:
+    """``20260820_10.jsonl`` -> the epoch second 2026-08-20T10:00Z; None for any other name."""
+    stem, ext = name[:11], name[11:]
+    if ext != ".jsonl" or stem[8:9] != "_" or not (stem[:8] + stem[9:]).isdigit():
+        return None
+    try:
+        hour = datetime(int(stem[:4]), int(stem[4:6]), int(stem[6:8]), int(stem[9:11]), tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    return hour.timestamp()
+
+
+def _problems(read: TailRead) -> list[StreamError]:
+    return [*read.malformed, read.error] if read.error is not None else list(read.malformed)
+
+
+class DashboardReader:
+    """Follows ``RUN_DIR/dashboard/``; see the module docstring for the contract."""
+
+    def __init__(
+        self, directory: Path | str, *, recent_hours: int | None = None, read_hook: ReadHook | None = None
+    ) -> None:
+        self.directory = Path(directory)
+        """The dashboard folder (it may not exist yet)."""
+        self.recent_hours = recent_hours
+        """Hours of each partitioned stream the first poll parses (None: all)."""
+        self._read_hook = read_hook
+        self._lock = threading.Lock()
+        self._metrics = MetricStore()
+        self._metrics_tail: TailFile[Any] = TailFile(
+            self.directory / "metrics.jsonl", decode_metric_record, read_hook=read_hook
+        )
+        self._parts: dict[str, list[_Partition]] = {stream: [] for stream in TELEMETRY_STREAMS}
+        self._known: set[str] = set()
+        self._seen_stream: set[str] = set()
+        self._meta: RunMeta | None = None
+        self._meta_signature: tuple[int, int, int] | None = None
+        self._meta_mtime: float | None = None
+        self._polls = 0
+        self._unlistable: set[str] = set()
+        self._pending: list[StreamError] = []  # problems found by a window query, reported by the next poll
+
+    @property
+    def metrics(self) -> MetricStore:
+        """metrics.jsonl, columnar (thread-safe on its own)."""
+        return self._metrics
+
+    @property
+    def meta(self) -> RunMeta | None:
+        """meta.json as last read (None until one was read)."""
+        return self._meta
+
+    def poll(self) -> StreamsDelta:
+        """Everything new since the last poll; the first poll reads what exists."""
+        with self._lock:
+            problems: list[StreamError] = self._pending
+            self._pending = []
+            resets: list[StreamReset] = []
+            reset_streams: list[str] = []
+            meta_changed = self._poll_meta(problems)
+            self._discover(problems)
+
+            store = self._metrics
+            before = len(store), store.point_counts()
+            read = self._metrics_tail.poll(store.append_rows, store.clear)
+            problems += _problems(read)
+            metric_keys: tuple[str, ...] = ()
+            if read.reset is not None:
+                resets.append(read.reset)
+                reset_streams.append("metrics")
+                before = 0, {}
+            if read.records or read.reset is not None:
+                counts = store.point_counts()
+                metric_keys = tuple(sorted(k for k, n in counts.items() if n != before[1].get(k, 0)))
+
+            records: dict[str, tuple[StreamRecord, ...]] = {}
+            check_settled = self._polls % SETTLED_EVERY == 0
+            self._polls += 1
+            for stream, parts in self._parts.items():
+                fresh: list[StreamRecord] = []
+                recent = parts[-1].hour - HOUR_SECONDS if parts and parts[-1].hour is not None else None
+                for part in parts:
+                    settled = recent is not None and part.hour is not None and part.hour < recent
+                    if part.loaded and (check_settled or not settled):
+                        tail_read = self._load(part, fresh)
+                        problems += _problems(tail_read)
+                        if tail_read.reset is not None:
+                            resets.append(tail_read.reset)
+                            if stream not in reset_streams:
+                                reset_streams.append(stream)
+                if fresh:
+                    records[stream] = tuple(fresh)
+            return StreamsDelta(
+                metric_records=range(before[0], len(store)),
+                metric_keys=metric_keys,
+                records=records,
+                meta=self._meta,
+                meta_changed=meta_changed,
+                problems=tuple(problems),
+                resets=tuple(resets),
+                reset_streams=tuple(reset_streams),
+                newest_mtime=self._newest_mtime(),
+            )
+
+    def records(self, stream: str, since: float | None = None, until: float | None = None) -> list[StreamRecord]:
+        """Records of ``stream`` whose time (:func:`~core.stream_records.record_time`) is in [since, until].
+
+        Partitions in hour order (a flat file first), each in file order. Only the
+        hours the window touches are parsed. A partition parsed here (history the
+        first poll skipped) is followed from then on: its records are this query's,
+        not a delta's, and any malformed line in it is reported by the next poll.
+        Followed partitions are not re-read here; :meth:`poll` reads them.
+        """
+        if stream not in self._parts:
+            raise ValueError(f"unknown telemetry stream {stream!r} (metrics are in DashboardReader.metrics)")
+        with self._lock:
+            out: list[StreamRecord] = []
+            for part in self._parts[stream]:
+                if not part.overlaps(since, until):
+                    continue
+                if not part.loaded:
+                    self._pending += _problems(self._load(part, []))
+                if since is None and until is None:
+                    out += part.records
+                    continue
+                for record in part.records:
+                    t = record_time(record)
+                    if t is not None and (since is None or t >= since) and (until is None or t <= until):
+                        out.append(record)
+            return out
+
+    def loaded_records(self, stream: str) -> list[StreamRecord]:
+        """Records of ``stream`` from the partitions parsed so far; parses nothing."""
+        with self._lock:
+            return [record for part in self._parts[stream] if part.loaded for record in part.records]
+
+    def partitions(self, stream: str) -> tuple[PartitionInfo, ...]:
+        """The files of ``stream`` known at the last poll, flat file first, then by hour."""
+        with self._lock:
+            return tuple(
+                PartitionInfo(stream, p.tail.path, p.hour, p.loaded, len(p.records)) for p in self._parts[stream]
+            )
+
+    def record_counts(self) -> dict[str, int]:
+        """Stream -> records held (metrics: records of metrics.jsonl)."""
+        with self._lock:
+            counts = {"metrics": len(self._metrics)}
+            counts.update({s: sum(len(p.records) for p in parts) for s, parts in self._parts.items()})
+            return counts
+
+    def time_range(self) -> tuple[float, float] | None:
+        """Earliest and latest time any held record mentions (ts; a phase's t0 and t1)."""
+        with self._lock:
+            spans = [p.span for parts in self._parts.values() for p in parts if p.span is not None]
+            metrics = self._metrics.time_range()
+            if metrics is not None:
+                spans.append(metrics)
+            if not spans:
+                return None
+            return min(s[0] for s in spans), max(s[1] for s in spans)
+
+    def malformed_counts(self) -> dict[Path, int]:
+        """File -> malformed lines skipped in it so far (files with none are left out)."""
+        with self._lock:
+            return {tail.path: tail.malformed_count for tail in self._tails() if tail.malformed_count}
+
+    def _tails(self) -> Iterator[TailFile[Any]]:
+        yield self._metrics_tail
+        for parts in self._parts.values():
+            for part in parts:
+                if part.loaded:
+                    yield part.tail
+
+    def _newest_mtime(self) -> float | None:
+        times = [t.mtime for t in self._tails() if t.mtime is not None]
+        if self._meta_mtime is not None:
+            times.append(self._meta_mtime)
+        return max(times, default=None)
+
+    def _load(self, part: _Partition, fresh: list[StreamRecord]) -> TailRead:
+        """Poll one partition's tail into its records (and ``fresh``)."""
+
+        def consume(batch: Sequence[StreamRecord]) -> None:
+            part.records += batch
+            fresh.extend(batch)
+            part.widen(batch)
+
+        def on_reset() -> None:
+            part.records.clear()
+            part.span = None
+
+        part.loaded = True
+        return part.tail.poll(consume, on_reset)
+
+    def _poll_meta(self, problems: list[StreamError]) -> bool:
+        path = self.directory / "meta.json"
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return False
+        signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if signature == self._meta_signature:
+            return False
+        self._meta_signature, self._meta_mtime = signature, st.st_mtime
+        try:
+            meta = decode_meta(json.loads(path.read_bytes()))
+        except FileNotFoundError:
+            self._meta_signature = None  # replaced between stat and read: read it next poll
+            return False
+        except ValueError as err:
+            problems.append(
+                StreamError(f"not valid JSON ({err}); keeping the previous meta until the file is rewritten", path)
+            )
+            return False
+        self._meta = meta
+        return True
+
+    def _list(self, directory: Path, problems: list[StreamError]) -> list[os.DirEntry[str]]:
+        """The folder's entries; a missing folder is empty, an unlistable one a problem (said once)."""
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except PermissionError:
+            if str(directory) not in self._unlistable:
+                self._unlistable.add(str(directory))
+                problems.append(StreamError("permission denied: this user cannot list the folder", directory))
+            return []
+        self._unlistable.discard(str(directory))
+        return listed
+
+    def _discover(self, problems: list[StreamError]) -> None:
+        """Add stream files that appeared since the last poll."""
+        entries = {entry.name: entry for entry in self._list(self.directory, problems)}
+        if not entries:
+            return
+        for stream in TELEMETRY_STREAMS:
+            flat = entries.get(f"{stream}.jsonl")
+            if flat is not None and flat.path not in self._known:
+                self._known.add(flat.path)
+                self._add(stream, flat.path, None, hot=True)
+        for stream in PARTITIONED_STREAMS:
+            entry = entries.get(stream)
+            if entry is None or not entry.is_dir():
+                continue
+            new = []
+            for file in self._list(Path(entry.path), problems):
+                if file.path not in self._known:
+                    self._known.add(file.path)  # an hourly file, or a name to ignore from now on
+                    if (hour := _hour_of(file.name)) is not None:
+                        new.append((hour, file.path))
+            if not new:
+                continue
+            new.sort()
+            first_sight = stream not in self._seen_stream
+            self._seen_stream.add(stream)
+            newest = new[-1][0]
+            for hour, path in new:
+                recent = self.recent_hours is None or hour > newest - self.recent_hours * HOUR_SECONDS
+                self._add(stream, path, hour, hot=recent or not first_sight)
+
+    def _add(self, stream: str, path: str, hour: float | None, *, hot: bool) -> None:
+        tail: TailFile[StreamRecord] = TailFile(path, DECODERS[stream], read_hook=self._read_hook)
+        part = _Partition(tail, hour)
+        part.loaded = hot  # followed from now on: this very poll reads it
+        parts = self._parts[stream]
+        parts.append(part)
+        parts.sort(key=_Partition.sort_key)
