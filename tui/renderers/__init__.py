@@ -1,0 +1,1 @@
+"""Pure renderers: values in, Rich/Textual strips out; no widget state, no I/O."""
