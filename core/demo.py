@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -435,10 +436,12 @@ def run_demo(
     config: DemoConfig | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
+    keep_going: Callable[[], bool] = lambda: True,
 ) -> int:
     """Write ``steps_initial`` steps at once (timestamped as the recent past), then one per interval.
 
-    Stops after ``max_steps`` steps in all (never, if None) and returns how many it wrote.
+    Stops after ``max_steps`` steps in all (never, if None), or as soon as
+    ``keep_going()`` is false, and returns how many it wrote.
     """
     run_dir = Path(run_dir)
     config = config or DemoConfig()
@@ -451,12 +454,31 @@ def run_demo(
         now = start - (initial - 1 - k) * config.step_seconds
         write_demo_step(run_dir, rid, config, np.random.default_rng([config.seed, rid]), now)
         written += 1
-    while max_steps is None or written < max_steps:
+    while (max_steps is None or written < max_steps) and keep_going():
         sleep(interval_s)
+        if not keep_going():
+            break
         rid = first + written
         write_demo_step(run_dir, rid, config, np.random.default_rng([config.seed, rid]), clock())
         written += 1
     return written
+
+
+def _parent_alive(pid: int | None) -> Callable[[], bool]:
+    """A check that the monitor which started the demo is still running (a writer must not outlive it)."""
+    if pid is None:
+        return lambda: True
+
+    def alive() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    return alive
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -470,12 +492,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--qkv-format", choices=("thd", "bshd"), default="thd")
     parser.add_argument("--writers", choices=("gated", "all"), default="gated")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--parent-pid", type=int, default=None, help="stop when this process exits (the monitor that started us)"
+    )
     args = parser.parse_args(argv)
     config = DemoConfig(
         layout=ParallelLayout.parse(args.layout), qkv_format=args.qkv_format, writers=args.writers, seed=args.seed
     )
     try:
-        run_demo(args.run_dir, args.initial, args.interval, args.max_steps, config=config)
+        run_demo(
+            args.run_dir, args.initial, args.interval, args.max_steps, config=config,
+            keep_going=_parent_alive(args.parent_pid),
+        )  # fmt: skip
     except KeyboardInterrupt:
         return 0
     return 0

@@ -18,7 +18,9 @@ from typing import Any
 from core.advisories import Advisory, Level, ordered, step_advisories, step_error, worst_level
 from core.errors import DumpLoadError, MilesTuiError, StillWritingError
 from core.run import Run
+from core.run_state import RunFollower
 from core.step import StepSummary
+from core.stream_advisories import stream_advisories
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,11 @@ def build_report(run_dir: Path, now: float) -> Report:
 
 def _stream_advisories(run: Run, now: float) -> list[Advisory]:
     """Advisories from the dashboard/ telemetry streams (none when the run has no streams)."""
-    return []
+    if not run.dir.dashboard_dir.is_dir():
+        return []
+    follower = RunFollower(run.dir)
+    delta = follower.poll(now)
+    return stream_advisories(follower, now, problems=delta.problems, resets=delta.resets)
 
 
 def _number(value: Any, digits: int = 3) -> str:

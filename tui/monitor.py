@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -10,6 +11,9 @@ import time
 from pathlib import Path
 
 from core.errors import RunDirError
+
+DEMO_MAX_STEPS = 500
+"""A demo left running adds a step every 5 s; stop at ~40 minutes of steps (about 150 MB)."""
 
 
 def _start_demo(target: str) -> tuple[Path, subprocess.Popen[bytes]]:
@@ -25,7 +29,20 @@ def _start_demo(target: str) -> tuple[Path, subprocess.Popen[bytes]]:
     run_dir.mkdir(parents=True, exist_ok=True)
     log = open(run_dir.parent / f".{run_dir.name}.demo.log", "ab")  # noqa: SIM115 - lives as long as the writer
     writer = subprocess.Popen(
-        [sys.executable, "-m", "core.demo", str(run_dir), "--initial", "6", "--interval", "5"],
+        [
+            sys.executable,
+            "-m",
+            "core.demo",
+            str(run_dir),
+            "--initial",
+            "6",
+            "--interval",
+            "5",
+            "--max-steps",
+            str(DEMO_MAX_STEPS),
+            "--parent-pid",
+            str(os.getpid()),
+        ],
         stdout=log,
         stderr=log,
         stdin=subprocess.DEVNULL,

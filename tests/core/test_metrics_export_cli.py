@@ -1,0 +1,69 @@
+"""``miles-tui export RUN --metrics ...`` reads dashboard/metrics.jsonl through core.export.metrics_export
+and matches the metric series miles' own reader gives for the live_streams golden case."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.errors import RunDirError
+from core.export import metrics_export
+from tests.conftest import GOLDEN, stamp
+from tui.cli import main
+
+TRUTH = GOLDEN / "live_streams.truth.json"
+
+
+@pytest.fixture
+def live_streams(tmp_path: Path) -> Path:
+    if not (GOLDEN / "live_streams").is_dir():
+        pytest.skip("../shared/golden is not present")
+    root = tmp_path / "live_streams"
+    shutil.copytree(GOLDEN / "live_streams", root)
+    for path in [root, *root.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o200)
+    stamp(root, 1_787_230_000.0)
+    return root
+
+
+def _export(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    code = main(["export", *argv])
+    out, err = capsys.readouterr()
+    return code, json.loads(out) if out else None, err
+
+
+def test_metrics_match_the_truth_series(live_streams: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expected: dict[str, Any] = json.loads(TRUTH.read_text())["dashboard"]["metric_series"]
+    code, document, _ = _export(capsys, str(live_streams), "--metrics", *expected)
+    assert code == 0 and list(document["metrics"]) == list(expected)
+    for key, series in expected.items():
+        got = document["metrics"][key]
+        assert got["x_key"] == series["x_key"], key
+        assert got["step"] == series["x"], key
+        assert got["value"] == pytest.approx(series["y"], abs=1e-5), key
+        assert got["ts"] == pytest.approx(series["ts"], abs=1e-5), key
+
+
+def test_every_key_and_an_explicit_step_key(live_streams: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    truth = json.loads(TRUTH.read_text())["dashboard"]
+    code, document, _ = _export(capsys, str(live_streams), "--metrics")
+    assert code == 0 and sorted(document["metrics"]) == truth["metric_keys"]
+    # train/loss is logged against train/step only: against rollout/step it has no points
+    code, document, _ = _export(capsys, str(live_streams), "--metrics", "train/loss", "--x", "rollout/step")
+    empty = {"x_key": "rollout/step", "step": [], "value": [], "ts": []}
+    assert code == 0 and document == {"metrics": {"train/loss": empty}}
+
+
+def test_without_a_dashboard_and_without_a_run_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "run" / "rollout_data").mkdir(parents=True)
+    assert metrics_export(tmp_path / "run", None, None) == {"metrics": {}}
+    empty = {"x_key": None, "step": [], "value": [], "ts": []}
+    assert metrics_export(tmp_path / "run", ["train/loss"], None) == {"metrics": {"train/loss": empty}}
+    with pytest.raises(RunDirError, match="no such run directory"):
+        metrics_export(tmp_path / "missing", None, None)
+    code, document, err = _export(capsys, str(tmp_path / "missing"), "--metrics")
+    assert code == 1 and document is None and "no such run directory" in err

@@ -1,0 +1,335 @@
+"""Every telemetry advisory rule fires when it should and stays quiet when it should not; the
+live_streams golden case reproduces miles' own MFU advisory through ``report``."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.advisories import Level
+from core.metrics import MetricStore
+from core.report import build_report
+from core.run_state import RunFollower
+from core.stream_advisories import (
+    MfuSummary,
+    abort_storm,
+    counter_increase,
+    kv_cache_pegged,
+    low_mfu,
+    mfu_summary,
+    no_new_data,
+    run_mfu,
+    stalled_phases,
+    step_times,
+    stream_advisories,
+    stream_corruption,
+)
+from core.stream_records import EngineSample, Phase
+from core.tail import StreamReset
+from core.writer import append_jsonl, write_json
+from tests.conftest import GOLDEN, stamp
+from tui.cli import main
+
+T = 1_787_223_000.0
+"""Start of the synthetic attempts below."""
+
+
+# --- stalled_phase -----------------------------------------------------------
+
+
+def _train(t0: float, t1: float, rank: int = 0, name: str = "actor_train") -> Phase:
+    return Phase(name, t0, t1, "10.0.0.7", (rank,), rank, "train")
+
+
+def _history(steps: int = 10) -> list[Phase]:
+    """Closed actor_train phases of 20 s, one every 50 s, each preceded by its open marker."""
+    out = []
+    for i in range(steps):
+        t0 = T + 50 * i
+        out += [_train(t0, -1), _train(t0, t0 + 20)]
+    return out
+
+
+def test_stall_fires_on_a_phase_open_far_beyond_its_usual_duration() -> None:
+    stuck = T + 500
+    phases = [*_history(), _train(stuck, -1, rank=1)]
+    [advisory] = stalled_phases(phases, T, now=stuck + 2 * 3600)
+    assert advisory.level is Level.CRITICAL and advisory.code == "stalled_phase"
+    assert "'actor_train'" in advisory.message and "10.0.0.7 rank 1" in advisory.message
+    assert "2.0h" in advisory.message and "usual 20s" in advisory.message and "360×" in advisory.message
+
+
+def test_stall_quiet_under_the_floor_for_closed_markers_and_without_a_baseline() -> None:
+    stuck = T + 500
+    # 25 min open: beyond 6 × 20 s, but under the 30 min floor
+    assert stalled_phases([*_history(), _train(stuck, -1)], T, now=stuck + 25 * 60) == []
+    # every open marker has its closing record
+    assert stalled_phases(_history(), T, now=T + 10 * 3600) == []
+    # two closed runs are no baseline
+    assert stalled_phases([*_history(2), _train(stuck, -1)], T, now=stuck + 10 * 3600) == []
+
+
+def test_stall_counts_only_the_current_attempt() -> None:
+    dead = _train(T - 3 * 3600, -1)  # the previous attempt died with this phase open
+    resumed = [
+        Phase(p.name, p.t0 + 600, p.t1 + 600 if p.t1 != -1 else -1, p.node, p.gpus, p.rank, p.role) for p in _history()
+    ]
+    assert stalled_phases([*_history(), dead, *resumed], T + 600, now=T + 10 * 3600) == []
+    assert len(stalled_phases([*_history(), dead, *resumed], None, now=T + 10 * 3600)) == 1  # without the attempt
+    # ... nor is the dead attempt a baseline: a resumed run with one closed phase is not judged yet
+    again = _train(T + 700, -1)
+    assert stalled_phases([*_history(), again, *resumed[:2]], T + 600, now=T + 10 * 3600) == []
+
+
+# --- engine_abort_storm -----------------------------------------------------
+
+
+def _counter(metric: str, addr: str, start: float, values: list[float], every: float = 60.0) -> list[EngineSample]:
+    return [EngineSample(start + i * every, addr, metric, {}, v) for i, v in enumerate(values)]
+
+
+def test_counter_increase_survives_an_engine_restart() -> None:
+    points = [(0.0, 10.0), (1.0, 30.0), (2.0, 5.0), (3.0, 15.0)]
+    assert counter_increase(points) == 20 + 5 + 10
+    assert counter_increase(points, since=2.5) == 10
+
+
+def test_abort_storm_fires_on_many_aborts_in_the_last_half_hour() -> None:
+    samples = [
+        *_counter("sglang:num_requests_total", "e1", T, [100.0 * i for i in range(31)]),
+        *_counter("sglang:num_aborted_requests_total", "e1", T, [10.0 * i for i in range(31)]),
+        *_counter("sglang_num_requests_total", "e2", T, [50.0 * i for i in range(31)]),
+        *_counter("sglang_num_aborted_requests_total", "e2", T, [0.0] * 31),
+    ]
+    [advisory] = abort_storm(samples, {"n_samples_per_prompt": 8})
+    assert advisory.level is Level.WARNING and advisory.code == "engine_abort_storm"
+    # 30 one-minute intervals end in the window: 3000 + 1500 requests, 300 aborted, all on e1
+    assert "300 of 4500 engine requests (7%)" in advisory.message
+    assert "300 of them on e1" in advisory.message and "8 samples per prompt" in advisory.message
+
+
+def test_abort_storm_quiet_when_rare_old_or_too_few() -> None:
+    requests = _counter("sglang_num_requests_total", "e1", T, [100.0 * i for i in range(31)])
+    few = _counter("sglang_num_aborted_requests_total", "e1", T, [2.0 * i for i in range(31)])
+    assert abort_storm([*requests, *few], {}) == []  # 2 %
+    # a storm an hour before the newest engine sample is history, not the engines' current state
+    old = _counter("sglang_num_aborted_requests_total", "e1", T, [50.0 * min(i, 10) for i in range(91)])
+    longer = _counter("sglang_num_requests_total", "e1", T, [100.0 * i for i in range(91)])
+    assert abort_storm([*longer, *old], {}) == []
+    small = _counter("sglang_num_requests_total", "e1", T, [float(i) for i in range(31)])
+    half = _counter("sglang_num_aborted_requests_total", "e1", T, [i / 2 for i in range(31)])
+    assert abort_storm([*small, *half], {}) == []  # 15 of 30 requests: too few to call a storm
+    assert abort_storm([], {}) == []
+
+
+# --- kv_cache_pegged --------------------------------------------------------
+
+
+def _gauge(metric: str, addr: str, values: list[float], every: float = 60.0) -> list[EngineSample]:
+    return [EngineSample(T + i * every, addr, metric, {"engine_type": "normal"}, v) for i, v in enumerate(values)]
+
+
+def test_kv_pegged_fires_when_the_cache_is_full_and_few_requests_run() -> None:
+    samples = [
+        *_gauge("sglang:token_usage", "e1", [0.97] * 25 + [0.9] * 5),
+        *_gauge("sglang:num_running_reqs", "e1", [6.0] * 30),
+    ]
+    args = {"sglang_max_running_requests": 256, "sglang_mem_fraction_static": 0.7}
+    [advisory] = kv_cache_pegged(samples, args)
+    assert advisory.level is Level.WARNING and advisory.code == "kv_cache_pegged"
+    assert "engine e1" in advisory.message and "83%" in advisory.message and "at most 6 requests" in advisory.message
+    assert "--sglang-max-running-requests (256)" in advisory.message and "(now 0.7)" in advisory.message
+    # without the cap, the reference is the most requests seen: 100 earlier, 6 now; usage in percent
+    before = [EngineSample(T - 7200, "e1", "sglang_num_running_reqs", {}, 100.0)]
+    percent = [
+        *before,
+        *_gauge("sglang_token_usage", "e1", [99.0] * 30),
+        *_gauge("sglang_num_running_reqs", "e1", [6.0] * 30),
+    ]
+    [seen] = kv_cache_pegged(percent, {})
+    assert "the 100 seen at peak" in seen.message and "100%" in seen.message
+
+
+def test_kv_pegged_quiet_when_concurrency_is_high_or_the_cache_has_room() -> None:
+    args = {"sglang_max_running_requests": 256}
+    busy = [*_gauge("sglang_token_usage", "e1", [0.97] * 30), *_gauge("sglang_num_running_reqs", "e1", [200.0] * 30)]
+    assert kv_cache_pegged(busy, args) == []
+    roomy = [*_gauge("sglang_token_usage", "e1", [0.6] * 30), *_gauge("sglang_num_running_reqs", "e1", [6.0] * 30)]
+    assert kv_cache_pegged(roomy, args) == []
+    usage_only = _gauge("sglang_token_usage", "e1", [0.99] * 30)
+    assert kv_cache_pegged(usage_only, args) == []
+
+
+# --- low_mfu ----------------------------------------------------------------
+
+
+def test_low_mfu_fires_with_the_average_steps_and_peak() -> None:
+    summary = mfu_summary([0.05, 0.10, 0.11, 0.12], peak_tflops=989.0)
+    assert summary == MfuSummary(latest=0.12, mean=pytest.approx(0.11), steps=3, peak_tflops=989.0)
+    [advisory] = low_mfu(summary)
+    assert advisory.level is Level.WARNING and advisory.code == "low_mfu"
+    assert "11.0%" in advisory.message and "3 train steps" in advisory.message and "989 TFLOP/s" in advisory.message
+    # percent is detected: the same series logged as percent gives the same advisory
+    assert low_mfu(mfu_summary([5.0, 10.0, 11.0, 12.0], 989.0)) == [advisory]
+
+
+def test_low_mfu_quiet_when_healthy_short_or_absent() -> None:
+    assert low_mfu(mfu_summary([0.2, 0.45, 0.5, 0.48], 989.0)) == []
+    assert low_mfu(mfu_summary([0.02, 0.05, 0.05], 989.0)) == []  # 2 steps after the warm-up one
+    assert low_mfu(mfu_summary([0.05], None)) == []
+    assert run_mfu(MetricStore(), {}) is None
+    assert low_mfu(None) == []
+
+
+# --- no_new_data -------------------------------------------------------------
+
+
+def test_no_new_data_warns_then_turns_critical() -> None:
+    times = [T + 60 * i for i in range(20)]  # a step a minute
+    newest = times[-1]
+    [warning] = no_new_data(newest, times, newest + 20 * 60, "train/step")
+    assert warning.level is Level.WARNING and warning.code == "no_new_data"
+    assert "20min" in warning.message and "every 1min" in warning.message
+    [critical] = no_new_data(newest, times, newest + 3 * 3600, "train/step")
+    assert critical.level is Level.CRITICAL and "3.0h" in critical.message
+
+
+def test_no_new_data_quiet_while_fresh_or_without_history() -> None:
+    times = [T + 60 * i for i in range(20)]
+    assert no_new_data(times[-1], times, times[-1] + 4 * 60, "train/step") == []  # under 5 × 60 s and 10 min
+    assert no_new_data(T, [T, T + 60, T + 120], T + 10 * 3600, "train/step") == []  # 2 intervals: too young
+    assert no_new_data(None, times, T + 10 * 3600, "train/step") == []
+    slow = [T + 3600 * i for i in range(5)]  # an hour a step: 3 h of quiet is less than 5 steps
+    assert no_new_data(slow[-1], slow, slow[-1] + 3 * 3600, "rollout/step") == []
+
+
+# --- malformed_stream_lines / stream_reset ----------------------------------
+
+
+def _dashboard(root: Path, *, start_ts: float = T) -> Path:
+    dashboard = root / "dashboard"
+    write_json(dashboard / "meta.json", {"run_name": "tiny", "start_ts": start_ts, "args": {}, "schema_version": 1})
+    return dashboard
+
+
+def test_malformed_lines_name_the_file_count_and_first_offset(tmp_path: Path) -> None:
+    dashboard = _dashboard(tmp_path / "run")
+    good = json.dumps({"ts": T, "step_key": "train/step", "step": 0, "metrics": {"train/loss": 1.0}}) + "\n"
+    (dashboard / "metrics.jsonl").write_text(good + "{not json\n" + good + '{"ts": 1}\n')
+    follower = RunFollower(tmp_path / "run")
+    delta = follower.poll(T + 60)
+    [advisory] = stream_corruption(delta.problems, delta.resets, follower.dashboard.malformed_counts())
+    assert advisory.level is Level.WARNING and advisory.code == "malformed_stream_lines"
+    assert advisory.path == dashboard / "metrics.jsonl"
+    assert f"2 malformed lines skipped, the first at byte {len(good)} (not valid JSON" in advisory.message
+    # a later poll reports nothing new, but the reader's totals keep the count
+    [later] = stream_corruption((), (), follower.dashboard.malformed_counts())
+    assert "2 malformed lines skipped;" in later.message
+
+
+def test_resets_warn_and_a_clean_stream_is_quiet(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    [reset] = stream_corruption((), [StreamReset(path, 5000, 120, "shrank")])
+    assert reset.level is Level.WARNING and reset.code == "stream_reset" and reset.path == path
+    assert "shrank: 5000 bytes had been read, it now has 120" in reset.message
+    dashboard = _dashboard(tmp_path / "run")
+    append_jsonl(dashboard / "metrics.jsonl", [{"ts": T, "step_key": "train/step", "step": 0, "metrics": {}}])
+    follower = RunFollower(tmp_path / "run")
+    delta = follower.poll(T + 60)
+    assert stream_corruption(delta.problems, delta.resets, follower.dashboard.malformed_counts()) == []
+
+
+# --- gathering from a follower ---------------------------------------------
+
+
+def test_stream_advisories_gathers_every_rule_alarms_first(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    dashboard = _dashboard(run)
+    rows = []
+    for step in range(10):
+        rows.append({"ts": T + 50 * step, "step_key": "train/step", "step": step, "metrics": {"train/step": step}})
+        mfu = {"perf/actor_train_mfu": 0.05, "perf/mfu_peak_tflops": 989.0, "rollout/step": step}
+        rows.append({"ts": T + 50 * step + 1, "step_key": "rollout/step", "step": step, "metrics": mfu})
+    append_jsonl(dashboard / "metrics.jsonl", rows)
+    phases = [{"name": p.name, "t0": p.t0, "t1": p.t1, "node": p.node, "gpus": [0], "rank": 0} for p in _history()]
+    phases.append({"name": "actor_train", "t0": T + 500, "t1": -1, "node": "10.0.0.7", "gpus": [0], "rank": 0})
+    append_jsonl(dashboard / "phases" / "20260820_10.jsonl", phases)
+    stamp(run, T + 520)
+    follower = RunFollower(run)
+    delta = follower.poll(T + 3 * 3600)
+    advisories = stream_advisories(follower, T + 3 * 3600, problems=delta.problems)
+    assert [(a.code, a.level) for a in advisories] == [
+        ("stalled_phase", Level.CRITICAL),
+        ("no_new_data", Level.CRITICAL),
+        ("low_mfu", Level.WARNING),
+    ]
+    assert step_times(follower.metrics)[0] == "train/step"
+    # the same run, polled right after it wrote: nothing is stalled or stale; MFU is still low
+    fresh = RunFollower(run)
+    fresh.poll(T + 530)
+    assert [a.code for a in stream_advisories(fresh, T + 530)] == ["low_mfu"]
+
+
+# --- the golden live_streams case ------------------------------------------
+
+
+def _live_streams(tmp_path: Path, mtime: float) -> Path:
+    if not (GOLDEN / "live_streams").is_dir():
+        pytest.skip("../shared/golden is not present")
+    root = tmp_path / "live_streams"
+    shutil.copytree(GOLDEN / "live_streams", root)
+    for path in [root, *root.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o200)
+    stamp(root, mtime)
+    return root
+
+
+def _truth() -> dict[str, Any]:
+    truth: dict[str, Any] = json.loads((GOLDEN / "live_streams.truth.json").read_text())
+    return truth
+
+
+def _figures(message: str) -> tuple[float, int, float]:
+    """(average MFU %, train steps, peak TFLOP/s) as a message states them."""
+    mean = re.search(r"(\d+\.\d)%", message)
+    steps = re.search(r"(\d+) train steps", message)
+    peak = re.search(r"(\d+(?:\.\d+)?) TFLOP/s", message)
+    assert mean and steps and peak, message
+    return float(mean.group(1)), int(steps.group(1)), float(peak.group(1))
+
+
+def test_live_streams_report_reproduces_miles_mfu_advisory(tmp_path: Path) -> None:
+    truth = _truth()
+    [expected] = truth["advisories"]
+    written = T + 3600
+    root = _live_streams(tmp_path, written)
+    report = build_report(root, written + 3600)  # the truth was computed with files an hour old
+    [mfu] = [a for a in report.advisories if a.code == "low_mfu"]
+    assert mfu.level.label == expected["level"] == "warning"
+    assert _figures(mfu.message) == _figures(expected["message"]) == (11.0, 59, 989.0)
+    follower = RunFollower(root)
+    follower.poll(written + 3600)
+    summary = run_mfu(follower.metrics, {})
+    want = truth["dashboard"]["mfu_summary"]
+    assert summary is not None and summary.steps == want["steps"] and summary.peak_tflops == want["peak"]
+    assert summary.mean == pytest.approx(want["mean"], abs=1e-5)
+    assert summary.latest == pytest.approx(want["latest"], abs=1e-5)
+    # nothing is stalled (every open marker closed), no line is malformed, and there are no engine series
+    assert {a.code for a in report.advisories} <= {"low_mfu", "no_new_data"}
+    assert report.exit_status == 1
+
+
+def test_live_streams_report_cli_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _live_streams(tmp_path, time.time() - 3600)
+    assert main(["report", str(root), "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["exit_status"] == 1
+    [mfu] = [a for a in document["advisories"] if a["code"] == "low_mfu"]
+    assert mfu["level"] == "warning" and _figures(mfu["message"]) == (11.0, 59, 989.0)
+    assert all(a["level"] != "critical" for a in document["advisories"])
