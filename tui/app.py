@@ -18,8 +18,17 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
+from core.advisories import Advisory, ordered
 from core.run import Run
-from tui.messages import AdvisoriesChanged, FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
+from tui.messages import (
+    AdvisoriesChanged,
+    FollowToggled,
+    RunStatusChanged,
+    StepFailed,
+    StepsChanged,
+    StepSummarized,
+    TelemetryAppended,
+)
 from tui.run_model import RunModel
 from tui.run_watcher import RunWatcher
 from tui.screens.help_screen import HelpScreen
@@ -52,6 +61,10 @@ class MilesApp(App[None]):
         self.poll_seconds = poll_seconds
         self.live = follow
         self.follow_latest = True
+        self.step_advisories: tuple[Advisory, ...] = ()
+        self.stream_advisories: tuple[Advisory, ...] = ()
+        self.step_data_age: float | None = None
+        self.stream_data_age: float | None = None
 
     @property
     def reader(self) -> Run:
@@ -83,10 +96,34 @@ class MilesApp(App[None]):
             self.post_message(StepSummarized(summary))
         for rid, evaluation, message, still in result.failures:
             self.post_message(StepFailed(rid, evaluation, message, still))
-        self.post_message(AdvisoriesChanged(result.advisories))
-        self.post_message(RunStatusChanged(result.run_name, result.latest, result.data_age, result.quiet_after))
+        self.step_advisories = result.advisories
+        self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
+        self.step_data_age = result.data_age
+        self.post_message(RunStatusChanged(result.run_name, result.latest, self._data_age(), result.quiet_after))
         if result.pending:
             self.call_later(self.poll_now)
+        self._poll_streams()
+
+    def _data_age(self) -> float | None:
+        ages = [a for a in (self.step_data_age, self.stream_data_age) if a is not None]
+        return min(ages) if ages else None
+
+    @work(exclusive=False, group="streams", exit_on_error=False)
+    async def _poll_streams(self) -> None:
+        if self.watcher.stream_lock.locked():
+            return
+        try:
+            result = await self.watcher.poll_streams()
+        except Exception as err:  # telemetry problems never stop the monitor
+            self.notify(f"telemetry poll failed: {err}", severity="warning", timeout=6)
+            return
+        self.stream_advisories = result.advisories
+        self.stream_data_age = result.delta.data_age
+        model = self.model
+        self.post_message(RunStatusChanged(model.run_name, model.latest, self._data_age(), model.quiet_after))
+        self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
+        if result.delta.metric_keys or result.delta.records:
+            self.post_message(TelemetryAppended(result.delta.metric_keys, tuple(result.delta.records)))
 
     def _forward(self, message: Message) -> None:
         # The default blank screen under ours never needs them (and would pass them on).

@@ -76,3 +76,11 @@ class FollowToggled(Message, bubble=False):
     """The user turned follow-latest on or off."""
 
     following: bool
+
+
+@dataclass
+class TelemetryAppended(Message, bubble=False):
+    """New metric points or telemetry records arrived (read them from the watcher's follower)."""
+
+    metric_keys: tuple[str, ...]
+    streams: tuple[str, ...]

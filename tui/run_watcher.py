@@ -19,13 +19,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.advisories import Advisory, ordered, step_advisories, step_error
-from core.errors import DumpLoadError, MilesTuiError, StillWritingError
+from core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
 from core.run import Run
 from core.run_dir import StepFiles
+from core.run_state import RunDelta, RunFollower
 from core.step import OpenStep, StepSummary
+from core.stream_advisories import stream_advisories
+from core.tail import StreamReset
 
 SUMMARY_BUDGET_SECONDS = 1.0
 """How long one poll may spend summarizing steps before reporting back."""
+
+
+STREAM_HOURS = 6
+"""Hourly telemetry partitions parsed up front; older hours are parsed when a view asks for them."""
+
+KEEP_PROBLEMS = 20
+
+
+@dataclass(frozen=True)
+class StreamPoll:
+    """What one telemetry poll found."""
+
+    delta: RunDelta
+    advisories: tuple[Advisory, ...]
 
 
 @dataclass
@@ -58,12 +75,22 @@ class RunWatcher:
         self._summaries: dict[tuple[int, bool], StepSummary] = {}
         self._failures: dict[tuple[int, bool], str] = {}
         self._meta_cache: tuple[float, dict[str, Any]] | None = None
+        self.follower = RunFollower(run.dir, recent_hours=STREAM_HOURS)
+        """The telemetry follower; its own locks make it safe to read from the UI thread."""
+        self.stream_lock = asyncio.Lock()
+        self._stream_problems: list[StreamError] = []
+        self._stream_resets: list[StreamReset] = []
 
     # -- async API (event loop side) -------------------------------------------
 
     async def poll(self) -> PollResult:
         async with self.lock:
             return await asyncio.to_thread(self.poll_blocking, self.clock())
+
+    async def poll_streams(self) -> StreamPoll:
+        """Follow the dashboard/ telemetry (its own lock: a first load of a long stream takes seconds)."""
+        async with self.stream_lock:
+            return await asyncio.to_thread(self.poll_streams_blocking, self.clock())
 
     async def open(self, rollout_id: int, evaluation: bool) -> OpenStep:
         async with self.lock:
@@ -145,6 +172,15 @@ class RunWatcher:
         result.quiet_after = max(600.0, 5 * statistics.median(intervals)) if intervals else 600.0
         result.advisories = tuple(self._advisories(result, meta))
         return result
+
+    def poll_streams_blocking(self, now: float) -> StreamPoll:
+        """One telemetry poll and the telemetry advisories it implies."""
+        delta = self.follower.poll(now)
+        # A poll reports a problem once; keep the recent ones so the advisory stays up.
+        self._stream_problems = [*self._stream_problems, *delta.problems][-KEEP_PROBLEMS:]
+        self._stream_resets = [*self._stream_resets, *delta.resets][-KEEP_PROBLEMS:]
+        advisories = stream_advisories(self.follower, now, problems=self._stream_problems, resets=self._stream_resets)
+        return StreamPoll(delta, tuple(advisories))
 
     def _advisories(self, result: PollResult, meta: dict[str, Any]) -> list[Advisory]:
         advisories: list[Advisory] = []
