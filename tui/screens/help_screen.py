@@ -21,6 +21,16 @@ FILTER_HELP = (
 )
 
 
+_PLACE = {
+    "MilesApp": "everywhere",
+    "OverviewScreen": "overview",
+    "StepScreen": "step",
+    "SampleScreen": "sample",
+    "VirtualTable": "tables",
+    "AdvisoryList": "advisories",
+}
+
+
 def _describe(screen: Screen[object]) -> Table:
     table = Table(box=None, show_header=True, header_style="bold", expand=True)
     table.add_column("key", style="bold cyan", no_wrap=True)
@@ -29,9 +39,11 @@ def _describe(screen: Screen[object]) -> Table:
     seen: set[tuple[str, str]] = set()
     sources: list[tuple[str, list[Binding]]] = []
     for node in [screen, *screen.walk_children(with_self=False), screen.app]:
+        if not type(node).__module__.startswith("tui."):
+            continue  # Textual's own widgets' keys (page up in a list ...) are what anyone expects
         bindings = [b for b in getattr(node, "BINDINGS", []) if isinstance(b, Binding)]
         if bindings:
-            sources.append((type(node).__name__, bindings))
+            sources.append((_PLACE.get(type(node).__name__, type(node).__name__), bindings))
     for where, bindings in sources:
         for binding in bindings:
             if not binding.description:

@@ -6,13 +6,14 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Label
 
+from core.advisories import Advisory
 from core.step import StepSummary
 from tui.formatting import MISSING, number, percent
 from tui.messages import AdvisoriesChanged, FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
@@ -24,17 +25,20 @@ from tui.widgets.virtual_table import Column, TableRow, VirtualTable
 if TYPE_CHECKING:
     from tui.app import MilesApp
 
+NARROW_WIDTH = 110
+"""Below this many columns the advisories move under the step list."""
+
 STEP_COLUMNS = (
-    Column("step", "step", 6),
+    Column("step", "step", 5),
     Column("kind", "kind", 5, "left"),
-    Column("n", "samples", 7),
-    Column("reward_mean", "reward", 7),
-    Column("zero_std_group_frac", "0-std", 6),
-    Column("truncated_frac", "trunc", 6),
-    Column("avg_staleness", "stale", 6),
-    Column("mean_abs_lp_diff", "|lpΔ|", 7),
+    Column("n", "n", 5),
+    Column("reward_mean", "reward", 6),
+    Column("zero_std_group_frac", "0-std", 5),
+    Column("truncated_frac", "trunc", 5),
+    Column("avg_staleness", "stale", 5),
+    Column("mean_abs_lp_diff", "|lpΔ|", 6),
     Column("mean_entropy", "entropy", 7),
-    Column("state", "state", 24, "left"),
+    Column("state", "state", 22, "left"),
 )
 
 
@@ -110,7 +114,11 @@ class OverviewScreen(Screen[None]):
                 yield AdvisoryList(id="advisories")
         yield Footer()
 
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < NARROW_WIDTH, "narrow")
+
     def on_mount(self) -> None:
+        self.set_class(self.size.width < NARROW_WIDTH, "narrow")
         table = self.query_one("#steps", VirtualTable)
         table.set_columns(STEP_COLUMNS)
         header = self.query_one(RunHeader)
@@ -130,7 +138,7 @@ class OverviewScreen(Screen[None]):
         elif not rows:
             table.placeholder = "no steps yet: waiting for rollout_data/*.pt (this refreshes by itself)"
         self._refresh_trends()
-        self.query_one(AdvisoryList).show(model.advisories)
+        self._show_advisories(model.advisories)
         self._refresh_header()
 
     def _refresh_trends(self) -> None:
@@ -174,7 +182,13 @@ class OverviewScreen(Screen[None]):
     @on(AdvisoriesChanged)
     def _advisories_changed(self, message: AdvisoriesChanged) -> None:
         """Show the new advisories."""
-        self.query_one(AdvisoryList).show(message.advisories)
+        self._show_advisories(message.advisories)
+
+    def _show_advisories(self, advisories: tuple[Advisory, ...]) -> None:
+        self.query_one(AdvisoryList).show(advisories)
+        self.query_one("#advisory-pane").set_class(not advisories, "quiet")
+        title = f"advisories ({len(advisories)})" if advisories else "advisories: none, nothing needs attention"
+        self.query_one("#advisory-title", Label).update(title)
 
     @on(RunStatusChanged)
     def _status_changed(self, message: RunStatusChanged) -> None:
