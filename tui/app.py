@@ -30,7 +30,7 @@ from tui.messages import (
     TelemetryAppended,
 )
 from tui.run_model import RunModel
-from tui.run_watcher import RunWatcher
+from tui.run_watcher import PollResult, RunWatcher
 from tui.screens.help_screen import HelpScreen
 from tui.screens.overview_screen import OverviewScreen
 
@@ -86,10 +86,21 @@ class MilesApp(App[None]):
         if self.watcher.lock.locked():
             return  # a poll or a step load is running; the next tick catches up
         try:
-            result = await self.watcher.poll()
+            # First list the steps (no file is read) so the step list paints at once, then summarize.
+            result = await self.watcher.poll(summarize=False)
+            self._report(result)
+            if result.pending:
+                result = await self.watcher.poll(summarize=True)
+                self._report(result)
         except Exception as err:  # the monitor keeps running whatever the filesystem does
             self.notify(f"poll failed: {err}", severity="error", timeout=6)
             return
+        if result.pending:
+            self.call_later(self.poll_now)
+        self._poll_streams()
+
+    def _report(self, result: PollResult) -> None:
+        """Post what a poll found."""
         if result.new_train or result.new_evaluation or not self.model.polled:
             self.post_message(StepsChanged(result.train, result.evaluation, result.new_train, result.new_evaluation))
         for summary in result.summaries:
@@ -100,9 +111,6 @@ class MilesApp(App[None]):
         self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
         self.step_data_age = result.data_age
         self.post_message(RunStatusChanged(result.run_name, result.latest, self._data_age(), result.quiet_after))
-        if result.pending:
-            self.call_later(self.poll_now)
-        self._poll_streams()
 
     def _data_age(self) -> float | None:
         ages = [a for a in (self.step_data_age, self.stream_data_age) if a is not None]

@@ -83,9 +83,9 @@ class RunWatcher:
 
     # -- async API (event loop side) -------------------------------------------
 
-    async def poll(self) -> PollResult:
+    async def poll(self, summarize: bool = True) -> PollResult:
         async with self.lock:
-            return await asyncio.to_thread(self.poll_blocking, self.clock())
+            return await asyncio.to_thread(self.poll_blocking, self.clock(), summarize)
 
     async def poll_streams(self) -> StreamPoll:
         """Follow the dashboard/ telemetry (its own lock: a first load of a long stream takes seconds)."""
@@ -139,8 +139,12 @@ class RunWatcher:
             self._signatures[key] = files.signature
         result.summaries.append(summary)
 
-    def poll_blocking(self, now: float) -> PollResult:
-        """One poll: new steps, (re)summarized steps within a time budget, advisories, data age."""
+    def poll_blocking(self, now: float, summarize: bool = True) -> PollResult:
+        """One poll: new steps, (re)summarized steps within a time budget, advisories, data age.
+
+        ``summarize=False`` only lists the steps (directory entries and stats), so
+        the step list can paint before any file is read.
+        """
         visible = self.run.dir.visible_steps(now)
         keys = set(visible)
         new = keys - self._known
@@ -161,7 +165,7 @@ class RunWatcher:
         stale.sort(key=lambda k: (k[0], not k[1]), reverse=True)
         deadline = time.monotonic() + SUMMARY_BUDGET_SECONDS
         for index, key in enumerate(stale):
-            if index and time.monotonic() > deadline:
+            if not summarize or (index and time.monotonic() > deadline):
                 result.pending = len(stale) - index
                 break
             self._summarize(key, visible[key], now, result)

@@ -9,7 +9,7 @@ the cursor stays on its sample when the step refreshes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
@@ -271,14 +271,18 @@ class StepScreen(Screen[None]):
         if self.row_filter is not None:
             rows = [r for r in rows if self.row_filter(r)]
         if self.sort_key is not None and self.sort_key in SampleRow.__dataclass_fields__:
-            key = cast(str, self.sort_key)
+            key = self.sort_key
             rows.sort(key=lambda r: _sort_value(getattr(r, key)), reverse=self.sort_reverse)
             # None stays last whatever the direction
             if self.sort_reverse:
                 rows.sort(key=lambda r: getattr(r, key) is None)
-        table.set_rows(
-            [TableRow(r.sample_index, sample_cells(r, zero), "dim" if r.remove_sample else "") for r in rows]
-        )
+        by_index = {r.sample_index: r for r in rows}
+
+        def render(key: Hashable) -> TableRow:
+            row = by_index[cast(int, key)]
+            return TableRow(row.sample_index, sample_cells(row, zero), "dim" if row.remove_sample else "")
+
+        table.set_lazy_rows([r.sample_index for r in rows], render)
         parts = [f"{len(rows)}/{len(summary.rows)} samples"]
         if self.row_filter is not None:
             parts.append(f"filter: {self.row_filter.text}")

@@ -10,9 +10,9 @@ and the scroll position where it was. The owner decides what the rows are
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, overload
 
 from rich.segment import Segment
 from rich.style import Style
@@ -50,6 +50,35 @@ class TableRow:
     """One Text per column."""
     style: str = ""
     """A style for the whole row (e.g. dim for removed samples)."""
+
+
+class LazyRows(Sequence[TableRow]):
+    """Rows known by key, formatted only when drawn (and then remembered)."""
+
+    def __init__(self, keys: Sequence[Hashable], render: Callable[[Hashable], TableRow]) -> None:
+        self.keys = keys
+        self._render = render
+        self._cache: dict[Hashable, TableRow] = {}
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, index: int) -> TableRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[TableRow]: ...
+
+    def __getitem__(self, index: int | slice) -> TableRow | Sequence[TableRow]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        key = self.keys[index]
+        row = self._cache.get(key)
+        if row is None:
+            if len(self._cache) > 8192:
+                self._cache.clear()
+            row = self._cache[key] = self._render(key)
+        return row
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -112,7 +141,8 @@ class VirtualTable(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.columns: tuple[Column, ...] = ()
-        self.rows: tuple[TableRow, ...] = ()
+        self.rows: Sequence[TableRow] = ()
+        self._keys: Sequence[Hashable] = ()
         self._index: dict[Hashable, int] = {}
         self._strip_cache: dict[tuple[Hashable, int, bool, int], Strip] = {}
         self.placeholder = ""
@@ -128,9 +158,21 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def set_rows(self, rows: Sequence[TableRow], keep_key: bool = True) -> None:
         """Replace the rows; the cursor stays on the same key when it still exists."""
+        rows = tuple(rows)
+        by_key = {row.key: row for row in rows}
+        self._replace([row.key for row in rows], LazyRows([row.key for row in rows], by_key.__getitem__), keep_key)
+
+    def set_lazy_rows(
+        self, keys: Sequence[Hashable], render: Callable[[Hashable], TableRow], keep_key: bool = True
+    ) -> None:
+        """Replace the rows by their keys; ``render(key)`` formats a row only when it is drawn."""
+        self._replace(keys, LazyRows(keys, render), keep_key)
+
+    def _replace(self, keys: Sequence[Hashable], rows: Sequence[TableRow], keep_key: bool) -> None:
         current = self.cursor_key if keep_key else None
-        self.rows = tuple(rows)
-        self._index = {row.key: i for i, row in enumerate(self.rows)}
+        self._keys = keys
+        self.rows = rows
+        self._index = {key: i for i, key in enumerate(keys)}
         self._strip_cache.clear()
         self._resize()
         if current is not None and current in self._index:
@@ -142,8 +184,8 @@ class VirtualTable(ScrollView, can_focus=True):
     @property
     def cursor_key(self) -> Hashable | None:
         """The key of the row under the cursor."""
-        if 0 <= self.cursor_row < len(self.rows):
-            return self.rows[self.cursor_row].key
+        if 0 <= self.cursor_row < len(self._keys):
+            return self._keys[self.cursor_row]
         return None
 
     @property
