@@ -35,6 +35,7 @@ from core.token_view import SERIES, TokenView, token_view
 from core.tokenizer import Detokenizer
 from core.trajectory import Conversation, Sidecar
 from core.trajectory import Message as ChatMessage
+from tui.clipboard import copy_sample_row, copy_token_window
 from tui.formatting import MISSING, number, version_span
 from tui.renderers.sparkline import Band, BandArray, FloatArray
 from tui.widgets.series_chart import ChartSeries, SeriesChart
@@ -138,6 +139,8 @@ class SampleScreen(Screen[None]):
         Binding("t", "toggle_tab", "Conversation"),
         Binding("less_than_sign", "sibling(-1)", "Previous in group", key_display="<"),
         Binding("greater_than_sign", "sibling(1)", "Next in group", key_display=">"),
+        Binding("y", "copy_window", "Copy tokens"),
+        Binding("Y", "copy_row", "Copy row", show=False),
     ]
     _TOKEN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         {"move", "move_to_end", "outlier", "cycle_window", "cycle_series", "toggle_chart"}
@@ -155,9 +158,16 @@ class SampleScreen(Screen[None]):
         """The sample now shown."""
 
     def __init__(
-        self, step: OpenStep, sample_index: int, detokenizer: Detokenizer | None, sidecar: Sidecar | None
+        self,
+        step: OpenStep,
+        sample_index: int,
+        detokenizer: Detokenizer | None,
+        sidecar: Sidecar | None,
+        cursor: int | None = None,
     ) -> None:
         super().__init__()
+        self._start_cursor = cursor
+        """Response position to open on (None: the first response token)."""
         self.step = step
         self.detokenizer = detokenizer
         self.sidecar = sidecar
@@ -194,6 +204,8 @@ class SampleScreen(Screen[None]):
         self.query_one(Tabs).can_focus = False
         self.query_one("#chart", SeriesChart).display = False
         self._show_sample()
+        if self._start_cursor is not None:
+            self._move(self._start_cursor)
 
     # ---- showing a sample --------------------------------------------------------------------
 
@@ -432,6 +444,15 @@ class SampleScreen(Screen[None]):
         self._show_sample()
         summary = self.step.summary
         self.post_message(self.SampleShown(summary.rollout_id, summary.evaluation, self.sample_index))
+
+    def action_copy_window(self) -> None:
+        """Copy the shown token window's per-token values (TSV) to the clipboard."""
+        start, stop = self.window
+        copy_token_window(self.app, self.sample.view, start, stop, self.sample.texts)
+
+    def action_copy_row(self) -> None:
+        """Copy the sample's ROW (TSV) to the clipboard."""
+        copy_sample_row(self.app, self.sample.row)
 
     @on(TabbedContent.TabActivated)
     def _tab_changed(self, event: TabbedContent.TabActivated) -> None:

@@ -1,0 +1,457 @@
+"""The outlier finder: the tokens (or samples) that stand out in a step or the last few steps.
+
+Contract: every figure comes from :mod:`core.outliers` (ranked off the event
+loop); this screen only loads steps through the app's watcher, formats rows
+and navigates. Token rankings need a step's per-token data: steps already open
+cost nothing, the others are opened on demand, one at a time, with a progress
+line, and results fill in as each step is done. Sample rankings need only
+summaries. Enter on a token opens the sample screen with its cursor on that
+token; on a sample, on the sample's top token of the kind shown. The result
+is a snapshot of when it was computed: ``r`` recomputes it. Reads through
+the watcher are shielded: a worker cancelled by a new toggle must not release
+the watcher's lock while its read still runs in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Label, ProgressBar, Tab, Tabs
+
+from core.outliers import (
+    KINDS,
+    LAST_STEPS,
+    TOP_K,
+    OutlierKind,
+    SampleOutlier,
+    StepOutliers,
+    TokenOutlier,
+    merge_outliers,
+    peak_position,
+    recent_steps,
+    sample_outliers,
+    step_outliers,
+)
+from core.step import OpenStep, StepSummary
+from tui.formatting import MISSING, number
+from tui.messages import FollowToggled, RunStatusChanged, StepsChanged
+from tui.widgets.run_header import RunHeader
+from tui.widgets.virtual_table import Column, TableRow, VirtualTable
+
+if TYPE_CHECKING:
+    from tui.app import MilesApp
+
+KIND_LABELS = {OutlierKind.LP_DIFF: "lp diff", OutlierKind.IMP_RATIO: "imp ratio", OutlierKind.ENTROPY: "entropy"}
+"""Tab labels."""
+
+RANKED_BY = {
+    OutlierKind.LP_DIFF: ("|lp diff|", "max |lp diff|"),
+    OutlierKind.IMP_RATIO: ("|log ratio|", "|mean ratio − 1|"),
+    OutlierKind.ENTROPY: ("entropy − sample median", "max entropy"),
+}
+"""What each kind ranks by: (tokens, samples)."""
+
+_LEAD = (Column("rank", "#", 3), Column("step", "step", 5), Column("sample", "sample", 6))
+_SAMPLE_FIGURES = (
+    Column("reward", "reward", 7),
+    Column("stale", "stale", 5),
+    Column("resp", "resp", 5),
+    Column("status", "status", 10, "left"),
+)
+TOKEN_COLUMNS = {
+    OutlierKind.LP_DIFF: (
+        *_LEAD,
+        Column("pos", "pos", 5),
+        Column("token", "token", 12, "left"),
+        Column("value", "lp diff", 8),
+        Column("sample_stat", "max|lpΔ|", 8),
+        *_SAMPLE_FIGURES,
+    ),
+    OutlierKind.IMP_RATIO: (
+        *_LEAD,
+        Column("pos", "pos", 5),
+        Column("token", "token", 12, "left"),
+        Column("value", "ratio", 8),
+        Column("sample_stat", "ratio μ", 8),
+        *_SAMPLE_FIGURES,
+    ),
+    OutlierKind.ENTROPY: (
+        *_LEAD,
+        Column("pos", "pos", 5),
+        Column("token", "token", 12, "left"),
+        Column("value", "entropy", 8),
+        Column("score", "+median", 8),
+        Column("sample_stat", "maxH", 7),
+        *_SAMPLE_FIGURES,
+    ),
+}
+SAMPLE_LABELS = {OutlierKind.LP_DIFF: "max|lpΔ|", OutlierKind.IMP_RATIO: "ratio μ", OutlierKind.ENTROPY: "maxH"}
+SAMPLE_COLUMNS = (
+    *_LEAD,
+    Column("group", "group", 6),
+    Column("value", "stat", 9),
+    Column("mean_abs_lp_diff", "|lpΔ| μ", 8),
+    Column("mean_entropy", "H μ", 7),
+    *_SAMPLE_FIGURES,
+)
+
+TokenKey = tuple[str, int, int, int]
+"""("token", rollout id, sample index, response position)."""
+SampleKey = tuple[str, int, int]
+"""("sample", rollout id, sample index)."""
+
+
+def _token_text(texts: dict[int, str], token_id: int) -> Text:
+    if token_id in texts:
+        return Text(repr(texts[token_id]))
+    return Text.styled(MISSING if token_id < 0 else f"id {token_id}", "dim")
+
+
+def _sample_stat(outlier: TokenOutlier | SampleOutlier) -> float | None:
+    row = outlier.row
+    return {
+        OutlierKind.LP_DIFF: row.max_abs_lp_diff,
+        OutlierKind.IMP_RATIO: row.mean_imp_ratio,
+        OutlierKind.ENTROPY: row.max_entropy,
+    }[outlier.kind]
+
+
+def _figures(outlier: TokenOutlier | SampleOutlier) -> tuple[Text, ...]:
+    row = outlier.row
+    status = Text.styled(row.status or MISSING, "" if row.status == "completed" else "yellow")
+    if row.remove_sample:
+        status.append("✗", style="red")
+    return (
+        Text(number(row.reward)),
+        Text.styled(number(row.staleness), "yellow" if (row.staleness or 0) >= 2 else ""),
+        Text.styled(str(row.response_length), "yellow" if row.truncated else ""),
+        status,
+    )
+
+
+def token_cells(rank: int, outlier: TokenOutlier, texts: dict[int, str]) -> tuple[Text, ...]:
+    """One token line of the table."""
+    lead = (
+        Text(str(rank)),
+        Text(str(outlier.rollout_id)),
+        Text(str(outlier.sample_index)),
+        Text(str(outlier.position)),
+        _token_text(texts, outlier.token_id),
+    )
+    if outlier.kind is OutlierKind.ENTROPY:
+        excess = Text.styled(f"+{number(outlier.score)}" if outlier.score >= 0 else number(outlier.score), "bold")
+        values: tuple[Text, ...] = (Text.styled(number(outlier.value), "bold"), excess)
+    else:
+        values = (Text.styled(number(outlier.value), "bold"),)
+    return (*lead, *values, Text(number(_sample_stat(outlier))), *_figures(outlier))
+
+
+def sample_cells(rank: int, outlier: SampleOutlier) -> tuple[Text, ...]:
+    """One sample line of the table."""
+    row = outlier.row
+    return (
+        Text(str(rank)),
+        Text(str(outlier.rollout_id)),
+        Text(str(outlier.sample_index)),
+        Text(MISSING if row.group_index is None else str(row.group_index)),
+        Text.styled(number(outlier.value), "bold"),
+        Text(number(row.mean_abs_lp_diff)),
+        Text(number(row.mean_entropy)),
+        *_figures(outlier),
+    )
+
+
+class OutlierScreen(Screen[None]):
+    """Top tokens (or samples) of a step, or of the last few steps, for one kind at a time."""
+
+    CSS_PATH = "outlier_screen.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,backspace", "back", "Back"),
+        # priority: the table would otherwise take k as "up" (↑ still moves the cursor)
+        Binding("k", "cycle_kind(1)", "Kind", priority=True),
+        Binding("K", "cycle_kind(-1)", "Previous kind", show=False, priority=True),
+        Binding("1", "kind('lp_diff')", "lp diff", show=False),
+        Binding("2", "kind('imp_ratio')", "imp ratio", show=False),
+        Binding("3", "kind('entropy')", "entropy", show=False),
+        Binding("a", "toggle_scope", f"Step/last {LAST_STEPS}"),
+        Binding("s", "toggle_level", "Tokens/samples"),
+        Binding("r", "recompute", "Recompute", show=False),
+    ]
+
+    def __init__(self, rollout_id: int, evaluation: bool = False) -> None:
+        super().__init__()
+        self.rollout_id = rollout_id
+        self.evaluation = evaluation
+        self.kind = OutlierKind.LP_DIFF
+        self.recent = False
+        """Whether the ranking spans the last LAST_STEPS steps (else this step)."""
+        self.samples_level = False
+        """Whether the table ranks samples (else tokens)."""
+        self.computed: dict[int, StepOutliers] = {}
+        """Token rankings of the steps done so far."""
+        self.summaries: dict[int, StepSummary] = {}
+        self.failures: dict[int, str] = {}
+        """Steps that could not be loaded, and why."""
+        self.texts: dict[int, str] = {}
+        """Decoded token text by id (only the ids shown)."""
+        self._own_step: OpenStep | None = None
+        """This screen's step as ranked: Enter opens it without a re-read, however many steps were opened since."""
+
+    @property
+    def miles(self) -> MilesApp:
+        return cast("MilesApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader()
+        yield Label("", id="title")
+        yield Tabs(*(Tab(KIND_LABELS[kind], id=kind.value) for kind in KINDS), id="kinds")
+        with Horizontal(id="progress-row"):
+            yield Label("", id="progress-label")
+            yield ProgressBar(show_eta=False, show_percentage=False, id="progress")
+        table = VirtualTable(id="outliers")
+        table.placeholder = "finding outliers…"
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#progress-row").display = False
+        self.query_one(Tabs).can_focus = False
+        self.query_one(RunHeader).live = self.miles.live
+        self._refresh_header()
+        self.query_one("#outliers", VirtualTable).focus()
+        self._show_rankings()
+        self._load()
+
+    # -- which steps ------------------------------------------------------------------
+
+    def steps(self) -> tuple[int, ...]:
+        """The steps the ranking spans, newest first."""
+        if not self.recent:
+            return (self.rollout_id,)
+        model = self.miles.model
+        return recent_steps(model.evaluation if self.evaluation else model.train, self.rollout_id, LAST_STEPS)
+
+    # -- loading ------------------------------------------------------------------------
+
+    def _progress(self, done: int, total: int, text: str) -> None:
+        row = self.query_one("#progress-row")
+        row.display = bool(text)
+        self.query_one("#progress-label", Label).update(text)
+        self.query_one("#progress", ProgressBar).update(total=max(total, 1), progress=done)
+
+    @work(exclusive=True, group="outliers", exit_on_error=False)
+    async def _load(self) -> None:
+        """Fetch what the current view needs (summaries, or per-token rankings), step by step."""
+        steps = self.steps()
+        todo = [rid for rid in steps if rid not in (self.summaries if self.samples_level else self.computed)]
+        todo = [rid for rid in todo if rid not in self.failures]
+        for done, rid in enumerate(todo):
+            self._progress(
+                done,
+                len(todo),
+                f"{'summarizing' if self.samples_level else 'ranking'} step {rid} ({done + 1}/{len(todo)})…",
+            )
+            try:
+                if self.samples_level:
+                    self.summaries[rid] = await self._summary(rid)
+                else:
+                    opened = self.miles.reader.cached_open(rid, self.evaluation)
+                    if opened is None:
+                        self._progress(done, len(todo), f"opening step {rid} ({done + 1}/{len(todo)})…")
+                        opened = await asyncio.shield(self.miles.watcher.open(rid, self.evaluation))
+                    if rid == self.rollout_id:
+                        self._own_step = opened
+                    self.summaries[rid] = opened.summary
+                    self.computed[rid] = await asyncio.to_thread(step_outliers, opened, TOP_K)
+                    await self._decode(self.computed[rid])
+            except Exception as err:  # a step that cannot be read is reported, the others still rank
+                self.failures[rid] = str(err)
+            self._show_rankings()
+        self._progress(len(todo), len(todo), "")
+        self._show_rankings()
+
+    async def _summary(self, rid: int) -> StepSummary:
+        cached = self.miles.model.summaries.get((rid, self.evaluation))
+        if cached is not None:
+            return cached
+        return await asyncio.shield(self.miles.watcher.summary(rid, self.evaluation))
+
+    async def _decode(self, found: StepOutliers) -> None:
+        ids = sorted({o.token_id for records in found.tokens.values() for o in records} - set(self.texts) - {-1})
+        if not ids:
+            return
+        reader = self.miles.reader
+        texts = await asyncio.to_thread(lambda: reader.detokenizer.texts(ids))  # loads tokenizer.json once
+        if texts is not None:
+            self.texts.update(zip(ids, texts, strict=True))
+
+    # -- drawing ------------------------------------------------------------------------
+
+    def _show_rankings(self, top: bool = False) -> None:
+        """Draw the current ranking; ``top`` puts the cursor on its first row (a new ranking), else it
+        stays on its token while more steps fill in (unless it is on the first row: then it stays first)."""
+        table = self.query_one("#outliers", VirtualTable)
+        top = top or table.cursor_row == 0
+        steps = self.steps()
+        if self.samples_level:
+            ranked_samples = sample_outliers([self.summaries[r] for r in steps if r in self.summaries], self.kind)
+            columns = tuple(
+                Column(c.key, SAMPLE_LABELS[self.kind], c.width) if c.key == "value" else c for c in SAMPLE_COLUMNS
+            )
+            table.set_columns(columns)
+            sample_rows = [
+                TableRow(("sample", o.rollout_id, o.sample_index), sample_cells(rank, o))
+                for rank, o in enumerate(ranked_samples, 1)
+            ]
+            table.set_rows(sample_rows, keep_key=not top)
+            shown, population = len(sample_rows), sum(len(self.summaries[r].rows) for r in steps if r in self.summaries)
+        else:
+            ranked_tokens = merge_outliers([self.computed[r] for r in steps if r in self.computed], self.kind)
+            table.set_columns(TOKEN_COLUMNS[self.kind])
+            token_rows = [
+                TableRow(("token", o.rollout_id, o.sample_index, o.position), token_cells(rank, o, self.texts))
+                for rank, o in enumerate(ranked_tokens, 1)
+            ]
+            table.set_rows(token_rows, keep_key=not top)
+            shown = len(token_rows)
+            population = sum(self.computed[r].ranked[self.kind] for r in steps if r in self.computed)
+        table.placeholder = self._empty_reason(steps)
+        if top and table.rows:
+            table.move_to_key(table.rows[0].key)
+        self._title(steps, shown, population)
+        tabs = self.query_one(Tabs)
+        if tabs.active != self.kind.value:
+            tabs.active = self.kind.value
+
+    def _empty_reason(self, steps: tuple[int, ...]) -> str:
+        done = self.summaries if self.samples_level else self.computed
+        if any(r not in done and r not in self.failures for r in steps):
+            return "finding outliers…"
+        if self.failures and all(r in self.failures for r in steps):
+            return "✗ " + self.failures[steps[0]]
+        what = "tokens" if not self.samples_level else "samples"
+        if self.evaluation:
+            return f"no {what} to rank: eval steps have no train-side per-token data"
+        needs = "train and rollout log-probs" if self.kind is not OutlierKind.ENTROPY else "entropy (a dump flag)"
+        return f"no {what} to rank: this needs {needs} at trained positions, and the dump has none"
+
+    def _title(self, steps: tuple[int, ...], shown: int, population: int) -> None:
+        text = Text()
+        text.append("outliers ", style="bold")
+        kind = "eval step" if self.evaluation else "step"
+        if self.recent:
+            span = f"{steps[-1]}–{steps[0]}" if len(steps) > 1 else str(steps[0])
+            text.append(f"· {kind}s {span} ", style="bold")
+        else:
+            text.append(f"· {kind} {self.rollout_id} ", style="bold")
+        tokens_by, samples_by = RANKED_BY[self.kind]
+        text.append(f"· samples by {samples_by}" if self.samples_level else f"· {tokens_by}")
+        if population:
+            what = "samples" if self.samples_level else "trained tokens"
+            text.append(f" · top {shown} of {population:,} {what}")
+        for rid in steps:
+            if rid in self.failures:
+                text.append(f"\n✗ step {rid}: {self.failures[rid]}", style="red")
+        self.query_one("#title", Label).update(text)
+
+    def _refresh_header(self) -> None:
+        model = self.miles.model
+        header = self.query_one(RunHeader)
+        header.run_name = model.run_name
+        header.latest = model.latest
+        header.data_age = model.data_age
+        header.quiet_after = model.quiet_after
+        header.following = self.miles.follow_latest
+
+    @on(StepsChanged)
+    @on(RunStatusChanged)
+    @on(FollowToggled)
+    def _status(self, message: StepsChanged | RunStatusChanged | FollowToggled) -> None:
+        """Keep the header current (the ranking itself is a snapshot: r recomputes)."""
+        self._refresh_header()
+
+    # -- actions ------------------------------------------------------------------------
+
+    @on(Tabs.TabActivated, "#kinds")
+    def _tab_activated(self, event: Tabs.TabActivated) -> None:
+        """A click on a kind tab shows that kind."""
+        kind = OutlierKind(event.tab.id)
+        if kind is not self.kind:
+            self.kind = kind
+            self._show_rankings(top=True)
+
+    def action_cycle_kind(self, step: int) -> None:
+        """Show the next (previous) kind: lp diff → imp ratio → entropy."""
+        self.kind = KINDS[(KINDS.index(self.kind) + step) % len(KINDS)]
+        self._show_rankings(top=True)
+
+    def action_kind(self, name: str) -> None:
+        """Show one kind."""
+        self.kind = OutlierKind(name)
+        self._show_rankings(top=True)
+
+    def action_toggle_scope(self) -> None:
+        """This step ↔ the last LAST_STEPS steps (ending at this one)."""
+        self.recent = not self.recent
+        self._show_rankings(top=True)
+        self._load()
+
+    def action_toggle_level(self) -> None:
+        """Rank tokens ↔ rank samples by their per-sample statistics."""
+        self.samples_level = not self.samples_level
+        self._show_rankings(top=True)
+        self._load()
+
+    def action_recompute(self) -> None:
+        """Forget the rankings and compute them again from the current files."""
+        self.computed.clear()
+        self.summaries.clear()
+        self.failures.clear()
+        self._own_step = None
+        self._show_rankings(top=True)
+        self._load()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    @on(VirtualTable.Selected, "#outliers")
+    def _selected(self, message: VirtualTable.Selected) -> None:
+        """Enter: the sample screen, cursor on the token (a sample row: on its top token of this kind)."""
+        key = message.key
+        if isinstance(key, tuple) and key[0] == "token":
+            _, rid, sample_index, position = cast(TokenKey, key)
+            self._open_sample(rid, sample_index, position)
+        elif isinstance(key, tuple) and key[0] == "sample":
+            _, rid, sample_index = cast(SampleKey, key)
+            self._open_sample(rid, sample_index, None)
+
+    @work(exclusive=True, group="outlier-open", exit_on_error=False)
+    async def _open_sample(self, rid: int, sample_index: int, position: int | None) -> None:
+        from core.trajectory import read_sidecar
+        from tui.screens.sample_screen import SampleScreen
+
+        table = self.query_one("#outliers", VirtualTable)
+        reader = self.miles.reader
+        if reader.cached_open(rid, self.evaluation) is None and not (rid == self.rollout_id and self._own_step):
+            table.loading = True
+        try:
+            opened = self._own_step if rid == self.rollout_id else None
+            if opened is None:
+                opened = await asyncio.shield(self.miles.watcher.open(rid, self.evaluation))
+            if position is None:
+                position = await asyncio.to_thread(peak_position, opened, sample_index, self.kind)
+            sidecar = await asyncio.to_thread(read_sidecar, reader.path, rid, self.evaluation)
+            detokenizer = await asyncio.to_thread(lambda: reader.detokenizer)
+        except Exception as err:
+            table.loading = False
+            self.notify(str(err), severity="error", timeout=8)
+            return
+        table.loading = False
+        self.app.push_screen(SampleScreen(opened, sample_index, detokenizer, sidecar, cursor=position))
