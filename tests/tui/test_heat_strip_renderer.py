@@ -1,0 +1,44 @@
+"""The heat-strip renderer: exact width, a character per level (readable without colour), gaps blank."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.style import Style
+
+from tui.renderers.heat_strip import HEAT, RAMP, heat_strip, levels, short_span, stretch, time_axis
+
+
+def test_levels_span_the_ramp_and_zero_is_not_a_gap() -> None:
+    values = np.array([0.0, 12.4, 12.5, 50.0, 99.9, 100.0, 250.0, -5.0, np.nan])
+    assert levels(values).tolist() == [1, 1, 2, 5, 8, 8, 8, 1, 0]
+
+
+def test_strip_reads_without_colour_and_is_exactly_width_cells() -> None:
+    values = np.array([0.0, np.nan, 50.0, 100.0])
+    strip = heat_strip(values, 8)
+    assert strip.cell_length == 8
+    assert strip.text == "▁▁  ▅▅██"
+    assert RAMP[0] in strip.text and " " in strip.text
+
+
+def test_each_level_takes_its_colour_and_a_single_style_colours_every_level() -> None:
+    segments = list(heat_strip(np.array([0.0, 100.0]), 2))
+    assert [s.style.color.name if s.style and s.style.color else None for s in segments] == [HEAT[0], HEAT[-1]]
+    one = Style(color="red")
+    assert {s.style for s in heat_strip(np.array([0.1, 0.9]), 2, scale=1.0, styles=(one,))} == {one}
+
+
+def test_stretch_widens_few_values_and_averages_many() -> None:
+    np.testing.assert_array_equal(stretch(np.array([1.0, 2.0]), 5), [1, 1, 1, 2, 2])
+    np.testing.assert_array_equal(stretch(np.array([1.0, 3.0, np.nan, np.nan]), 2), [2, np.nan])
+    assert len(stretch(np.array([]), 3)) == 3 and heat_strip(np.array([]), 3).text == "   "
+
+
+def test_time_axis_labels_count_back_from_the_end() -> None:
+    axis = time_axis(0, 900, 90)
+    assert len(axis) == 90 and axis.endswith("now╵")
+    assert "╵-2m" in axis and "╵-14m" in axis
+    position = axis.index("╵-4m")
+    assert abs(position - round(660 / 900 * 89)) <= 1, "the tick sits under the cell that draws that time"
+    assert time_axis(0, 60, 10, "end").endswith("end╵")
+    assert [short_span(s) for s in (30, 300, 5400, 7200, 200000)] == ["30s", "5m", "1h30m", "2h", "2d07h"]

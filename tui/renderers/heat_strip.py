@@ -1,0 +1,136 @@
+"""Draw a row of values as a heat strip: one cell per bin, coloured by value, with a character ramp too.
+
+Contract:
+
+- :func:`heat_strip` turns values on a 0..``scale`` scale (NaN = no data) into
+  one :class:`~textual.strip.Strip` exactly ``width`` cells wide. A value's level
+  (1..8) picks both its character from :data:`RAMP` (``▁`` .. ``█``, so the strip
+  reads without colour, under NO_COLOR) and its colour; a NaN is a blank cell, and
+  every finite value, 0 included, draws at least ``▁``: a gap never looks like
+  an idle GPU. Values outside the scale clamp to its ends.
+- Fewer values than cells: each value is widened over neighbouring cells (the
+  remainder spread evenly); more: consecutive values are averaged per cell.
+- :func:`time_axis` writes tick labels (``-15m`` … ``now``) under the cells that
+  draw those times.
+This module holds no state, reads nothing and computes nothing beyond what it draws.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+
+from tui.renderers.sparkline import bucket_values
+
+FloatArray = npt.NDArray[np.float64]
+
+RAMP: Final = "▁▂▃▄▅▆▇█"
+"""Level 1..8 of a cell, lowest first."""
+
+HEAT: Final = ("#6b4c9a", "#4f62b0", "#3a7fb8", "#2b9a9e", "#35b27a", "#72c653", "#b9d63c", "#f7e04b")
+"""Colour of each level: cold (idle) to hot (busy)."""
+
+_CHARS = np.array([" ", *RAMP])
+
+
+@lru_cache(maxsize=64)
+def heat_styles(colors: tuple[str, ...] = HEAT, base: Style | None = None) -> tuple[Style, ...]:
+    """One style per level from colour names (the first for level 1), on ``base``."""
+    base = base or Style()
+    return tuple(base + Style(color=c) for c in colors)
+
+
+def stretch(values: FloatArray, width: int) -> FloatArray:
+    """``values`` resampled to ``width`` cells: widened (nearest) or averaged per cell (NaN kept as gaps)."""
+    count = len(values)
+    if width <= 0 or count == 0:
+        return np.full(max(width, 0), np.nan)
+    if count > width:
+        values = bucket_values(values, math.ceil(count / width), "mean")
+        count = len(values)
+    cells = (np.arange(width) * count) // width
+    return values[cells]
+
+
+def levels(values: FloatArray, scale: float = 100.0) -> npt.NDArray[np.int64]:
+    """0 for a gap, else 1..8 by value on ``[0, scale]``."""
+    gap = np.isnan(values)
+    fraction = np.clip(np.where(gap, 0.0, values) / scale, 0.0, 1.0)  # ±inf clamp to the ends
+    level = 1 + np.minimum((fraction * len(RAMP)).astype(np.int64), len(RAMP) - 1)
+    level[gap] = 0
+    return level
+
+
+def heat_strip(
+    values: FloatArray,
+    width: int,
+    *,
+    scale: float = 100.0,
+    styles: Sequence[Style] | None = None,
+    gap: Style | None = None,
+) -> Strip:
+    """One row of ``width`` cells; ``styles`` holds a style per level (one style: every level alike)."""
+    if width <= 0:
+        return Strip.blank(0)
+    styles = tuple(styles) if styles else heat_styles()
+    gap = gap or Style()
+    level = levels(stretch(values, width), scale)
+    chars = "".join(_CHARS[level].tolist())
+    by_level = (gap, *(styles[min(lv, len(styles)) - 1] for lv in range(1, len(RAMP) + 1)))
+    starts = [0, *(np.flatnonzero(np.diff(level)) + 1).tolist()]
+    first = level[starts].tolist()
+    ends = [*starts[1:], width]
+    segments = [Segment(chars[a:b], by_level[lv]) for a, b, lv in zip(starts, ends, first, strict=True)]
+    return Strip(segments, width)
+
+
+def short_span(seconds: float) -> str:
+    """A tick label's duration: 30s, 5m, 1h30m, 2d."""
+    seconds = abs(seconds)
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h" if hours else f"{days}d"
+
+
+_STEPS: Final = (10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800)
+
+
+def time_axis(since: float, until: float, width: int, end_label: str = "now") -> str:
+    """Tick labels at round offsets before ``until`` (``-5m``), ``end_label`` at the right end."""
+    cells = [" "] * max(width, 0)
+    span = until - since
+    if width <= 0 or span <= 0:
+        return "".join(cells)
+    end = f"{end_label}╵"
+    step = _STEPS[-1]
+    for candidate in _STEPS:
+        if candidate / span * width >= 9:
+            step = candidate
+            break
+    free_until = width - len(end) - 1
+    offset = step
+    while offset < span:
+        column = round((span - offset) / span * (width - 1))
+        label = f"╵-{short_span(offset)}"
+        if column + len(label) <= free_until:
+            cells[column : column + len(label)] = label
+            free_until = column - 1
+        offset += step
+    if len(end) <= width:
+        cells[width - len(end) :] = end
+    return "".join(cells)

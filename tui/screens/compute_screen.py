@@ -1,0 +1,274 @@
+"""The compute screen: per-GPU utilisation lanes, the phases the ranks were in, and the fleet, over time.
+
+What it draws comes from :mod:`core.compute_view` (binning, ages, fleet
+percentiles, phase shares, lane picking), computed in a worker thread from
+:class:`~core.telemetry_columns.TelemetryColumns`, which converts only the
+records the app's poll added. The screen keeps the window and the lane picker
+and turns the view into lines (:mod:`tui.compute_rows`); it reads no file
+itself. It redraws when the app forwards new gpu_util or phases records
+(TelemetryAppended), and on a run-status poll that finds the reader holding
+records not drawn yet or a view older than a few seconds, so ages keep moving
+while nothing arrives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar, Final, cast
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Label
+
+from core.compute_view import (
+    FLEET_LANES,
+    ComputeView,
+    LaneSelection,
+    compute_view,
+    nodes_of,
+    sampling_interval,
+    select_lanes,
+)
+from core.telemetry_columns import TelemetryColumns
+from core.time_bins import WINDOWS, bin_count, time_bins, window_bounds
+from tui.compute_rows import SUFFIX_WIDTH, LaneRows, axis_row, fleet_rows, lane_label, phase_row, title, window_name
+from tui.messages import FollowToggled, RunStatusChanged, TelemetryAppended
+from tui.widgets.heat_rows import HeatRows
+from tui.widgets.run_header import RunHeader
+
+if TYPE_CHECKING:
+    from tui.app import MilesApp
+
+WORST_COUNT: Final = 16
+"""Lanes ``w`` lists."""
+
+REFRESH_AGES_SECONDS: Final = 5.0
+"""A status poll with no new samples recomputes (ages, DEAD) once this much time has passed."""
+
+LIVE_STREAMS: Final = frozenset({"gpu_util", "phases"})
+
+
+class ComputeScreen(Screen[None]):
+    """GPU lanes, phases and fleet summary over a time window."""
+
+    CSS_PATH = "compute_screen.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,backspace", "back", "Back"),
+        Binding("right,plus", "window(1)", "Longer window", key_display="→/+"),
+        Binding("left,minus", "window(-1)", "Shorter window", key_display="←/-"),
+        Binding("n", "node(1)", "Next node"),
+        Binding("N", "node(-1)", "Prev node", key_display="N"),
+        Binding("w", "worst", f"Worst {WORST_COUNT}"),
+        Binding("a", "all_lanes", "All lanes"),
+    ]
+
+    def __init__(self, columns: TelemetryColumns | None = None, window: int = 0) -> None:
+        super().__init__()
+        self.columns = columns
+        """Converted telemetry; pass the same one to a new ComputeScreen to skip converting it again."""
+        self.window = window
+        """Index into :data:`~core.compute_view.WINDOWS`."""
+        self.selection: LaneSelection | None = None
+        """What the lane list shows (None until the first view: the default depends on the fleet size)."""
+        self.view: ComputeView | None = None
+        """The view drawn last."""
+        self.shown: tuple[int, ...] = ()
+        """Positions (into the view's lanes) listed."""
+        self._generation = 0
+        self._computing = False
+        self._again = False
+
+    @property
+    def miles(self) -> MilesApp:
+        return cast("MilesApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader()
+        yield Label("Compute · loading…", id="compute-title")
+        yield HeatRows(id="axis")
+        yield HeatRows(id="fleet")
+        yield HeatRows(id="phases")
+        yield HeatRows(id="lanes")
+        yield Label("", id="compute-empty")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.columns is None:
+            self.columns = TelemetryColumns(self.miles.watcher.follower.dashboard)
+        self.query_one("#fleet", HeatRows).display = False
+        self.query_one("#compute-empty", Label).display = False
+        self.query_one(RunHeader).live = self.miles.live
+        self._refresh_header()
+        self.call_after_refresh(self.recompute)
+
+    # -- computing ------------------------------------------------------------------------------------
+
+    def recompute(self) -> None:
+        """Compute the view again (coalesced: at most one computation runs, one more waits)."""
+        if self._computing:
+            self._again = True
+            return
+        self._computing, self._again = True, False
+        self._generation += 1
+        width = self.query_one("#lanes", HeatRows).strip_width
+        self._compute(self._generation, WINDOWS[self.window], max(width, 1), self.miles.watcher.clock())
+
+    @work(thread=True, group="compute", exit_on_error=False)
+    def _compute(self, generation: int, span: float | None, width: int, now: float) -> None:
+        assert self.columns is not None
+        follower = self.miles.watcher.follower
+        try:
+            first, newest = self.columns.time_range(everything=span is None) or (None, None)
+            since, until, anchored = window_bounds(span, now, first, newest)
+            samples = self.columns.gpu_samples(since, until)
+            interval = sampling_interval(samples)
+            bins = time_bins(since, until, bin_count(until - since, interval, width))
+            spans = self.columns.phase_spans(since, until, follower.state().open_phases)
+            view = compute_view(samples, spans, bins, now=now, span=span, anchored_to_data=anchored, interval=interval)
+        except Exception as err:  # telemetry problems never take the screen down
+            self.app.call_from_thread(self._failed, generation, str(err))
+            return
+        self.app.call_from_thread(self._show, generation, view)
+
+    def _done(self) -> None:
+        self._computing = False
+        if self._again:
+            self.recompute()
+
+    def _failed(self, generation: int, message: str) -> None:
+        self._done()
+        self.query_one("#compute-title", Label).update(Text(f"Compute · cannot read telemetry: {message}", "red"))
+
+    def _show(self, generation: int, view: ComputeView) -> None:
+        self._done()
+        if generation != self._generation or not self.is_attached:
+            return
+        self.view = view
+        if self.selection is None and view.grid.lanes:
+            many = len(view.grid.lanes) > FLEET_LANES
+            self.selection = LaneSelection("worst" if many else "all", count=WORST_COUNT)
+        self._draw()
+        if self._bins_stale():
+            self.recompute()  # the first view did not know the label width yet: bin again, one bin per cell
+
+    def _bins_stale(self) -> bool:
+        view = self.view
+        if view is None or not view.grid.lanes:
+            return False
+        bins = view.grid.bins
+        width = self.query_one("#lanes", HeatRows).strip_width
+        return bins.count != bin_count(bins.until - bins.since, view.interval, width)
+
+    # -- drawing --------------------------------------------------------------------------------------
+
+    def _draw(self) -> None:
+        view = self.view
+        if view is None:
+            return
+        grid = view.grid
+        empty = self.query_one("#compute-empty", Label)
+        empty.display = not grid.lanes
+        for widget in self.query(HeatRows):
+            widget.display = bool(grid.lanes)
+        if not grid.lanes:
+            self.query_one("#compute-title", Label).update(Text(f"Compute · {window_name(view.span)}", "bold"))
+            empty.update(
+                "This run has no GPU telemetry: dashboard/gpu_util/ is missing or empty.\n"
+                "miles writes it when the run is started with dashboard telemetry on."
+            )
+            return
+        selection = self.selection or LaneSelection()
+        self.shown = select_lanes(grid, view.health, selection)
+        self.query_one("#compute-title", Label).update(title(view, self._picked_text(selection)))
+        labels = [lane_label(grid.lanes[i]) for i in self.shown] + [b.name for b in view.bands] + ["silent"]
+        label_width = min(max(len(s) for s in labels), 20 if self.size.width >= 120 else 14)
+        lanes = self.query_one("#lanes", HeatRows)
+        lanes.set_rows(LaneRows(view, self.shown), label_width, SUFFIX_WIDTH)
+        axis = [axis_row(view, lanes.strip_width)]
+        self.query_one("#axis", HeatRows).set_rows(axis, label_width, SUFFIX_WIDTH)
+        fleet = self.query_one("#fleet", HeatRows)
+        fleet.display = len(grid.lanes) > FLEET_LANES
+        fleet.set_rows(fleet_rows(view.fleet) if fleet.display else [], label_width, SUFFIX_WIDTH)
+        phases = [phase_row(band, i) for i, band in enumerate(view.bands)]
+        self.query_one("#phases", HeatRows).set_rows(phases, label_width, SUFFIX_WIDTH)
+
+    def _picked_text(self, selection: LaneSelection) -> str:
+        total = len(self.view.grid.lanes) if self.view else 0
+        if selection.mode == "node":
+            return f"lanes of {selection.node} (n/N: node, a: all)"
+        if selection.mode == "worst":
+            return f"worst {min(selection.count, total)} of {total} by mean util (a: all, n: by node)"
+        return f"all {total} lanes" + (" (w: worst, n: by node)" if total > FLEET_LANES else "")
+
+    def lane_texts(self) -> list[str]:
+        """The lane lines as plain text, as listed (for tests and screen readers)."""
+        lanes = self.query_one("#lanes", HeatRows)
+        return [row.label.plain + " " + (row.suffix.plain if row.suffix else "") for row in lanes.rows]
+
+    # -- live -----------------------------------------------------------------------------------------
+
+    @on(TelemetryAppended)
+    def _telemetry(self, message: TelemetryAppended) -> None:
+        """New GPU samples or phases: recompute the view."""
+        if LIVE_STREAMS.intersection(message.streams):
+            self.recompute()
+
+    @on(RunStatusChanged)
+    @on(FollowToggled)
+    def _status(self, message: RunStatusChanged | FollowToggled) -> None:
+        """Keep the header current; let ages move even when nothing new arrives."""
+        self._refresh_header()
+        if self.view is None or self.columns is None:
+            return
+        if self.columns.has_news() or self.miles.watcher.clock() - self.view.now >= REFRESH_AGES_SECONDS:
+            self.recompute()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._resized)
+
+    def _resized(self) -> None:
+        self._draw()
+        if self._bins_stale():
+            self.recompute()
+
+    def _refresh_header(self) -> None:
+        model = self.miles.model
+        header = self.query_one(RunHeader)
+        header.run_name = model.run_name
+        header.latest = model.latest
+        header.data_age = model.data_age
+        header.quiet_after = model.quiet_after
+        header.following = self.miles.follow_latest
+        header.context = "compute"
+
+    # -- actions --------------------------------------------------------------------------------------
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_window(self, delta: int) -> None:
+        self.window = max(0, min(len(WINDOWS) - 1, self.window + delta))
+        self.recompute()
+
+    def action_node(self, delta: int) -> None:
+        if self.view is None or not self.view.grid.lanes:
+            return
+        nodes = nodes_of(self.view.grid.lanes)
+        current = self.selection.node if self.selection and self.selection.mode == "node" else None
+        start = nodes.index(current) + delta if current in nodes else (0 if delta > 0 else -1)
+        index = start % len(nodes)
+        self.selection = replace(self.selection or LaneSelection(), mode="node", node=nodes[index])
+        self._draw()
+        self.query_one("#lanes", HeatRows).scroll_home(animate=False)
+
+    def action_worst(self) -> None:
+        self.selection = replace(self.selection or LaneSelection(), mode="worst", count=WORST_COUNT)
+        self._draw()
+        self.query_one("#lanes", HeatRows).scroll_home(animate=False)
+
+    def action_all_lanes(self) -> None:
+        self.selection = replace(self.selection or LaneSelection(), mode="all")
+        self._draw()

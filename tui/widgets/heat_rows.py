@@ -1,0 +1,132 @@
+"""Rows of ``label  heat strip  suffix``, drawn line by line, scrolling when there are more than fit.
+
+Contract: the owner hands over finished rows (:meth:`HeatRows.set_rows`):
+labels and suffixes already formatted, values already binned by core. The
+widget only lays them out (a label column, the strip filling what is left,
+a suffix column) and draws the visible lines through the heat-strip renderer,
+caching each drawn line until the rows or the width change. Several of these
+stacked with the same ``label_width`` and ``suffix_width`` line their strips up,
+so one time axis serves them all. Row keys are stable: replacing the rows keeps
+the scroll position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Span, Text
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from tui.renderers.heat_strip import heat_strip, heat_styles
+
+FloatArray = npt.NDArray[np.float64]
+
+GAP = 1
+"""Cells between the label, the strip and the suffix."""
+
+
+@dataclass(frozen=True, eq=False)
+class HeatRow:
+    """One line: a label, a strip of values (or plain text in the strip's place) and a suffix."""
+
+    key: Hashable
+    """Stable identity (a lane, a phase band)."""
+    label: Text
+    """Left column."""
+    values: FloatArray | None = None
+    """Binned values on ``[0, scale]`` (NaN: no data); None draws ``text`` instead."""
+    suffix: Text | None = None
+    """Right column."""
+    scale: float = 100.0
+    """The value drawn as a full cell."""
+    styles: tuple[Style, ...] = ()
+    """A style per level (one: all levels alike); empty: the heat palette."""
+    text: Text | None = None
+    """Drawn in the strip's place when there are no values (an axis, a message)."""
+
+
+class HeatRows(ScrollView):
+    """Label / heat strip / suffix lines; see the module docstring."""
+
+    DEFAULT_CSS = """
+    HeatRows { height: auto; scrollbar-size-vertical: 1; scrollbar-gutter: stable; overflow-x: hidden; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.rows: Sequence[HeatRow] = ()
+        """The rows, top first (a lazy sequence is fine: only the visible ones are asked for)."""
+        self.label_width = 12
+        """Cells of the label column."""
+        self.suffix_width = 20
+        """Cells of the suffix column."""
+        self._cache: dict[tuple[int, int], Strip] = {}
+        self._base: Style | None = None
+
+    def set_rows(self, rows: Sequence[HeatRow], label_width: int, suffix_width: int) -> None:
+        """Replace the rows (the scroll position stays)."""
+        self.rows = rows
+        self.label_width, self.suffix_width = label_width, suffix_width
+        self._cache.clear()
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self.rows))
+        self.refresh()
+
+    @property
+    def strip_width(self) -> int:
+        """Cells left for the strip at the current width."""
+        return max(self.scrollable_content_region.width - self.label_width - self.suffix_width - 2 * GAP, 0)
+
+    def on_resize(self) -> None:
+        self._cache.clear()
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self.rows))
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._base = None
+        self._cache.clear()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if self._base is None:
+            self._base = self.rich_style  # resolving it walks the CSS: once per style change, not per line
+        index = y + round(self.scroll_y)
+        if not 0 <= index < len(self.rows):
+            return Strip.blank(width, self._base)
+        cached = self._cache.get((index, width))
+        if cached is None:
+            cached = self._cache[(index, width)] = self._draw(self.rows[index], width, self._base)
+        return cached
+
+    def _fit(self, text: Text, width: int, base: Style) -> list[Segment]:
+        """``text`` cut (with an ellipsis) or padded to exactly ``width`` cells."""
+        if width <= 0:
+            return []
+        cell = text.copy()
+        if cell.style:  # Text.render drops the Text's own style: make it the lowest span, padding stays plain
+            cell.spans.insert(0, Span(0, len(cell), cell.style))
+            cell.style = ""
+        cell.truncate(width, overflow="ellipsis", pad=True)
+        return [Segment(s.text, base + s.style if s.style else base) for s in cell.render(self.app.console)]
+
+    def _draw(self, row: HeatRow, width: int, base: Style) -> Strip:
+        strip_width = max(width - self.label_width - self.suffix_width - 2 * GAP, 0)
+        gap = Segment(" " * GAP, base)
+        segments = [*self._fit(row.label, self.label_width, base), gap]
+        if row.values is not None:
+            styles = tuple(base + s for s in row.styles) if row.styles else heat_styles(base=base)
+            segments += list(heat_strip(row.values, strip_width, scale=row.scale, styles=styles, gap=base))
+        else:
+            segments += self._fit(row.text or Text(), strip_width, base)
+        segments += [gap, *self._fit(row.suffix or Text(), self.suffix_width, base)]
+        drawn = self.label_width + self.suffix_width + 2 * GAP + strip_width
+        strip = Strip(segments, drawn)
+        if drawn == width:
+            return strip
+        return strip.crop(0, width).extend_cell_length(width, base)
