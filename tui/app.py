@@ -167,6 +167,11 @@ class MilesApp(App[None]):
             self.model.advisories = message.advisories
             self._forward(message)
 
+    @on(TelemetryAppended)
+    def _telemetry_appended(self, message: TelemetryAppended) -> None:
+        """New metric points or telemetry records: the screens that show them redraw."""
+        self._forward(message)
+
     @on(RunStatusChanged)
     def _status_changed(self, message: RunStatusChanged) -> None:
         """Update the header figures."""

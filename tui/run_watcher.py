@@ -16,7 +16,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from core.advisories import Advisory, ordered, step_advisories, step_error
 from core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
@@ -26,6 +26,8 @@ from core.run_state import RunDelta, RunFollower
 from core.step import OpenStep, StepSummary
 from core.stream_advisories import stream_advisories
 from core.tail import StreamReset
+
+T = TypeVar("T")
 
 SUMMARY_BUDGET_SECONDS = 1.0
 """How long one poll may spend summarizing steps before reporting back."""
@@ -83,22 +85,33 @@ class RunWatcher:
 
     # -- async API (event loop side) -------------------------------------------
 
+    async def _serialized(self, lock: asyncio.Lock, function: Callable[..., T], *args: Any) -> T:
+        """Run a blocking call in a thread while holding ``lock`` until the thread is done.
+
+        A worker cancelled mid-read (the user left the screen) must not release
+        the lock while its thread still reads the shared Run: the next reader
+        waits for that thread before it starts.
+        """
+        async with lock:
+            task = asyncio.ensure_future(asyncio.to_thread(function, *args))
+            try:
+                return await asyncio.shield(task)
+            except asyncio.CancelledError:
+                await asyncio.wait({task})
+                raise
+
     async def poll(self, summarize: bool = True) -> PollResult:
-        async with self.lock:
-            return await asyncio.to_thread(self.poll_blocking, self.clock(), summarize)
+        return await self._serialized(self.lock, self.poll_blocking, self.clock(), summarize)
 
     async def poll_streams(self) -> StreamPoll:
         """Follow the dashboard/ telemetry (its own lock: a first load of a long stream takes seconds)."""
-        async with self.stream_lock:
-            return await asyncio.to_thread(self.poll_streams_blocking, self.clock())
+        return await self._serialized(self.stream_lock, self.poll_streams_blocking, self.clock())
 
     async def open(self, rollout_id: int, evaluation: bool) -> OpenStep:
-        async with self.lock:
-            return await asyncio.to_thread(self.run.open, rollout_id, evaluation, self.clock())
+        return await self._serialized(self.lock, self.run.open, rollout_id, evaluation, self.clock())
 
     async def summary(self, rollout_id: int, evaluation: bool) -> StepSummary:
-        async with self.lock:
-            return await asyncio.to_thread(self.run.summary, rollout_id, evaluation, self.clock())
+        return await self._serialized(self.lock, self.run.summary, rollout_id, evaluation, self.clock())
 
     # -- blocking half (worker thread) -----------------------------------------
 

@@ -225,7 +225,11 @@ class VirtualTable(ScrollView, can_focus=True):
             cell.pad_right(column.width - cell.cell_len)
         else:
             cell.pad_right(column.width - cell.cell_len)
-        segments = [Segment(s.text, style + s.style if s.style else style) for s in cell.render(self.app.console)]
+        # Text.render leaves out the Text's own base style: apply it under the spans' styles.
+        base = style + Style.parse(cell.style) if isinstance(cell.style, str) and cell.style else style
+        if isinstance(cell.style, Style):
+            base = style + cell.style
+        segments = [Segment(s.text, base + s.style if s.style else base) for s in cell.render(self.app.console)]
         return [*segments, Segment(" ", style)]
 
     def _header_strip(self, width: int) -> Strip:
