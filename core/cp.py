@@ -15,7 +15,7 @@ refused. This module never reads files and never guesses a layout.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -116,16 +116,44 @@ def assemble_response(
     arrays = {rank: np.asarray(value) for rank, value in slices.items()}
     dtype = np.result_type(*arrays.values()) if arrays else np.float32
     out = np.empty(response_length, dtype=dtype)
-    for rank in range(cp_size):
-        (a, b), (c, d) = response_ranges(total_length, response_length, rank, cp_size, qkv_format, max_seq_len)
+    ranges = group_ranges(total_length, response_length, cp_size, qkv_format, max_seq_len)
+    for rank, ((a, b), (c, d)) in enumerate(ranges):
         piece = arrays[rank]
         if piece.ndim != 1 or len(piece) != (b - a) + (d - c):
             raise CpLayoutError(
                 f"CP rank {rank} holds {len(piece)} values but the slicing rule gives it {(b - a) + (d - c)}"
             )
+    place_slices([arrays[rank] for rank in range(cp_size)], ranges, out)
+    return out
+
+
+RankRanges = tuple[tuple[int, int], tuple[int, int]]
+"""The two response ranges of one CP rank, as :func:`response_ranges` gives them."""
+
+
+def group_ranges(
+    total_length: int,
+    response_length: int,
+    cp_size: int,
+    qkv_format: QkvFormat = "thd",
+    max_seq_len: int | None = None,
+) -> tuple[RankRanges, ...]:
+    """:func:`response_ranges` of every CP rank, in rank order (one sample's whole layout)."""
+    return tuple(
+        response_ranges(total_length, response_length, rank, cp_size, qkv_format, max_seq_len)
+        for rank in range(cp_size)
+    )
+
+
+def place_slices(pieces: Sequence[npt.NDArray[Any]], ranges: Sequence[RankRanges], out: npt.NDArray[Any]) -> None:
+    """Write each rank's slice (rank order) into ``out`` at its two ranges, casting to ``out``'s dtype.
+
+    The placement step of :func:`assemble_response`, for callers that checked
+    the widths against :func:`group_ranges` once and assemble many fields.
+    """
+    for piece, ((a, b), (c, d)) in zip(pieces, ranges, strict=True):
         out[a:b] = piece[: b - a]
         out[c:d] = piece[b - a :]
-    return out
 
 
 def widths_match(

@@ -17,9 +17,14 @@ constructors that build plain data:
   (``os.system``, ``builtins.eval``, ``subprocess.Popen``, ``numpy.load`` ...)
   is refused with :class:`UnsafePickleError` before anything runs.
 
-Storage records of ``STORED`` zip entries are memory-mapped, so the pages of a
-tensor that nobody reads are never read from disk. Only the zip format that
-``torch.save`` has written since torch 1.6 is supported.
+Storage records of ``STORED`` zip entries are memory-mapped and located only
+when the pickle asks for them, so the pages of a tensor that nobody reads are
+never read from disk (nor counted as this process's memory). The pickle itself
+is checked against its CRC-32 before a single opcode runs (as zipfile would),
+then read through the file in buffered chunks, with the cyclic GC paused. The
+zip directory is parsed here (zipfile only for an unusual archive: compressed
+records, data before the archive). Only the zip format that ``torch.save`` has
+written since torch 1.6 is supported.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import builtins
 import codecs
 import collections
 import datetime
+import gc
 import io
 import mmap
 import os
@@ -36,9 +42,10 @@ import pickle
 import struct
 import sys
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -148,15 +155,28 @@ class _StorageType:
     dtype: Any
 
 
-@dataclass(frozen=True)
 class _Storage:
     """One storage record of the archive, as a flat numpy array (memory-mapped when possible)."""
 
-    array: np.ndarray[Any, Any]
+    __slots__ = ("array",)  # one per tensor of a dump: thousands per file
+
+    def __init__(self, array: np.ndarray[Any, Any]) -> None:
+        self.array = array
 
 
 def _to_numpy_dtype(dtype: Any) -> Any:
     return np.uint16 if dtype == "bfloat16" else dtype
+
+
+_NUMPY_DTYPES: dict[Any, np.dtype[Any]] = {}
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype[Any]:
+    """The numpy dtype holding a storage's elements (bfloat16 as its raw uint16), cached."""
+    found = _NUMPY_DTYPES.get(dtype)
+    if found is None:
+        found = _NUMPY_DTYPES[dtype] = np.dtype(_to_numpy_dtype(dtype))
+    return found
 
 
 def _rebuild_tensor(
@@ -167,6 +187,15 @@ def _rebuild_tensor(
     *_ignored: Any,
 ) -> np.ndarray[Any, Any]:
     base = storage.array
+    if len(size) == 1 and tuple(stride) == (1,) and storage_offset >= 0 and size[0] >= 0:
+        # The common case (every column of a dump): a contiguous vector is a plain slice.
+        end = storage_offset + size[0]
+        if end > len(base):
+            raise pickle.UnpicklingError(
+                f"tensor of shape {tuple(size)} does not fit its storage of {len(base)} elements"
+            )
+        vector: np.ndarray[Any, Any] = base[storage_offset:end]
+        return vector
     itemsize = base.dtype.itemsize
     needed = storage_offset + (1 + sum((n - 1) * s for n, s in zip(size, stride, strict=True)) if all(size) else 0)
     if storage_offset < 0 or needed > len(base) or any(s < 0 for s in stride):
@@ -255,8 +284,8 @@ _ALLOWED: dict[tuple[str, str], Any] = {
 
 
 class _SafeUnpickler(pickle.Unpickler):
-    def __init__(self, data: bytes, storages: dict[str, _Storage] | None, path: Path) -> None:
-        super().__init__(io.BytesIO(data))
+    def __init__(self, stream: IO[bytes], storages: _StorageRecords | None, path: Path) -> None:
+        super().__init__(stream)
         self._storages = storages
         self._path = path
 
@@ -301,22 +330,284 @@ class _SafeUnpickler(pickle.Unpickler):
         if raw is None:
             raise pickle.UnpicklingError(f"storage record {key} is missing from the archive")
         dtype = storage_type.dtype if isinstance(storage_type, _StorageType) else np.uint8
-        np_dtype = np.dtype(_to_numpy_dtype(dtype))
+        np_dtype = _numpy_dtype(dtype)
         nbytes = int(numel) * np_dtype.itemsize
-        if nbytes > len(raw.array):
+        if nbytes > len(raw):
             raise pickle.UnpicklingError(f"storage record {key} is shorter than its {numel} elements")
-        typed = raw.array[:nbytes].view(np_dtype)
+        typed = raw[:nbytes].view(np_dtype)
         if dtype == "bfloat16":
             typed = (typed.astype(np.uint32) << 16).view(np.float32)
         return _Storage(typed)
 
 
-def _local_data_offset(buffer: Any, info: zipfile.ZipInfo) -> int:
-    header = bytes(buffer[info.header_offset : info.header_offset + 30])
-    if len(header) < 30 or header[:4] != b"PK\x03\x04":
-        raise zipfile.BadZipFile(f"bad local header for {info.filename}")
-    name_len, extra_len = struct.unpack("<HH", header[26:30])
-    return int(info.header_offset) + 30 + int(name_len) + int(extra_len)
+def _unpickle(unpickler: _SafeUnpickler) -> Any:
+    """Run the unpickler with the cyclic GC paused.
+
+    A rollout file is millions of ints and floats in a few thousand lists: the
+    collector would walk those lists again and again while they are built (a
+    third of the load time) and can find nothing, since a pickle that builds
+    cycles is collected as soon as the GC runs again afterwards.
+    """
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return unpickler.load()
+    finally:
+        if paused:
+            gc.enable()
+
+
+# --- the zip container -----------------------------------------------------------------------------
+#
+# torch.save writes a plain zip: every record STORED, aligned, no encryption. The
+# central directory of a train shard has a record per tensor (thousands), which
+# zipfile parses in Python at ~20 us each; this reads just what is needed and
+# falls back to zipfile for anything unusual (compressed records, a prefixed archive).
+
+_EOCD = struct.Struct("<4s4H2LH")
+_ZIP64_LOCATOR = struct.Struct("<4sLQL")
+_ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
+_CENTRAL = struct.Struct("<4s4B4HL2L5H2L")
+_LOCAL = struct.Struct("<4s2B4HL2L2H")
+_LOCAL_LENGTHS = struct.Struct("<4s22xHH")
+"""A local header's signature, name length and extra length."""
+_MAX_COMMENT = 0xFFFF
+_STREAM_BUFFER = 1 << 20
+"""Bytes the unpickler's stream reads at a time."""
+
+
+class _Entry(NamedTuple):
+    """A record of the archive, as its central directory describes it (a tuple: thousands per file)."""
+
+    name: str
+    compress_type: int
+    header_offset: int
+    compress_size: int
+    file_size: int
+    crc: int
+
+
+def _zip64_extra(extra: bytes, file_size: int, compress_size: int, header_offset: int) -> tuple[int, int, int]:
+    pos = 0
+    while pos + 4 <= len(extra):
+        tag, length = struct.unpack_from("<HH", extra, pos)
+        if tag == 1:
+            values = extra[pos + 4 : pos + 4 + length]
+            fields = [file_size, compress_size, header_offset]
+            cursor = 0
+            for i, value in enumerate(fields):
+                if value == 0xFFFFFFFF:
+                    if cursor + 8 > len(values):
+                        raise zipfile.BadZipFile("truncated zip64 extra field")
+                    (fields[i],) = struct.unpack_from("<Q", values, cursor)
+                    cursor += 8
+            return fields[0], fields[1], fields[2]
+        pos += 4 + length
+    return file_size, compress_size, header_offset
+
+
+def _central_directory(buffer: Any) -> dict[str, _Entry] | None:
+    """Every record of the zip in ``buffer`` by name; None when only zipfile can read it."""
+    size = len(buffer)
+    eocd = buffer.rfind(b"PK\x05\x06", max(0, size - _EOCD.size - _MAX_COMMENT))
+    if eocd < 0 or eocd + _EOCD.size > size:
+        raise zipfile.BadZipFile("end of central directory not found")
+    _sig, _disk, _cd_disk, _here, _count, cd_size, cd_offset, _comment = _EOCD.unpack_from(buffer, eocd)
+    cd_end = eocd
+    # torch always writes the zip64 records; like zipfile, expect the zip64 end record
+    # right before its locator (no extensible data) and ignore both when it is not there.
+    locator = eocd - _ZIP64_LOCATOR.size
+    record = locator - _ZIP64_EOCD.size
+    if (
+        record >= 0
+        and bytes(buffer[locator : locator + 4]) == b"PK\x06\x07"
+        and bytes(buffer[record : record + 4]) == b"PK\x06\x06"
+    ):
+        *_, _count, cd_size, cd_offset = _ZIP64_EOCD.unpack_from(buffer, record)
+        cd_end = record
+    if cd_offset + cd_size != cd_end:
+        return None  # data before the archive (or a directory zipfile understands better)
+    entries: dict[str, _Entry] = {}
+    pos = cd_offset
+    while pos < cd_end:  # by size, not by the record count, as zipfile reads it
+        if pos + _CENTRAL.size > cd_end:
+            raise zipfile.BadZipFile("truncated central directory")
+        fields = _CENTRAL.unpack_from(buffer, pos)
+        if fields[0] != b"PK\x01\x02":
+            raise zipfile.BadZipFile("bad central directory record")
+        flags, compress_type = fields[5], fields[6]
+        compress_size, file_size = fields[10], fields[11]
+        name_len, extra_len, comment_len = fields[12], fields[13], fields[14]
+        header_offset = fields[18]
+        name_end = pos + _CENTRAL.size + name_len
+        raw_name = bytes(buffer[pos + _CENTRAL.size : name_end])
+        if 0xFFFFFFFF in (compress_size, file_size, header_offset):
+            extra = bytes(buffer[name_end : name_end + extra_len])
+            file_size, compress_size, header_offset = _zip64_extra(extra, file_size, compress_size, header_offset)
+        name = raw_name.decode("utf-8" if flags & 0x800 else "cp437")
+        entries[name] = _Entry(name, compress_type, header_offset, compress_size, file_size, fields[9])
+        pos = name_end + extra_len + comment_len
+    return entries
+
+
+def _data_offset(buffer: Any, entry: _Entry, handle: IO[bytes] | None) -> int:
+    """Where a record's bytes start (after its local header), checked against the file size.
+
+    With the file at hand the header is read with ``pread``, not through the
+    mapping: touching a mapped page makes the kernel map its neighbours too, and
+    a train shard has a header every few pages, so the whole file would count
+    as this process's resident memory although no value was read.
+    """
+    if handle is not None:
+        header = os.pread(handle.fileno(), _LOCAL.size, entry.header_offset)
+    else:
+        header = bytes(buffer[entry.header_offset : entry.header_offset + _LOCAL.size])
+    if len(header) < _LOCAL.size:
+        raise zipfile.BadZipFile(f"bad local header for {entry.name}")
+    signature, name_len, extra_len = _LOCAL_LENGTHS.unpack(header)
+    if signature != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"bad local header for {entry.name}")
+    start: int = entry.header_offset + _LOCAL.size + int(name_len) + int(extra_len)
+    if start + entry.compress_size > len(buffer):
+        raise zipfile.BadZipFile(f"record {entry.name} runs past the end of the file")
+    return start
+
+
+class _Archive:
+    """The records of one torch zip archive: STORED ones read in place, others through zipfile."""
+
+    def __init__(self, buffer: Any, handle: IO[bytes] | None) -> None:
+        self._buffer = buffer
+        self._handle = handle
+        self._whole: np.ndarray[Any, Any] | None = None
+        entries = _central_directory(buffer)
+        self._zip: zipfile.ZipFile | None = None
+        if entries is None:
+            self._zip = zipfile.ZipFile(io.BytesIO(buffer) if isinstance(buffer, bytes) else _MmapReader(buffer))
+            entries = {
+                i.filename: _Entry(i.filename, i.compress_type, i.header_offset, i.compress_size, i.file_size, i.CRC)
+                for i in self._zip.infolist()
+            }
+        self.entries = entries
+
+    def _zipfile(self) -> zipfile.ZipFile:
+        if self._zip is None:
+            self._zip = zipfile.ZipFile(
+                io.BytesIO(self._buffer) if isinstance(self._buffer, bytes) else _MmapReader(self._buffer)
+            )
+        return self._zip
+
+    def read(self, entry: _Entry) -> bytes:
+        """A whole record (small records: byteorder, version), checked against its CRC-32 as zipfile does."""
+        if entry.compress_type == zipfile.ZIP_STORED:
+            start = _data_offset(self._buffer, entry, self._handle)
+            data = bytes(self._buffer[start : start + entry.file_size])
+            if zlib.crc32(data) != entry.crc:
+                raise zipfile.BadZipFile(f"bad CRC-32 for record {entry.name}")
+            return data
+        return self._zipfile().read(entry.name)
+
+    def stream(self, entry: _Entry) -> _RecordStream:
+        """A buffered stream over a record (the pickle), its CRC-32 checked before anything reads it.
+
+        Read through the file rather than the mapping, so the pickle's pages never
+        count as this process's memory; buffered, so the C unpickler prefetches
+        instead of calling back into Python for every opcode. The CRC pass costs a
+        second read from the page cache, and keeps a corrupt pickle (whose lengths
+        the unpickler would trust) from being unpickled at all, as zipfile did.
+        """
+        if entry.compress_type == zipfile.ZIP_STORED and self._handle is not None:
+            start = _data_offset(self._buffer, entry, self._handle)
+            if _file_crc(self._handle, start, entry.file_size) != entry.crc:
+                raise zipfile.BadZipFile(f"bad CRC-32 for record {entry.name}")
+            return _RecordStream(_FileWindow(self._handle, start, entry.file_size), entry.file_size)
+        data = self.read(entry)
+        return _RecordStream(io.BytesIO(data), len(data))
+
+    def storage(self, entry: _Entry) -> np.ndarray[Any, Any]:
+        """A storage record as bytes: a view of the mapping for STORED records (nothing is read)."""
+        if entry.compress_type == zipfile.ZIP_STORED:
+            start = _data_offset(self._buffer, entry, self._handle)
+            if self._whole is None:
+                self._whole = np.frombuffer(self._buffer, dtype=np.uint8)
+            return self._whole[start : start + entry.file_size]
+        return np.frombuffer(self._zipfile().read(entry.name), dtype=np.uint8)
+
+
+class _StorageRecords:
+    """Storage records by key, located only when the pickle asks for them."""
+
+    def __init__(self, archive: _Archive, prefix: str) -> None:
+        self._archive = archive
+        self._prefix = prefix
+        self._cache: dict[str, np.ndarray[Any, Any]] = {}
+
+    def get(self, key: str) -> np.ndarray[Any, Any] | None:
+        found = self._cache.get(key)
+        if found is None:
+            entry = self._archive.entries.get(self._prefix + key)
+            if entry is None:
+                return None
+            found = self._cache[key] = self._archive.storage(entry)
+        return found
+
+
+class _RecordStream(io.BufferedReader):
+    """A buffered stream over one record that never asks for more than the record holds.
+
+    The unpickler trusts the lengths in the pickle; clamping a read to the record
+    keeps a corrupt length from allocating gigabytes before it fails.
+    """
+
+    def __init__(self, raw: io.RawIOBase | io.BytesIO, length: int) -> None:
+        super().__init__(raw, _STREAM_BUFFER)
+        self._length = length
+
+    def read(self, size: int | None = -1) -> bytes:
+        return super().read(size if size is None or size < 0 else min(size, self._length))
+
+
+def _file_crc(handle: IO[bytes], start: int, length: int) -> int:
+    """CRC-32 of ``length`` bytes of the file from ``start``, read in small chunks."""
+    crc, pos, end = 0, start, start + length
+    chunk = bytearray(min(length, 1 << 18))
+    with memoryview(chunk) as view:
+        while pos < end:
+            handle.seek(pos)
+            with view[: min(len(view), end - pos)] as window:
+                got = int(handle.readinto(window) or 0)  # type: ignore[attr-defined]
+                if not got:
+                    break
+                with window[:got] as filled:
+                    crc = zlib.crc32(filled, crc)
+            pos += got
+    return crc
+
+
+class _FileWindow(io.RawIOBase):
+    """``length`` bytes of an open file from ``start``, as a raw stream."""
+
+    def __init__(self, handle: IO[bytes], start: int, length: int) -> None:
+        self._handle = handle
+        self._pos = start
+        self._end = start + length
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        want = min(len(target), self._end - self._pos)
+        if want <= 0:
+            return 0
+        self._handle.seek(self._pos)
+        # The target may be the unpickler's own bytes being filled: release the views
+        # before returning, and signal a short file by reading less (never by raising
+        # with them alive); the unpickler then reports the pickle as truncated.
+        with memoryview(target) as view, view[:want] as window:
+            got = int(self._handle.readinto(window) or 0)  # type: ignore[attr-defined]
+        self._pos += got
+        return got
 
 
 def load_pt(path: Path | str, *, use_mmap: bool = True) -> Any:
@@ -325,7 +616,8 @@ def load_pt(path: Path | str, *, use_mmap: bool = True) -> Any:
     Raises :class:`UnsafePickleError` for a pickle that reaches for code and
     :class:`CorruptFileError` for anything that is not a complete archive.
     (Whether a failure means "still writing" is the caller's call: it knows
-    the file's age.)
+    the file's age.) Tensors are read-only views of a memory map of the file
+    (``use_mmap``), so only the pages of the values a caller reads are ever read.
     """
     path = Path(path)
     try:
@@ -333,9 +625,10 @@ def load_pt(path: Path | str, *, use_mmap: bool = True) -> Any:
             size = os.fstat(handle.fileno()).st_size
             if size == 0:
                 raise CorruptFileError("empty file (0 bytes)", path)
-            buffer: Any
-            buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if use_mmap else handle.read()
-        return _load_from_buffer(buffer, path)
+            if use_mmap:
+                buffer: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+                return _load_from_buffer(buffer, path, handle)
+            return _load_from_buffer(handle.read(), path, None)
     except DumpLoadError:
         raise
     except FileNotFoundError as err:
@@ -358,40 +651,30 @@ def load_pt(path: Path | str, *, use_mmap: bool = True) -> Any:
         OSError,
         RecursionError,
         MemoryError,
+        NotImplementedError,  # zipfile, for a record whose compression method is garbage
+        OverflowError,  # a length field of the pickle beyond any size
     ) as err:
         raise CorruptFileError(f"cannot be unpickled: {type(err).__name__}: {err}", path) from err
 
 
-def _load_from_buffer(buffer: Any, path: Path) -> Any:
+def _load_from_buffer(buffer: Any, path: Path, handle: IO[bytes] | None) -> Any:
     if bytes(buffer[:4]) != b"PK\x03\x04":
         raise CorruptFileError(
             "not a torch zip archive (legacy torch.save format or another file type); re-save it with torch >= 1.6",
             path,
         )
-    archive = zipfile.ZipFile(io.BytesIO(buffer) if isinstance(buffer, bytes) else _MmapReader(buffer))
-    infos = archive.infolist()
-    pickle_info = next((i for i in infos if i.filename.endswith("/data.pkl") or i.filename == "data.pkl"), None)
-    if pickle_info is None:
+    archive = _Archive(buffer, handle)
+    pickle_entry = next(
+        (e for name, e in archive.entries.items() if name.endswith("/data.pkl") or name == "data.pkl"), None
+    )
+    if pickle_entry is None:
         raise CorruptFileError("torch archive without data.pkl", path)
-    prefix = pickle_info.filename[: -len("data.pkl")]
-    byteorder = next((i for i in infos if i.filename == prefix + "byteorder"), None)
+    prefix = pickle_entry.name[: -len("data.pkl")]
+    byteorder = archive.entries.get(prefix + "byteorder")
     if byteorder is not None and archive.read(byteorder).strip() not in (b"little", b""):
         raise CorruptFileError("big-endian torch archives are not supported", path)
-    storages: dict[str, _Storage] = {}
-    data_prefix = prefix + "data/"
-    whole = np.frombuffer(buffer, dtype=np.uint8)
-    for info in infos:
-        if not info.filename.startswith(data_prefix):
-            continue
-        key = info.filename[len(data_prefix) :]
-        if info.compress_type == zipfile.ZIP_STORED:
-            start = _local_data_offset(buffer, info)
-            if start + info.file_size > len(whole):
-                raise CorruptFileError(f"storage record {key} runs past the end of the file", path)
-            storages[key] = _Storage(whole[start : start + info.file_size])
-        else:
-            storages[key] = _Storage(np.frombuffer(archive.read(info), dtype=np.uint8))
-    return _SafeUnpickler(archive.read(pickle_info), storages, path).load()
+    storages = _StorageRecords(archive, prefix + "data/")
+    return _unpickle(_SafeUnpickler(archive.stream(pickle_entry), storages, path))
 
 
 class _MmapReader(io.RawIOBase):
@@ -425,7 +708,7 @@ class _MmapReader(io.RawIOBase):
 def loads_pickle(data: bytes, path: Path | str = "<bytes>") -> Any:
     """Unpickle raw pickle bytes with the same rules (no tensors): for tests and sidecars."""
     try:
-        return _SafeUnpickler(data, None, Path(path)).load()
+        return _unpickle(_SafeUnpickler(_RecordStream(io.BytesIO(data), len(data)), None, Path(path)))
     except DumpLoadError:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError) as err:

@@ -15,6 +15,10 @@ Contract (the spec's "Resolving one sample's train row"):
 - A field that cannot be placed or is not ``response_length`` long is None and
   the row is ``alignment_failed``; :class:`FieldState` records whether a None
   means never dumped or unreadable. Values are never guessed.
+- Whether a field can be placed is decided from the slices' widths, without
+  copying a value: a row keeps views of its slices (of the memory-mapped files)
+  and assembles a field as float64 each time it is read, so a resolved step
+  costs no more memory than the pages of the values actually read.
 - Lengths that disagree between holders raise :class:`InconsistentDumpError`
   naming the files. This module reads no files; it works on loaded shards.
 """
@@ -22,7 +26,7 @@ Contract (the spec's "Resolving one sample's train row"):
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,8 +34,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from core.cp import QkvFormat, assemble_response, widths_match
-from core.errors import CorruptFileError, CpLayoutError, InconsistentDumpError
+from core.cp import QkvFormat, RankRanges, group_ranges, place_slices, widths_match
+from core.errors import CorruptFileError, InconsistentDumpError
 
 PER_TOKEN_FIELDS = (
     "log_probs",
@@ -120,7 +124,8 @@ class TrainRow:
     loss_mask: npt.NDArray[np.int64] | None
     """Full-response loss mask from the train files (None if no holder has it)."""
     per_token: Mapping[str, FloatArray | None]
-    """Each of PER_TOKEN_FIELDS, full response length, or None."""
+    """Each of PER_TOKEN_FIELDS, full response length, or None (resolution gives a
+    :class:`PerTokenFields`, which assembles a field each time it is read)."""
     field_state: Mapping[str, FieldState]
     """Why each per-token field is (or is not) present."""
     alignment_failed: bool
@@ -155,11 +160,64 @@ def _cell(shard: Shard, column: str, row: int) -> Any:
         return None
 
 
-def _as_float_array(value: Any) -> FloatArray | None:
-    if value is None:
-        return None
-    array = np.asarray(value, dtype=np.float64)
+def _as_slice(value: Any) -> npt.NDArray[Any]:
+    """A per-token cell as a flat numeric array, without copying a numeric tensor view."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        array = np.asarray(value, dtype=np.float64)
     return array.reshape(-1)
+
+
+@dataclass(frozen=True)
+class _Slices:
+    """One per-token field of one sample as its CP slices, checked to fit; assembled when read."""
+
+    pieces: tuple[npt.NDArray[Any], ...]
+    """The slices in CP-rank order (views of their files); one piece when cp_size is 1."""
+    ranges: tuple[RankRanges, ...] | None
+    """Where each piece goes (:func:`core.cp.group_ranges`); None when cp_size is 1."""
+    response_length: int
+
+    def assemble(self) -> FloatArray:
+        if self.ranges is None:
+            return np.asarray(self.pieces[0], dtype=np.float64)
+        out = np.empty(self.response_length, dtype=np.float64)
+        place_slices(self.pieces, self.ranges, out)
+        return out
+
+
+class PerTokenFields(Mapping[str, "FloatArray | None"]):
+    """A resolved row's per-token fields: each assembled (float64, full response) when read.
+
+    Nothing is kept between reads, so holding every row of a big step costs no
+    copies; a reader that needs a field twice keeps the array it got.
+    """
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: Mapping[str, _Slices | None]) -> None:
+        self._fields = fields
+
+    def __getitem__(self, name: str) -> FloatArray | None:
+        slices = self._fields[name]
+        return None if slices is None else slices.assemble()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def __repr__(self) -> str:
+        present = [name for name, slices in self._fields.items() if slices is not None]
+        return f"PerTokenFields(present={present})"
+
+
+def _fits(chunks: Mapping[int, npt.NDArray[Any]], ranges: Sequence[RankRanges]) -> bool:
+    """Whether every CP rank has a slice of exactly the width its ranges give (as assemble_response checks)."""
+    if set(chunks) != set(range(len(ranges))):
+        return False
+    return all(chunks[rank].size == (b - a) + (d - c) for rank, ((a, b), (c, d)) in enumerate(ranges))
 
 
 def _scalar(value: Any) -> Any:
@@ -269,31 +327,31 @@ def resolve_row(sample_index: int, holders: Sequence[tuple[Shard, int]]) -> Trai
     response_length, total_length = _lengths(sample_index, holders)
     layout = _layout(holders, total_length, response_length)
     alignment_failed = False
-    per_token: dict[str, FloatArray | None] = {}
+    ranges: tuple[RankRanges, ...] | None = None
+    if layout.cp_size > 1 and layout.complete:
+        try:
+            ranges = group_ranges(total_length, response_length, layout.cp_size, layout.qkv_format, layout.max_seq_len)
+        except ValueError:
+            ranges = None  # e.g. bshd without max_seq_lens: nothing can be placed
+    per_token: dict[str, _Slices | None] = {}
     states: dict[str, FieldState] = {}
     for name in PER_TOKEN_FIELDS:
-        having = [(i, shard, row) for i, (shard, row) in enumerate(holders) if _cell(shard, name, row) is not None]
+        cells = [(i, _cell(shard, name, row)) for i, (shard, row) in enumerate(holders)]
+        having = [(i, cell) for i, cell in cells if cell is not None]
         if not having:
             per_token[name], states[name] = None, FieldState.NOT_DUMPED
             continue
-        chunks: dict[int, FloatArray] = {}
-        for i, shard, row in having:  # already rank-ordered: lowest rank wins per cp rank
+        chunks: dict[int, npt.NDArray[Any]] = {}
+        for i, cell in having:  # already rank-ordered: lowest rank wins per cp rank
             if i in layout.rank_of and layout.rank_of[i] not in chunks:
-                value = _as_float_array(_cell(shard, name, row))
-                if value is not None:
-                    chunks[layout.rank_of[i]] = value
-        value = None
+                chunks[layout.rank_of[i]] = _as_slice(cell)
+        value: _Slices | None = None
         if layout.cp_size == 1 and chunks:
-            value = chunks[0] if 0 in chunks else next(iter(chunks.values()))
-        elif layout.complete and len(chunks) == layout.cp_size:
-            try:
-                value = assemble_response(
-                    chunks, total_length, response_length, layout.cp_size, layout.qkv_format, layout.max_seq_len
-                ).astype(np.float64)
-            except (CpLayoutError, ValueError):
-                value = None
-        if value is not None and len(value) != response_length:
-            value = None
+            only = chunks[0] if 0 in chunks else next(iter(chunks.values()))
+            value = _Slices((only,), None, response_length) if only.size == response_length else None
+        elif ranges is not None and len(chunks) == layout.cp_size and _fits(chunks, ranges):
+            # Assembled, slices of exactly these widths give response_length values.
+            value = _Slices(tuple(chunks[rank] for rank in range(layout.cp_size)), ranges, response_length)
         per_token[name] = value
         states[name] = FieldState.OK if value is not None else FieldState.UNREADABLE
         alignment_failed = alignment_failed or value is None
@@ -314,7 +372,7 @@ def resolve_row(sample_index: int, holders: Sequence[tuple[Shard, int]]) -> Trai
         response_length=response_length,
         total_length=total_length,
         loss_mask=loss_mask,
-        per_token=per_token,
+        per_token=PerTokenFields(per_token),
         field_state=states,
         alignment_failed=alignment_failed,
         dumped_rank=min(shard.rank for shard, _ in holders),

@@ -5,19 +5,25 @@ summary is served from the user cache when the step's files are unchanged,
 otherwise the step is opened and the (complete) summary cached. Open steps
 (with per-token arrays) are kept in an LRU bounded by ``max_open`` so memory
 does not grow with the steps a user visits. Not thread-safe by itself: the
-app serializes access. Never writes into the run directory.
+app serializes access. Never writes into the run directory. Serving a cached
+summary imports neither numpy nor the dump reader (a warm ``export`` is
+interpreter start-up plus a little JSON).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.errors import StepNotFoundError, StillWritingError
 from core.run_dir import MIN_AGE_SECONDS, RunDir, StepFiles, StepIds
-from core.step import OpenStep, StepSummary, open_step
+from core.step_summary import StepSummary
 from core.summary_cache import load_summary, store_summary
 from core.tokenizer import Detokenizer
+
+if TYPE_CHECKING:
+    from core.step import OpenStep
 
 
 class Run:
@@ -71,16 +77,21 @@ class Run:
             cached = load_summary(self.path, files)
             if cached is not None:
                 return cached
-        return self.open(rollout_id, evaluation, now).summary
+        return self._open_files(files, now).summary
 
     def open(self, rollout_id: int, evaluation: bool, now: float) -> OpenStep:
         """The step with its per-token data (reopened when its files changed)."""
-        files = self.files(rollout_id, evaluation, now)
-        key = (rollout_id, evaluation)
+        return self._open_files(self.files(rollout_id, evaluation, now), now)
+
+    def _open_files(self, files: StepFiles, now: float) -> OpenStep:
+        """``open`` for files already listed (one directory scan per call, not two)."""
+        key = (files.rollout_id, files.evaluation)
         opened = self._open.get(key)
         if opened is not None and opened.summary.signature == files.signature and opened.summary.complete:
             self._open.move_to_end(key)
             return opened
+        from core.step import open_step  # numpy and the dump reader: not needed to serve a cached summary
+
         opened = open_step(files, now)
         self._open[key] = opened
         self._open.move_to_end(key)

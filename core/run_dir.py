@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import CorruptFileError, DumpLoadError, RunDirError, StillWritingError, UnsafePickleError
-from core.pt_archive import load_pt
 
 MIN_AGE_SECONDS = 10.0
 """A rollout file younger than this may still be being written."""
@@ -143,19 +142,27 @@ class RunDir:
 
     def scan(self) -> dict[tuple[int, bool], StepFiles]:
         """Every step that has a rollout file, keyed by (rollout_id, evaluation), visible or not."""
+        return self._scan_steps(None)
+
+    def _scan_steps(self, only: tuple[int, bool] | None) -> dict[tuple[int, bool], StepFiles]:
+        """:meth:`scan`, or just the step ``only``: other steps' files are listed but never stat'ed."""
         rollouts: dict[tuple[int, bool], FileStat] = {}
         for entry in _scan(self.rollout_dir):
             match = _ROLLOUT_RE.match(entry.name)
-            st = _stat(entry) if match else None
-            if match and st is not None:
-                key = (int(match.group(2)), match.group(1) is not None)
+            if not match:
+                continue
+            key = (int(match.group(2)), match.group(1) is not None)
+            st = _stat(entry) if only is None or key == only else None
+            if st is not None:
                 rollouts[key] = FileStat(Path(entry.path), st.st_size, st.st_mtime)
         train: dict[int, list[TrainFile]] = {}
         for entry in _scan(self.train_dir):
             match = _TRAIN_RE.match(entry.name)
-            st = _stat(entry) if match else None
-            if match and st is not None:
-                rid, rank = int(match.group(1)), int(match.group(2))
+            if not match:
+                continue
+            rid, rank = int(match.group(1)), int(match.group(2))
+            st = _stat(entry) if only is None or only == (rid, False) else None
+            if st is not None:
                 train.setdefault(rid, []).append(TrainFile(Path(entry.path), st.st_size, st.st_mtime, rank))
         steps = {}
         for (rid, evaluation), rollout in rollouts.items():
@@ -183,12 +190,18 @@ class RunDir:
         )
 
     def step_files(self, rollout_id: int, evaluation: bool = False) -> StepFiles | None:
-        """The files of one step (visible or not), or None when it has no rollout file."""
-        return self.scan().get((rollout_id, evaluation))
+        """The files of one step (visible or not), or None when it has no rollout file.
+
+        Only that step's files are stat'ed, so reading one step of a long run
+        costs two directory listings, not a stat of every file of every step.
+        """
+        return self._scan_steps((rollout_id, evaluation)).get((rollout_id, evaluation))
 
     @staticmethod
     def load(file: FileStat, now: float) -> Any:
         """Load a dump file safely, classifying a failure by the file's age at ``now``."""
+        from core.pt_archive import load_pt  # numpy: only when a file is really read
+
         try:
             return load_pt(file.path)
         except UnsafePickleError:

@@ -8,71 +8,22 @@ naming the file, and samples that no readable file holds are flagged as
 unreadable (never shown as absent). A file still being written makes the
 step ``complete = False``: it fills in on a later open. The rollout file
 itself failing to load raises (there is nothing to show). Nothing is written.
+The summary's classes live in :mod:`core.step_summary` and are re-exported here.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from core.errors import CorruptFileError, DumpLoadError, StepNotFoundError, StillWritingError, UnsafePickleError
 from core.resolve import FieldState, Shard, TrainRow, raw_reward_at, resolve_rows
 from core.run_dir import RunDir, StepFiles
-from core.summary import GroupRow, SampleRow, StepAggregate, group_rows, sample_row, step_aggregate
+from core.step_summary import ProblemKind, StepProblem, StepSummary
+from core.summary import SampleRow, group_rows, sample_row, step_aggregate
 
-
-class ProblemKind(enum.Enum):
-    """What happened to a file of a step."""
-
-    STILL_WRITING = "still_writing"
-    """Failed to load but young: retried on the next poll."""
-    CORRUPT = "corrupt"
-    """Failed to load and old: truncated or garbage."""
-    UNSAFE = "unsafe"
-    """Refused: the pickle reaches for code."""
-
-
-@dataclass(frozen=True)
-class StepProblem:
-    """A file of a step that could not be used."""
-
-    path: Path
-    """The file."""
-    kind: ProblemKind
-    """Still writing, corrupt or unsafe."""
-    message: str
-    """The one-line explanation (already names the file)."""
-
-
-@dataclass(frozen=True)
-class StepSummary:
-    """Everything a table of the step shows: cacheable, no per-token arrays."""
-
-    rollout_id: int
-    """The step."""
-    evaluation: bool
-    """Whether it is an eval step."""
-    rows: tuple[SampleRow, ...]
-    """One per sample, in rollout order."""
-    groups: tuple[GroupRow, ...]
-    """One per group, in order of first appearance."""
-    aggregate: StepAggregate
-    """Headline figures."""
-    problems: tuple[StepProblem, ...]
-    """Files that could not be used."""
-    complete: bool
-    """False while some file of the step is still being written."""
-    signature: tuple[tuple[str, int, float], ...]
-    """The files (name, size, mtime) this summary was computed from."""
-    alignment_reasons: tuple[tuple[int, str], ...] = ()
-    """(sample index, why its per-token data is unreadable) for every alignment_failed sample."""
-
-    def alignment_reason(self, sample_index: int) -> str | None:
-        """Why a sample's per-token data is unreadable (None when it is readable)."""
-        return dict(self.alignment_reasons).get(sample_index)
+__all__ = ["OpenStep", "ProblemKind", "StepProblem", "StepSummary", "find_sample", "open_step"]
 
 
 @dataclass(frozen=True)

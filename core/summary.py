@@ -2,7 +2,9 @@
 
 Contract:
 - :class:`SampleRow` holds exactly the ROW columns of the CLI contract, as raw
-  values (None where a value does not exist, never 0 or NaN).
+  values (None where a value does not exist, never 0 or NaN). The row, group
+  and aggregate classes live in :mod:`core.step_summary` (numpy-free, for the
+  cache) and are re-exported here.
 - Staleness is ``rollout_id - min(numeric weight versions)``; per-token
   statistics use only positions with ``loss_mask > 0``; an empty selection
   gives None. Views never recompute any of these.
@@ -17,146 +19,31 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from core.resolve import TrainRow
+from core.step_summary import ROW_COLUMNS, GroupRow, SampleRow, StepAggregate
+
+__all__ = [
+    "ROW_COLUMNS",
+    "ZERO_STD_EPS",
+    "GroupRow",
+    "SampleRow",
+    "StepAggregate",
+    "group_reward",
+    "group_rows",
+    "numeric_versions",
+    "sample_row",
+    "staleness",
+    "step_aggregate",
+    "trained_positions",
+]
 
 ZERO_STD_EPS = 1e-12
 _NUMERIC_VERSION = re.compile(r"^\s*[+-]?\d+\s*$")
-
-
-@dataclass(frozen=True)
-class SampleRow:
-    """One sample of a step: the CLI's ROW, column for column."""
-
-    sample_index: int
-    """Run-global sample id."""
-    group_index: int | None
-    """GRPO group."""
-    status: str | None
-    """pending, completed, truncated, aborted, failed."""
-    remove_sample: bool
-    """Whether the rollout removed the sample from training."""
-    response_length: int
-    """Response tokens."""
-    total_length: int
-    """Prompt + response tokens."""
-    reward: float | None
-    """Rollout-side reward (a dict reward yields None here)."""
-    weight_version: str | None
-    """Last entry of weight_versions."""
-    weight_version_min: int | None
-    """Smallest numeric weight version."""
-    mixed_version: bool
-    """More than one distinct weight version across the sample's turns."""
-    staleness: int | None
-    """rollout_id − weight_version_min."""
-    turns: int
-    """len(weight_versions)."""
-    tool_calls: int | None
-    """Messages with role "tool" in a chat prompt (None for a string prompt)."""
-    non_generation_time: float | None
-    """Seconds spent outside generation."""
-    spec_accept_rate: float | None
-    """Speculative decoding: accepted / drafted tokens."""
-    prefix_cache_hit_rate: float | None
-    """Cached prompt tokens / prompt tokens."""
-    raw_reward: float | None
-    """Batch-global raw reward at the sample's rollout position (train rows only)."""
-    normalized_reward: float | None
-    """The train row's normalized reward."""
-    truncated: bool
-    """The train row's flag, else status == "truncated"."""
-    dumped_rank: int | None
-    """Global rank of the lowest-ranked file holding the row."""
-    mean_entropy: float | None
-    """Mean entropy over trained positions."""
-    max_entropy: float | None
-    """Max entropy over trained positions."""
-    ref_entropy_mean: float | None
-    """Mean reference entropy over trained positions."""
-    mean_abs_lp_diff: float | None
-    """Mean |log_probs − rollout_log_probs| over trained positions."""
-    max_abs_lp_diff: float | None
-    """Max |log_probs − rollout_log_probs| over trained positions."""
-    mean_imp_ratio: float | None
-    """Mean exp(log_probs − rollout_log_probs) over trained positions."""
-    adv_mean: float | None
-    """Advantage mean over trained positions."""
-    adv_std: float | None
-    """Advantage standard deviation over trained positions."""
-    return_mean: float | None
-    """Return mean over trained positions."""
-    alignment_failed: bool
-    """Some per-token data was dumped but could not be placed: unreadable, not undumped."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-ROW_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(SampleRow))
-
-
-@dataclass(frozen=True)
-class GroupRow:
-    """One GRPO group of a step."""
-
-    group_index: int | None
-    """The group id."""
-    n: int
-    """Samples in the group."""
-    reward_mean: float | None
-    """Mean reward (raw_reward for train steps, reward for eval steps)."""
-    reward_std: float | None
-    """Sample standard deviation of the rewards."""
-    response_length_mean: float
-    """Mean response length."""
-    truncated_frac: float
-    """Fraction of truncated samples."""
-    zero_std: bool
-    """Degenerate: reward data with std <= 1e-12 (contributes no policy gradient)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class StepAggregate:
-    """Headline figures of one step."""
-
-    rollout_id: int
-    """The step."""
-    evaluation: bool
-    """Whether it is an eval step."""
-    n_samples: int
-    """Samples in the rollout file."""
-    reward_mean: float | None
-    """Mean reward over samples that have one."""
-    reward_std: float | None
-    """Sample standard deviation of those rewards."""
-    response_length_mean: float | None
-    """Mean response length."""
-    truncated_frac: float | None
-    """Fraction of truncated samples."""
-    zero_std_group_frac: float | None
-    """Fraction of groups that are degenerate."""
-    mean_abs_lp_diff: float | None
-    """Mean over samples of their mean |lp diff|."""
-    mean_entropy: float | None
-    """Mean over samples of their mean entropy."""
-    mixed_version_frac: float | None
-    """Fraction of samples generated across several weight versions."""
-    avg_staleness: float | None
-    """Mean staleness over samples that have one."""
-    alignment_failed: int
-    """Samples whose per-token data is unreadable."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def numeric_versions(weight_versions: Sequence[Any]) -> list[int]:
@@ -211,9 +98,12 @@ def trained_positions(train: TrainRow) -> npt.NDArray[np.bool_]:
     return train.loss_mask > 0
 
 
-def _masked(train: TrainRow, name: str, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64] | None:
+def _masked(train: TrainRow, name: str, keep: npt.NDArray[np.bool_] | None) -> npt.NDArray[np.float64] | None:
+    """The field at the kept positions (``keep`` None: every position is kept, nothing to copy)."""
     values = train.per_token.get(name)
-    return None if values is None else values[keep]
+    if values is None or keep is None:
+        return values
+    return values[keep]
 
 
 _STAT_COLUMNS = (
@@ -253,7 +143,8 @@ def sample_row(
     stats: dict[str, float | None] = dict.fromkeys(_STAT_COLUMNS)
     truncated = status_text == "truncated"
     if train is not None:
-        keep = trained_positions(train)
+        trained = trained_positions(train)
+        keep = None if trained.all() else trained
         entropy = _masked(train, "entropy", keep)
         if entropy is not None:
             stats["mean_entropy"], stats["max_entropy"] = _mean(entropy), _max(entropy)
@@ -264,7 +155,8 @@ def sample_row(
         rollout_lp = _masked(train, "rollout_log_probs", keep)
         if log_probs is not None and rollout_lp is not None:
             diff = log_probs - rollout_lp
-            stats["mean_abs_lp_diff"], stats["max_abs_lp_diff"] = _mean(np.abs(diff)), _max(np.abs(diff))
+            magnitude = np.abs(diff)
+            stats["mean_abs_lp_diff"], stats["max_abs_lp_diff"] = _mean(magnitude), _max(magnitude)
             stats["mean_imp_ratio"] = _mean(np.exp(diff))
         advantages = _masked(train, "advantages", keep)
         if advantages is not None:

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from core.run_dir import StepFiles
-from core.step import ProblemKind, StepProblem, StepSummary
-from core.summary import GroupRow, SampleRow, StepAggregate
+from core.step_summary import GroupRow, ProblemKind, SampleRow, StepAggregate, StepProblem, StepSummary
 
 CACHE_VERSION = 3
 """Bump when a derived value's definition changes, so stale summaries are not served."""

@@ -149,14 +149,15 @@ def token_view(step: OpenStep, sample_index: int) -> TokenView:
     )
 
 
-def _nullable(values: Sequence[float] | FloatArray, keep: Sequence[bool] | None) -> list[float | None]:
-    out: list[float | None] = []
-    for i, value in enumerate(values):
-        number = float(value)
-        if (keep is not None and not keep[i]) or not np.isfinite(number):
-            out.append(None)
-        else:
-            out.append(number)
+def _nullable(values: Sequence[float] | FloatArray, keep: npt.NDArray[np.bool_] | None) -> list[float | None]:
+    """The values as floats, None where they are not finite or not trained on."""
+    array = np.asarray(values, dtype=np.float64)
+    out: list[float | None] = array.tolist()
+    blank = ~np.isfinite(array)
+    if keep is not None:
+        blank |= ~keep
+    for position in np.flatnonzero(blank).tolist():
+        out[position] = None
     return out
 
 
@@ -171,8 +172,8 @@ def token_payload(
     r_lo, r_hi = max(lo - prompt, 0), max(hi - prompt, 0)
     r_lo = min(r_lo, view.response_length)
     r_hi = min(r_hi, view.response_length)
-    mask = None if view.loss_mask is None else view.loss_mask[r_lo:r_hi]
-    keep = None if mask is None else [bool(m > 0) for m in mask]
+    mask = None if view.loss_mask is None else np.asarray(view.loss_mask[r_lo:r_hi])
+    keep = None if mask is None else mask > 0
     ids = list(view.token_ids[lo:hi])
     payload: dict[str, Any] = {
         "rollout_id": view.rollout_id,
@@ -185,7 +186,7 @@ def token_payload(
         "response_offset": max(prompt - lo, 0),
         "token_ids": ids,
         "token_text": detokenizer.texts(ids) if detokenizer is not None else None,
-        "loss_mask": None if mask is None else [int(m) for m in mask],
+        "loss_mask": None if mask is None else mask.astype(np.int64).tolist(),
     }
     for name in SERIES:
         values = view.series[name]
