@@ -20,6 +20,7 @@ from textual.screen import Screen
 
 from core.advisories import Advisory, ordered
 from core.run import Run
+from core.telemetry_columns import TelemetryColumns
 from tui.messages import (
     AdvisoriesChanged,
     FollowToggled,
@@ -45,6 +46,8 @@ class MilesApp(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("f", "toggle_follow", "Follow"),
+        Binding("m", "metrics", "Metrics"),
+        Binding("u", "compute", "GPUs"),
     ]
 
     def __init__(
@@ -65,6 +68,8 @@ class MilesApp(App[None]):
         self.stream_advisories: tuple[Advisory, ...] = ()
         self.step_data_age: float | None = None
         self.stream_data_age: float | None = None
+        self.telemetry_columns = TelemetryColumns(self.watcher.follower.dashboard)
+        """GPU/phase columns kept for the session, so the compute view converts records once."""
 
     @property
     def reader(self) -> Run:
@@ -183,6 +188,18 @@ class MilesApp(App[None]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
+
+    def action_metrics(self) -> None:
+        from tui.screens.metrics_screen import MetricsScreen
+
+        if not isinstance(self.screen, MetricsScreen):
+            self.push_screen(MetricsScreen())
+
+    def action_compute(self) -> None:
+        from tui.screens.compute_screen import ComputeScreen
+
+        if not isinstance(self.screen, ComputeScreen):
+            self.push_screen(ComputeScreen(self.telemetry_columns))
 
     def action_toggle_follow(self) -> None:
         self.follow_latest = not self.follow_latest

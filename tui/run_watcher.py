@@ -10,6 +10,7 @@ slow filesystem and two refreshes never interleave on the shared ``Run``
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import json
 import statistics
@@ -108,7 +109,12 @@ class RunWatcher:
         return await self._serialized(self.stream_lock, self.poll_streams_blocking, self.clock())
 
     async def open(self, rollout_id: int, evaluation: bool) -> OpenStep:
-        return await self._serialized(self.lock, self.run.open, rollout_id, evaluation, self.clock())
+        return await self._serialized(self.lock, self._open_blocking, rollout_id, evaluation, self.clock())
+
+    def _open_blocking(self, rollout_id: int, evaluation: bool, now: float) -> OpenStep:
+        opened = self.run.open(rollout_id, evaluation, now)
+        _exempt_from_gc()
+        return opened
 
     async def summary(self, rollout_id: int, evaluation: bool) -> StepSummary:
         return await self._serialized(self.lock, self.run.summary, rollout_id, evaluation, self.clock())
@@ -134,7 +140,7 @@ class RunWatcher:
         try:
             if key == (result.latest, False):
                 # The newest step is opened, not just summarized: the user gets to it instantly.
-                summary = self.run.open(rid, evaluation, now).summary
+                summary = self._open_blocking(rid, evaluation, now).summary
             else:
                 summary = self.run.summary(rid, evaluation, now)
         except StillWritingError as err:
@@ -210,6 +216,18 @@ class RunWatcher:
             still = "still being written" in message
             advisories.append(step_error(rid, evaluation, message, None, still))
         return ordered(advisories)
+
+
+def _exempt_from_gc() -> None:
+    """Move what a step open allocated out of the cyclic GC's reach.
+
+    An open step holds millions of list elements (tokens, log-probs); every
+    full collection would walk them again (~0.2 s per step: a visible
+    stutter). They hold no cycles and are still freed by reference counting
+    when the LRU drops the step; freezing only stops the re-walking.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _step_intervals(visible: dict[tuple[int, bool], StepFiles]) -> list[float]:

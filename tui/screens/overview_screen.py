@@ -90,6 +90,8 @@ class OverviewScreen(Screen[None]):
         Binding("a", "focus_advisories", "Advisories"),
         Binding("t", "focus_steps", "Steps", show=False),
         Binding("tab", "app.focus_next", "Next pane", show=False),
+        Binding("O", "outliers", "Outliers"),
+        Binding("c", "compare", "Compare"),
     ]
 
     def __init__(self) -> None:
@@ -238,3 +240,28 @@ class OverviewScreen(Screen[None]):
 
     def action_focus_steps(self) -> None:
         self.query_one("#steps", VirtualTable).focus()
+
+    def _selected_step(self) -> tuple[int, bool] | None:
+        return cast("tuple[int, bool] | None", self.query_one("#steps", VirtualTable).cursor_key)
+
+    def action_outliers(self) -> None:
+        from tui.screens.outlier_screen import OutlierScreen
+
+        key = self._selected_step()
+        if key is not None:
+            self.app.push_screen(OutlierScreen(*key))
+
+    def action_compare(self) -> None:
+        """Compare the selected step with the previous one of its kind."""
+        from tui.screens.compare_screen import CompareScreen
+
+        key = self._selected_step()
+        if key is None:
+            return
+        rid, evaluation = key
+        model = self.miles.model
+        earlier = [r for r in (model.evaluation if evaluation else model.train) if r < rid]
+        if not earlier:
+            self.notify("no earlier step to compare with", timeout=3)
+            return
+        self.app.push_screen(CompareScreen(earlier[-1], rid, evaluation))

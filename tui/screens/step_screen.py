@@ -148,6 +148,10 @@ class StepScreen(Screen[None]):
         Binding("left_square_bracket", "step(-1)", "Prev step", key_display="["),
         Binding("right_square_bracket", "step(1)", "Next step", key_display="]"),
         Binding("e", "toggle_eval", "Train/eval"),
+        Binding("O", "outliers", "Outliers"),
+        Binding("c", "compare", "Compare"),
+        Binding("y", "copy_row", "Copy row"),
+        Binding("ctrl+s", "save_csv", "Save CSV"),
     ]
 
     def __init__(self, rollout_id: int, evaluation: bool = False, focus_sample: int | None = None) -> None:
@@ -443,3 +447,51 @@ class StepScreen(Screen[None]):
             return
         nearest = min(ids, key=lambda rid: (abs(rid - self.rollout_id), rid))
         self._switch(nearest, not self.evaluation)
+
+    def action_outliers(self) -> None:
+        from tui.screens.outlier_screen import OutlierScreen
+
+        self.app.push_screen(OutlierScreen(self.rollout_id, self.evaluation))
+
+    def action_compare(self) -> None:
+        """Compare this step (B) with the previous visible one (A), on the sample under the cursor."""
+        from tui.screens.compare_screen import CompareScreen
+
+        model = self.miles.model
+        ids = model.evaluation if self.evaluation else model.train
+        earlier = [rid for rid in ids if rid < self.rollout_id]
+        if not earlier:
+            self.notify("no earlier step to compare with", timeout=3)
+            return
+        table = self.query_one("#samples", VirtualTable)
+        sample = None if self.show_groups else cast("int | None", table.cursor_key)
+        self.app.push_screen(CompareScreen(earlier[-1], self.rollout_id, self.evaluation, sample_index=sample))
+
+    def _shown_rows(self) -> list[SampleRow]:
+        if self.summary is None:
+            return []
+        if self.show_groups:
+            return list(self.summary.rows)
+        by_index = {r.sample_index: r for r in self.summary.rows}
+        table = self.query_one("#samples", VirtualTable)
+        return [by_index[cast(int, key)] for key in table.keys]
+
+    def action_copy_row(self) -> None:
+        from tui.clipboard import copy_sample_row
+
+        table = self.query_one("#samples", VirtualTable)
+        if self.summary is None or self.show_groups or table.cursor_key is None:
+            return
+        row = next(r for r in self.summary.rows if r.sample_index == table.cursor_key)
+        copy_sample_row(self.app, row)
+
+    def action_save_csv(self) -> None:
+        from tui.clipboard import default_csv_path
+        from tui.screens.save_csv_screen import SaveCsvScreen
+
+        rows = self._shown_rows()
+        if not rows:
+            self.notify("nothing to save yet", timeout=3)
+            return
+        run_dir = self.miles.reader.path
+        self.app.push_screen(SaveCsvScreen(rows, default_csv_path(self.rollout_id, self.evaluation, run_dir), run_dir))

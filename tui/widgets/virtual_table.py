@@ -182,6 +182,11 @@ class VirtualTable(ScrollView, can_focus=True):
         self.refresh()
 
     @property
+    def keys(self) -> Sequence[Hashable]:
+        """Row keys in display order."""
+        return self._keys
+
+    @property
     def cursor_key(self) -> Hashable | None:
         """The key of the row under the cursor."""
         if 0 <= self.cursor_row < len(self._keys):
