@@ -124,8 +124,8 @@ def truncated_samples(summary: StepSummary, max_response_len: int | None) -> lis
 
 def unreadable_per_token(summary: StepSummary) -> list[Advisory]:
     """Per-token data that was dumped but cannot be placed: blank means unreadable, not undumped."""
-    if not summary.alignment_reasons:
-        return []
+    if not summary.alignment_reasons or not summary.complete:
+        return []  # while a step is still being written, a missing shard is pending, not unreadable
     # Group by the reason without its per-sample detail (the part in parentheses).
     reasons = Counter(reason.split(" (", 1)[0] for _, reason in summary.alignment_reasons)
     n = len(summary.alignment_reasons)

@@ -13,12 +13,13 @@ interpreter start-up plus a little JSON).
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import StepNotFoundError, StillWritingError
 from core.run_dir import MIN_AGE_SECONDS, RunDir, StepFiles, StepIds
-from core.step_summary import StepSummary
+from core.step_summary import ProblemKind, StepSummary
 from core.summary_cache import load_summary, store_summary
 from core.tokenizer import Detokenizer
 
@@ -70,7 +71,7 @@ class Run:
     def summary(self, rollout_id: int, evaluation: bool, now: float) -> StepSummary:
         """The step's summary, from the cache when its files are unchanged."""
         files = self.files(rollout_id, evaluation, now)
-        opened = self._open.get((rollout_id, evaluation))
+        opened = self._settled((rollout_id, evaluation), files, now)
         if opened is not None and opened.summary.signature == files.signature and opened.summary.complete:
             return opened.summary
         if self.use_cache:
@@ -86,7 +87,7 @@ class Run:
     def _open_files(self, files: StepFiles, now: float) -> OpenStep:
         """``open`` for files already listed (one directory scan per call, not two)."""
         key = (files.rollout_id, files.evaluation)
-        opened = self._open.get(key)
+        opened = self._settled(key, files, now)
         if opened is not None and opened.summary.signature == files.signature and opened.summary.complete:
             self._open.move_to_end(key)
             return opened
@@ -97,6 +98,21 @@ class Run:
         self._open.move_to_end(key)
         while len(self._open) > self.max_open:
             self._open.popitem(last=False)
+        if self.use_cache:
+            store_summary(self.path, files, opened.summary)
+        return opened
+
+    def _settled(self, key: tuple[int, bool], files: StepFiles, now: float) -> OpenStep | None:
+        """The open step; one that was only settling and whose files did not change since becomes complete."""
+        opened = self._open.get(key)
+        if opened is None or opened.summary.complete or opened.summary.signature != files.signature:
+            return opened
+        summary = opened.summary
+        still_writing = any(p.kind is ProblemKind.STILL_WRITING for p in summary.problems)
+        if still_writing or summary.settling_until is None or now < summary.settling_until:
+            return opened
+        opened = replace(opened, summary=replace(summary, complete=True, settling_until=None))
+        self._open[key] = opened
         if self.use_cache:
             store_summary(self.path, files, opened.summary)
         return opened

@@ -19,7 +19,7 @@ from typing import Any
 
 from core.errors import CorruptFileError, DumpLoadError, StepNotFoundError, StillWritingError, UnsafePickleError
 from core.resolve import FieldState, Shard, TrainRow, raw_reward_at, resolve_rows
-from core.run_dir import RunDir, StepFiles
+from core.run_dir import MIN_AGE_SECONDS, RunDir, StepFiles
 from core.step_summary import ProblemKind, StepProblem, StepSummary
 from core.summary import SampleRow, group_rows, sample_row, step_aggregate
 
@@ -86,6 +86,10 @@ def open_step(files: StepFiles, now: float) -> OpenStep:
         except DumpLoadError as err:
             problems.append(StepProblem(train_file.path, ProblemKind.CORRUPT, str(err)))
 
+    newest_train = max((f.mtime for f in files.train), default=None)
+    settling_until = None
+    if newest_train is not None and now - newest_train < MIN_AGE_SECONDS:
+        settling_until = newest_train + MIN_AGE_SECONDS
     known = {int(s["index"]) for s in samples}
     train_rows = resolve_rows(shards, known) if not files.evaluation else {}
     failed_files = [p for p in problems if p.kind is not ProblemKind.STILL_WRITING]
@@ -113,9 +117,10 @@ def open_step(files: StepFiles, now: float) -> OpenStep:
         groups=tuple(groups),
         aggregate=step_aggregate(files.rollout_id, files.evaluation, rows, groups),
         problems=tuple(problems),
-        complete=not any(p.kind is ProblemKind.STILL_WRITING for p in problems),
+        complete=not any(p.kind is ProblemKind.STILL_WRITING for p in problems) and settling_until is None,
         signature=files.signature,
         alignment_reasons=tuple(reasons),
+        settling_until=settling_until,
     )
     return OpenStep(summary, tuple(samples), train_rows, unreadable)
 

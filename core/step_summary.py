@@ -200,6 +200,10 @@ class StepSummary:
     """The files (name, size, mtime) this summary was computed from."""
     alignment_reasons: tuple[tuple[int, str], ...] = ()
     """(sample index, why its per-token data is unreadable) for every alignment_failed sample."""
+    settling_until: float | None = None
+    """Set while the newest train file is younger than the still-writing age: other ranks' shards may
+    still land, so a sample missing a shard is pending, not unreadable. Complete from then on if no
+    file changed."""
 
     def alignment_reason(self, sample_index: int) -> str | None:
         """Why a sample's per-token data is unreadable (None when it is readable)."""

@@ -181,3 +181,21 @@ def test_raw_reward_is_indexed_by_rollout_position_not_shard_row(tmp_path: Path)
     root, samples, _ = _write(tmp_path, "dp2 cp1 tp1 pp1", writers="gated")
     summary = Run(root, use_cache=False).open(3, False, LATER).summary
     assert [r.raw_reward for r in summary.rows] == [s["reward"] for s in samples]
+
+
+def test_a_step_whose_shards_are_still_landing_is_pending_then_settles(tmp_path: Path) -> None:
+    root, samples, _ = _write(tmp_path, "dp1 cp2 tp1 pp1", writers="gated")
+    (root / "train_data" / "3_1.pt").unlink()  # CP rank 1's file has not landed yet
+    landed = time.time()
+    for path in root.rglob("*.pt"):
+        os.utime(path, (landed, landed))
+    run = Run(root, use_cache=False)
+    early = run.summary(3, False, landed + 2)
+    assert not early.complete and early.settling_until == pytest.approx(landed + 10)
+    assert all(r.alignment_failed for r in early.rows)  # values are blank ...
+    from core.advisories import unreadable_per_token
+
+    assert unreadable_per_token(early) == []  # ... but not called unreadable while the step settles
+    late = run.summary(3, False, landed + 11)  # nothing changed on disk: now it is final
+    assert late.complete and late.settling_until is None
+    assert len(unreadable_per_token(late)) == 1

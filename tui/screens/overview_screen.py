@@ -58,7 +58,7 @@ def step_row(key: tuple[int, bool], summary: StepSummary | None, failure: tuple[
     state = Text()
     if not summary.complete:
         state.append("writing… ", style="yellow")
-    if a.alignment_failed:
+    if a.alignment_failed and summary.complete:
         state.append(f"{a.alignment_failed} unreadable ", style="bold red")
     corrupt = [p for p in summary.problems if p.kind.value != "still_writing"]
     if corrupt:

@@ -79,15 +79,17 @@ def _sort_value(value: Any) -> tuple[int, Any]:
     return (0, (0, value))
 
 
-def sample_cells(row: SampleRow, zero_std_groups: set[int | None]) -> tuple[Text, ...]:
-    """Format one ROW for the table."""
+def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool = False) -> tuple[Text, ...]:
+    """Format one ROW for the table (``pending``: the step is still being written)."""
     group = Text(MISSING if row.group_index is None else str(row.group_index))
     if row.group_index in zero_std_groups:
         group.append(" 0σ", style="yellow")
     status = Text(row.status or MISSING, style=STATUS_STYLE.get(row.status or "", ""))
     if row.remove_sample:
         status.append("✗", style="red")
-    if row.alignment_failed:
+    if row.alignment_failed and pending:
+        align = Text("pending…", style="yellow")
+    elif row.alignment_failed:
         align = Text("UNREADABLE", style="bold red")
     elif row.dumped_rank is None:
         align = Text("no train row", style="dim")
@@ -284,7 +286,8 @@ class StepScreen(Screen[None]):
 
         def render(key: Hashable) -> TableRow:
             row = by_index[cast(int, key)]
-            return TableRow(row.sample_index, sample_cells(row, zero), "dim" if row.remove_sample else "")
+            cells = sample_cells(row, zero, pending=not summary.complete)
+            return TableRow(row.sample_index, cells, "dim" if row.remove_sample else "")
 
         table.set_lazy_rows([r.sample_index for r in rows], render)
         parts = [f"{len(rows)}/{len(summary.rows)} samples"]
