@@ -134,7 +134,7 @@ def test_a_missing_cp_rank_is_unreadable_not_absent(tmp_path: Path) -> None:
 
 
 def test_a_corrupt_tp_peer_costs_nothing_but_is_reported(tmp_path: Path) -> None:
-    root, samples, per_token = _write(tmp_path, "dp2 cp1 tp2 pp1", writers="all")
+    root, samples, _per_token = _write(tmp_path, "dp2 cp1 tp2 pp1", writers="all")
     victim = root / "train_data" / "3_1.pt"
     victim.write_bytes(victim.read_bytes()[:200])
     old = time.time() - 3600
