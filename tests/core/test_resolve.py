@@ -94,7 +94,7 @@ def test_every_layout_resolves_to_the_full_arrays(tmp_path: Path, layout: str, k
 
 @pytest.mark.parametrize(("layout", "kwargs"), LAYOUTS)
 def test_resolution_does_not_depend_on_file_order(tmp_path: Path, layout: str, kwargs: dict[str, Any]) -> None:
-    root, samples, _ = _write(tmp_path, layout, **kwargs)
+    root, _samples, _ = _write(tmp_path, layout, **kwargs)
     shards = _shards(root)
     reference = resolve_rows(shards)
     for seed in range(3):
@@ -112,7 +112,7 @@ def test_resolution_does_not_depend_on_file_order(tmp_path: Path, layout: str, k
 
 
 def test_pp_stage_zero_files_do_not_blank_the_model_outputs(tmp_path: Path) -> None:
-    root, samples, _ = _write(tmp_path, "dp2 cp1 tp1 pp2", writers="all")
+    root, _samples, _ = _write(tmp_path, "dp2 cp1 tp1 pp2", writers="all")
     rows = resolve_rows(_shards(root))
     for row in rows.values():
         assert not row.alignment_failed
@@ -121,7 +121,7 @@ def test_pp_stage_zero_files_do_not_blank_the_model_outputs(tmp_path: Path) -> N
 
 
 def test_a_missing_cp_rank_is_unreadable_not_absent(tmp_path: Path) -> None:
-    root, samples, _ = _write(tmp_path, "dp2 cp2 tp1 pp1", writers="gated")
+    root, _samples, _ = _write(tmp_path, "dp2 cp2 tp1 pp1", writers="gated")
     layout = ParallelLayout.parse("dp2 cp2 tp1 pp1")
     (root / "train_data" / f"3_{layout.rank_of(dp=0, cp=1)}.pt").unlink()
     rows = resolve_rows(_shards(root))
@@ -134,7 +134,7 @@ def test_a_missing_cp_rank_is_unreadable_not_absent(tmp_path: Path) -> None:
 
 
 def test_a_corrupt_tp_peer_costs_nothing_but_is_reported(tmp_path: Path) -> None:
-    root, samples, _per_token = _write(tmp_path, "dp2 cp1 tp2 pp1", writers="all")
+    root, _samples, _ = _write(tmp_path, "dp2 cp1 tp2 pp1", writers="all")
     victim = root / "train_data" / "3_1.pt"
     victim.write_bytes(victim.read_bytes()[:200])
     old = time.time() - 3600
@@ -148,7 +148,7 @@ def test_a_corrupt_tp_peer_costs_nothing_but_is_reported(tmp_path: Path) -> None
 
 
 def test_a_young_broken_file_is_still_writing(tmp_path: Path) -> None:
-    root, samples, _ = _write(tmp_path, "dp2 cp1 tp1 pp1", writers="gated")
+    root, _samples, _ = _write(tmp_path, "dp2 cp1 tp1 pp1", writers="gated")
     victim = root / "train_data" / "3_1.pt"
     victim.write_bytes(victim.read_bytes()[:300])
     files = RunDir(root).step_files(3)
@@ -160,7 +160,7 @@ def test_a_young_broken_file_is_still_writing(tmp_path: Path) -> None:
 
 
 def test_lengths_that_disagree_name_the_files(tmp_path: Path) -> None:
-    root, samples, _ = _write(tmp_path, "dp1 cp2 tp1 pp1", writers="gated")
+    root, _samples, _ = _write(tmp_path, "dp1 cp2 tp1 pp1", writers="gated")
     shards = _shards(root)
     columns = dict(shards[1].columns)
     columns["response_lengths"] = [n + 1 for n in columns["response_lengths"]]
@@ -171,7 +171,7 @@ def test_lengths_that_disagree_name_the_files(tmp_path: Path) -> None:
 
 
 def test_a_shard_naming_an_unknown_sample_is_an_error(tmp_path: Path) -> None:
-    root, samples, _ = _write(tmp_path, "dp2 cp1 tp1 pp1", writers="gated")
+    root, _samples, _ = _write(tmp_path, "dp2 cp1 tp1 pp1", writers="gated")
     with pytest.raises(InconsistentDumpError, match="does not have") as info:
         resolve_rows(_shards(root), known_samples={0, 1})
     assert "train_data/3_" in str(info.value)
@@ -184,7 +184,7 @@ def test_raw_reward_is_indexed_by_rollout_position_not_shard_row(tmp_path: Path)
 
 
 def test_a_step_whose_shards_are_still_landing_is_pending_then_settles(tmp_path: Path) -> None:
-    root, samples, _ = _write(tmp_path, "dp1 cp2 tp1 pp1", writers="gated")
+    root, _samples, _ = _write(tmp_path, "dp1 cp2 tp1 pp1", writers="gated")
     (root / "train_data" / "3_1.pt").unlink()  # CP rank 1's file has not landed yet
     landed = time.time()
     for path in root.rglob("*.pt"):
