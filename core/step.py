@@ -14,7 +14,7 @@ The summary's classes live in :mod:`core.step_summary` and are re-exported here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.errors import CorruptFileError, DumpLoadError, StepNotFoundError, StillWritingError, UnsafePickleError
@@ -38,13 +38,20 @@ class OpenStep:
     """Resolved train rows by sample index (missing: no readable file holds the sample)."""
     unreadable: frozenset[int]
     """Samples whose train data sat in a file that failed to load."""
+    _positions: dict[int, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def position_of(self, sample_index: int) -> int:
         """The sample's position in the rollout file."""
-        for position, row in enumerate(self.summary.rows):
-            if row.sample_index == sample_index:
-                return position
-        raise StepNotFoundError(f"step {self.summary.rollout_id} has no sample {sample_index}", None)
+        if not self._positions:
+            self._positions.update((row.sample_index, i) for i, row in enumerate(self.summary.rows))
+        position = self._positions.get(sample_index)
+        if position is None:
+            raise StepNotFoundError(f"step {self.summary.rollout_id} has no sample {sample_index}", None)
+        return position
+
+    def row(self, sample_index: int) -> SampleRow:
+        """The sample's ROW."""
+        return self.summary.rows[self.position_of(sample_index)]
 
     def sample(self, sample_index: int) -> Mapping[str, Any]:
         """The rollout sample dict."""

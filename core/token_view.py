@@ -97,9 +97,9 @@ class TokenView:
 def token_view(step: OpenStep, sample_index: int) -> TokenView:
     """Build the token view of one sample of an open step."""
     sample = step.sample(sample_index)
-    tokens = [int(t) for t in (sample.get("tokens") or [])]
+    tokens: list[int] = np.asarray(sample.get("tokens") or [], dtype=np.int64).tolist()
     train = step.train_rows.get(sample_index)
-    row = next(r for r in step.summary.rows if r.sample_index == sample_index)
+    row = step.row(sample_index)
     response_length = train.response_length if train is not None else row.response_length
     if train is not None and train.total_length != len(tokens):
         tokens = tokens[: train.total_length]
