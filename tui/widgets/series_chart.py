@@ -22,14 +22,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import plotext
 from rich.text import Text
 from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widget import Widget
 
 from tui.formatting import number
+from tui.renderers import plot
+from tui.renderers.plot import finite_runs, int_ticks
 from tui.renderers.sparkline import bucket_values
+
+__all__ = ["SETTLE_SECONDS", "ChartSeries", "SeriesChart", "chart_text", "finite_runs"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -52,22 +55,6 @@ class ChartSeries:
     """One value per token position from ``start`` (NaN: no value, drawn as a gap)."""
 
 
-def finite_runs(values: FloatArray) -> list[tuple[int, int]]:
-    """The ``[start, end)`` index ranges of consecutive non-NaN values: each is drawn as its own line."""
-    present = np.concatenate([[0], (~np.isnan(values)).astype(np.int8), [0]])
-    edges = np.flatnonzero(np.diff(present))
-    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
-
-
-def _ticks(start: int, stop: int, count: int) -> list[int]:
-    span = max(stop - start, 1)
-    raw = span / max(count, 1)
-    magnitude = 10 ** math.floor(math.log10(raw)) if raw >= 1 else 1
-    step = next((m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw), 10 * magnitude)
-    first = -(-start // step) * step
-    return list(range(int(first), stop + 1, int(step)))
-
-
 def chart_text(series: ChartSeries, width: int, height: int, cursor: int | None = None, color: bool = True) -> Text:
     """Draw ``series`` (and a vertical line at token position ``cursor``) as ``width`` × ``height`` cells."""
     if width < 10 or height < 4:
@@ -82,25 +69,18 @@ def chart_text(series: ChartSeries, width: int, height: int, cursor: int | None 
     size = max(1, math.ceil(len(values) / (width * _POINTS_PER_CELL)))
     points = np.clip(bucket_values(values, size, "absmax"), lo, hi)  # ±inf drawn at the edges; NaN stays NaN
     xs = series.start + np.arange(len(points)) * size
-    figure = plotext.figure
-    plotext.terminal.limit(False, False)
-    figure.clear()
-    figure.theme("simple" if color else "colorless")
-    figure.plot_size(width, height)
-    marker = plotext.marker("braille", plotext.pixel(foreground=12 if color else None))
-    for first, end in finite_runs(points):
-        figure.draw(figure.signal(xs[first:end].tolist(), points[first:end].tolist(), marker=marker).lines())
+    figure = plot.start(width, height, color)
+    plot.draw_line(figure, xs.astype(np.float64), points, 12 if color else None)
     if cursor is not None and series.start <= cursor < series.start + len(values):
-        cursor_line = plotext.line(1, plotext.pixel(foreground=9 if color else None))
-        figure.draw(figure.signal([cursor, cursor], [lo, hi], marker=cursor_line).lines())
+        plot.draw_vline(figure, cursor, lo, hi, 9 if color else None)
     stop = series.start + len(values) - 1
-    figure.ruler("x").ticks(_ticks(series.start, stop, max(width // 12, 2)))
+    figure.ruler("x").ticks(int_ticks(series.start, stop, max(width // 12, 2)))
     figure.ruler("y").lim(lo, hi)
     rows = max(height - 4, 2)  # title, frame and x labels take four rows
     y_ticks = np.linspace(lo, hi, max(2, min(5, rows // 2 + 1))).tolist()
     figure.ruler("y").ticks(y_ticks, [number(tick, 2) for tick in y_ticks])
     figure.title(series.title)
-    return Text.from_ansi(figure.build().string(colorless=not color), no_wrap=True)
+    return plot.to_text(figure, color)
 
 
 class SeriesChart(Widget):

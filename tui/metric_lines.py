@@ -1,0 +1,58 @@
+"""The metrics screen's text lines: the status line and the inspector line, from core values.
+
+Pure formatters (values in, Rich Text out), so the screen only decides when
+to show them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from rich.text import Text
+
+from core.metric_view import PointAt
+from tui.formatting import MISSING
+from tui.widgets.metric_chart import ChartView, metric_value, step_label
+
+Source = Literal["metrics", "dump", "none"]
+"""Where the charted series come from: metrics.jsonl, the step dumps, or nowhere yet."""
+
+NO_METRICS_NOTE = "this run has no dashboard/metrics.jsonl; showing dump-derived step figures"
+NOTHING_YET_NOTE = "this run has no dashboard/metrics.jsonl and no step summaries yet: charts appear as they arrive"
+INSPECTOR_HINT = "←/→: a step cursor on every chart, with each chart's value at it"
+
+
+def status_line(source: Source, shown: int, total: int, pattern: str, view: ChartView) -> Text:
+    """``[dump note ·] 4/13 series · filter 'x' · y: log · smoothing: EMA 0.9``."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if source == "dump":
+        text.append(NO_METRICS_NOTE + " · ", style="yellow")
+    text.append(f"{shown}/{total} series")
+    if pattern:
+        text.append(" · filter ")
+        text.append(repr(pattern), style="bold")
+    text.append(" · y: ")
+    text.append("log" if view.log_y else "linear", style="bold" if view.log_y else "")
+    text.append(" · smoothing: ")
+    text.append(f"EMA {view.smoothing:g}" if view.smoothing else "off", style="bold" if view.smoothing else "")
+    return text
+
+
+def inspector_line(cursor: float | None, points: Mapping[str, PointAt | None]) -> Text:
+    """``step 42  train/loss 0.4612  eval/aime 0.31 @40 …``: each key's point at the cursor (or just before it)."""
+    if cursor is None:
+        return Text(INSPECTOR_HINT, style="dim")
+    text = Text()
+    text.append(f"step {step_label(cursor)}", style="bold reverse")
+    for key, point in points.items():
+        text.append("  ")
+        text.append(key, style="dim")
+        text.append(" ")
+        if point is None:
+            text.append(MISSING, style="dim")
+            continue
+        text.append(metric_value(point.value), style="bold")
+        if point.step != cursor:
+            text.append(f" @{step_label(point.step)}", style="dim")
+    return text

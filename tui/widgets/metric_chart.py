@@ -1,0 +1,252 @@
+"""A plotext line chart of one metric against its own step key: smoothing, log-y and a step cursor.
+
+Contract: the screen sets :attr:`MetricChart.series` (a core
+:class:`~core.metrics.MetricSeries`), :attr:`MetricChart.view` (smoothing,
+log-y) and :attr:`MetricChart.cursor` (a step). At its own size the widget
+asks core for :func:`~core.metric_view.plot_data` (step order, EMA, log
+safety, min/max downsampling to the plot's width) and draws it
+with :mod:`tui.renderers.plot`: one title row (key, x key, the value at the
+cursor or the last value) over the plotext figure, handed to Textual as
+strips (the Line API: no Rich Text to convert, which a grid redrawn on every
+telemetry tick cannot afford). With smoothing on, the
+raw line is drawn faint under the smoothed one; with NO_COLOR only the
+smoothed line is drawn (two uncoloured lines would not read). It reads no
+files and computes no statistics. A build costs a few milliseconds, so a
+cursor move is drawn once the cursor has been still for
+:data:`~tui.widgets.series_chart.SETTLE_SECONDS`; :attr:`MetricChart.builds`
+counts the figures built (tests and the bench read it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Region
+from textual.reactive import reactive
+from textual.strip import Strip
+from textual.timer import Timer
+from textual.widget import Widget
+
+from core.metric_view import PlotData, PointAt, plot_data, value_at
+from core.metrics import MetricSeries
+from tui.formatting import MISSING, number
+from tui.renderers import plot
+from tui.renderers.plot import int_ticks, step_tick, tick_labels, y_ticks
+from tui.widgets.series_chart import SETTLE_SECONDS
+
+TITLE_ROWS = 1
+"""The title row above the figure."""
+
+_FRAME_ROWS = 3
+"""plotext's frame top, frame bottom and x tick labels."""
+
+_Y_LABEL_COLUMNS = 8
+"""Roughly what y tick labels and the frame take from the plot's width."""
+
+POINTS_PER_COLUMN = 1
+"""Points handed to plotext per plot column. Min/max buckets keep every spike at this resolution; each
+point costs plotext ~30 µs, so two per column (braille's full resolution) would cost a grid of a dozen
+charts ~15 ms more per redraw for a picture that looks the same."""
+
+RAW, RAW_FAINT, SMOOTH, CURSOR = 12, 240, 12, 9
+"""plotext colour numbers: the line, the raw line under a smoothed one, the smoothed line, the cursor."""
+
+
+@dataclass(frozen=True)
+class ChartView:
+    """How every chart of the view is drawn."""
+
+    smoothing: float = 0.0
+    """EMA smoothing weight (weight of the past; 0: off)."""
+    log_y: bool = False
+    """Log-scaled y axis (non-positive values are gaps)."""
+
+
+def plot_points(width: int) -> int:
+    """Points a chart ``width`` cells wide plots at most (its series is downsampled to that)."""
+    return max(POINTS_PER_COLUMN * (width - _Y_LABEL_COLUMNS), 4)
+
+
+def step_label(step: float) -> str:
+    """A step as text: an integer when it is one."""
+    return str(int(step)) if math.isfinite(step) and step == int(step) else number(step)
+
+
+def metric_value(value: float) -> str:
+    """A metric value to four significant digits (en dash when it is not a number)."""
+    if not math.isfinite(value):
+        return MISSING if math.isnan(value) else ("∞" if value > 0 else "-∞")
+    if value and (abs(value) >= 1e6 or abs(value) < 1e-4):
+        return f"{value:.3e}"
+    return f"{value:.4g}"
+
+
+def _note(message: str, width: int, base: Style) -> list[Strip]:
+    return [Strip([Segment(message[:width], base + Style(dim=True))])]
+
+
+def chart_body(
+    data: PlotData, width: int, height: int, cursor: float | None = None, color: bool = True, base: Style | None = None
+) -> list[Strip]:
+    """The figure of ``data`` (no title), one strip per row, ``width`` × ``height`` cells; a line at step ``cursor``."""
+    base = base or Style()
+    if width < 16 or height < 4:
+        return _note("(too small for a chart)", width, base)
+    if data.lo is None or data.hi is None or data.x_lo is None or data.x_hi is None:
+        why = "no positive values to draw on a log axis" if data.log_y and data.points else "no numeric values yet"
+        return _note(why, width, base)
+    lo, hi = data.lo, data.hi
+    if hi <= lo:
+        pad = 0.5 if data.log_y else max(abs(lo) * 0.05, 1e-9) if lo else 0.5
+        lo, hi = lo - pad, hi + pad
+    x_lo, x_hi = data.x_lo, data.x_hi
+    if x_hi <= x_lo:
+        x_lo, x_hi = x_lo - 0.5, x_hi + 0.5
+    figure = plot.start(width, height, color)
+    smoothed = len(data.smooth) > 0
+    if not smoothed or color:
+        raw = np.clip(data.raw, lo, hi)  # ±inf drawn at the edges; NaN stays a gap
+        plot.draw_line(figure, data.x, raw, (RAW_FAINT if smoothed else RAW) if color else None, solid=True)
+    if smoothed:
+        plot.draw_line(figure, data.smooth_x, np.clip(data.smooth, lo, hi), SMOOTH if color else None, solid=True)
+    if cursor is not None and x_lo <= cursor <= x_hi:
+        plot.draw_vline(figure, cursor, lo, hi, CURSOR if color else None)
+    figure.ruler("x").lim(x_lo, x_hi)
+    x_ticks = int_ticks(math.ceil(x_lo), math.floor(x_hi), max(width // 10, 2))
+    figure.ruler("x").ticks(x_ticks, [step_tick(tick) for tick in x_ticks])
+    figure.ruler("y").lim(lo, hi)
+    ticks = y_ticks(lo, hi, max(height - _FRAME_ROWS, 2), data.log_y)
+    figure.ruler("y").ticks(ticks, tick_labels(ticks, data.log_y))
+    return plot.to_strips(figure, color, base)
+
+
+def chart_title(key: str, x_key: str, point: PointAt | None, cursor: float | None, width: int) -> Text:
+    """``key  x: x_key`` and, right-aligned, ``@step value``: the point at the cursor, or the last one.
+
+    When ``width`` is short the x key is cut first, then the key.
+    """
+    if point is None:
+        value = Text(f"@{step_label(cursor)} {MISSING}" if cursor is not None else "", style="dim")
+    else:
+        value = Text.assemble((f"@{step_label(point.step)} ", "dim"), (metric_value(point.value), "bold"))
+    text = Text(key, style="bold", no_wrap=True, overflow="ellipsis")
+    room = width - text.cell_len - value.cell_len - 2
+    if room > 6:
+        x_text = Text(f"  x: {x_key}", style="dim")
+        x_text.truncate(room, overflow="ellipsis")
+        text.append_text(x_text)
+    if value.cell_len and width - text.cell_len >= value.cell_len + 1:
+        text.append(" " * (width - text.cell_len - value.cell_len))
+        text.append_text(value)
+    text.truncate(width, overflow="ellipsis")
+    return text
+
+
+class MetricChart(Widget):
+    """One metric's chart: title row and plotext figure, drawn line by line."""
+
+    DEFAULT_CSS = """
+    MetricChart {
+        height: 10;
+        min-height: 5;
+    }
+    """
+
+    series: reactive[MetricSeries | None] = reactive(None, repaint=False, always_update=True)
+    """The points to draw (set a new object to redraw; arrays are never compared)."""
+    view: reactive[ChartView] = reactive(ChartView(), repaint=False)
+    """Smoothing and y scale."""
+    cursor: reactive[float | None] = reactive(None, repaint=False)
+    """Step of the cursor line (None: no cursor)."""
+
+    def __init__(
+        self,
+        series: MetricSeries | None = None,
+        view: ChartView | None = None,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.set_reactive(MetricChart.series, series)
+        if view is not None:
+            self.set_reactive(MetricChart.view, view)
+        self.builds = 0
+        """Figures built so far."""
+        self._drawn: tuple[object, ...] | None = None
+        self._drawn_series: MetricSeries | None = None
+        self._data: tuple[MetricSeries, ChartView, int, PlotData] | None = None
+        self._lines: list[Strip] = []
+        self._settle: Timer | None = None
+
+    @property
+    def key(self) -> str | None:
+        """The metric drawn."""
+        return None if self.series is None else self.series.key
+
+    def watch_series(self) -> None:
+        self.refresh()
+
+    def watch_view(self) -> None:
+        self.refresh()
+
+    def watch_cursor(self) -> None:
+        if self._settle is not None:
+            self._settle.stop()
+        if self._drawn is None:
+            self.refresh()
+        else:
+            self._settle = self.set_timer(SETTLE_SECONDS, self.refresh, name="chart-settle")
+
+    def plot_data(self, width: int) -> PlotData | None:
+        """What is drawn at ``width`` cells (core computes it; cached until series, view or width change)."""
+        series = self.series
+        if series is None:
+            return None
+        points = plot_points(width)
+        cached = self._data
+        if cached is not None and cached[0] is series and cached[1] == self.view and cached[2] == points:
+            return cached[3]
+        data = plot_data(series, points, self.view.smoothing, self.view.log_y)
+        self._data = (series, self.view, points, data)
+        return data
+
+    def lines(self) -> list[Strip]:
+        """The rows as drawn now (built when series, view, cursor, size or colours changed)."""
+        series = self.series
+        width, height = self.content_size
+        base = self.rich_style
+        if series is None:
+            self._lines = [Strip([Segment("no series", base + Style(dim=True))])]
+            return self._lines
+        color = not self.app.no_color
+        key = (self.view, self.cursor, width, height, color, base)
+        if key != self._drawn or series is not self._drawn_series:
+            data = self.plot_data(width)
+            assert data is not None
+            point = value_at(series, math.inf if self.cursor is None else self.cursor)
+            title = chart_title(series.key, series.x_key, point, self.cursor, width)
+            title_strip = Strip(title.render(self.app.console)).apply_style(base)
+            self._lines = [title_strip, *chart_body(data, width, height - TITLE_ROWS, self.cursor, color, base)]
+            self._drawn, self._drawn_series = key, series
+            self.builds += 1
+        return self._lines
+
+    def drawn_text(self) -> str:
+        """The characters of every row (what tests and screenshots read)."""
+        return "\n".join(strip.text for strip in self.lines())
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self.lines()  # once per pass: render_line only indexes
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        if y < len(self._lines):
+            return self._lines[y]
+        return Strip.blank(self.content_size.width)
