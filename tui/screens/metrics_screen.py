@@ -198,13 +198,8 @@ class MetricsScreen(Screen[None]):
             widget.update(text)
 
     def _refresh_header(self) -> None:
-        model = self.miles.model
         header = self.query_one(RunHeader)
-        header.run_name = model.run_name
-        header.latest = model.latest
-        header.data_age = model.data_age
-        header.quiet_after = model.quiet_after
-        header.following = self.miles.follow_latest
+        header.show_run(self.miles.model, self.miles.follow_latest)
 
     def _scrolled(self) -> None:
         self._refresh_inspector()

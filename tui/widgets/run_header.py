@@ -7,6 +7,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from tui.formatting import age
+from tui.run_model import RunModel
 
 
 class RunHeader(Widget):
@@ -52,3 +53,11 @@ class RunHeader(Widget):
                 f" {self.new_steps} new step{'s' if self.new_steps > 1 else ''} (f: follow) ", style="reverse yellow"
             )
         return text
+
+    def show_run(self, model: RunModel, following: bool) -> None:
+        """Take the run's current figures (every screen's header shows the same)."""
+        self.run_name = model.run_name
+        self.latest = model.latest
+        self.data_age = model.data_age
+        self.quiet_after = model.quiet_after
+        self.following = following
