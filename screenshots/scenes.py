@@ -108,4 +108,9 @@ SCENES = (
     Scene("sample_conversation", "tp_dup", ("down", "enter", "~", "enter", "~", "t")),
     Scene("unreadable", "cp_legacy_ambiguous", ("enter", "~")),
     Scene("help", "demo", ("question_mark",)),
+    Scene("metrics", "live_streams", ("m", "~")),
+    Scene("compute", "live_streams", ("u", "~")),
+    Scene("outliers", "demo", ("O", "~")),
+    Scene("compare", "demo", ("c", "~")),
+    Scene("advisories", "degenerate", ()),
 )

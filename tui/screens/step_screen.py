@@ -145,15 +145,15 @@ class StepScreen(Screen[None]):
         Binding("escape,backspace", "back", "Back"),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("s", "sort", "Sort by column"),
-        Binding("o", "rollout_order", "Rollout order"),
+        Binding("o", "rollout_order", "Rollout order", show=False),
         Binding("g", "toggle_groups", "Groups"),
         Binding("left_square_bracket", "step(-1)", "Prev step", key_display="["),
         Binding("right_square_bracket", "step(1)", "Next step", key_display="]"),
-        Binding("e", "toggle_eval", "Train/eval"),
+        Binding("e", "toggle_eval", "Train/eval", show=False),
         Binding("O", "outliers", "Outliers"),
         Binding("c", "compare", "Compare"),
-        Binding("y", "copy_row", "Copy row"),
-        Binding("ctrl+s", "save_csv", "Save CSV"),
+        Binding("y", "copy_row", "Copy row", show=False),
+        Binding("ctrl+s", "save_csv", "Save CSV", show=False),
     ]
 
     def __init__(self, rollout_id: int, evaluation: bool = False, focus_sample: int | None = None) -> None:
