@@ -20,8 +20,9 @@ and save per rank. Files are written to a temporary name in the same folder
 and renamed, so a reader never sees half a file unless ``atomic=False``
 (for tests that simulate a crash mid-write).
 
-torch is imported inside the functions that need it: importing this module
-never imports torch, so the read path stays torch-free. This module never
+Files are written by core.pt_writer in torch.save's format, without torch:
+the demo and the test fixtures run where torch is not installed, and
+torch.load reads what they write. This module never
 reads a dump back and never decides what a reader should make of one.
 """
 
@@ -40,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.cp import QkvFormat, slice_response
+from core.pt_writer import KeepAsIs, save_pt
 
 Writers = Literal["gated", "all"]
 
@@ -195,10 +197,8 @@ def _write_file(path: Path, write: Callable[[IO[bytes]], object], *, atomic: boo
     return path
 
 
-def _torch_save(path: Path, obj: object, *, atomic: bool) -> Path:
-    import torch
-
-    return _write_file(path, lambda handle: torch.save(obj, handle), atomic=atomic)
+def _save(path: Path, obj: object, *, atomic: bool) -> Path:
+    return _write_file(path, lambda handle: save_pt(obj, handle), atomic=atomic)
 
 
 def _jsonl(records: Sequence[Mapping[str, Any]]) -> bytes:
@@ -206,13 +206,22 @@ def _jsonl(records: Sequence[Mapping[str, Any]]) -> bytes:
 
 
 def _to_torch(value: Any) -> Any:
-    """numpy arrays (also inside lists) become torch tensors; anything else is kept."""
-    import torch
-
+    """numpy arrays (also inside lists) are saved as torch tensors; anything else is kept."""
     if isinstance(value, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(value))
+        return np.ascontiguousarray(value)
     if isinstance(value, list):
         return [_to_torch(item) for item in value]
+    return value
+
+
+def _keep_numpy(value: Any) -> Any:
+    """Inside rollout samples numpy arrays stay numpy arrays (as miles pickles them), not tensors."""
+    if isinstance(value, np.ndarray):
+        return KeepAsIs(value)
+    if isinstance(value, dict):
+        return {k: _keep_numpy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_keep_numpy(v) for v in value]
     return value
 
 
@@ -251,7 +260,7 @@ def save_train_shard(
     payload: dict[str, Any] = {"rollout_id": rollout_id, "rank": rank, "rollout_data": columns}
     if not legacy:
         payload.update(cp_rank=cp_rank, cp_size=cp_size, qkv_format=qkv_format)
-    return _torch_save(Path(run_dir) / "train_data" / f"{rollout_id}_{rank}.pt", payload, atomic=atomic)
+    return _save(Path(run_dir) / "train_data" / f"{rollout_id}_{rank}.pt", payload, atomic=atomic)
 
 
 def save_policy_loss_debug(
@@ -271,7 +280,7 @@ def save_policy_loss_debug(
     if tp_rank != 0:
         return None
     obj = {"rank": rank, "call": call, **{k: _to_torch(v) for k, v in payload.items()}}
-    return _torch_save(Path(run_dir) / "policy_loss_debug" / f"rank_{rank}_call_{call}.pt", obj, atomic=atomic)
+    return _save(Path(run_dir) / "policy_loss_debug" / f"rank_{rank}_call_{call}.pt", obj, atomic=atomic)
 
 
 def save_rollout(
@@ -285,8 +294,12 @@ def save_rollout(
 ) -> Path:
     """Save ``rollout_data/{rid}.pt`` (``eval_{rid}.pt`` for an evaluation batch), samples as given."""
     name = f"eval_{rollout_id}.pt" if evaluation else f"{rollout_id}.pt"
-    obj = {"rollout_id": rollout_id, "metadata": dict(metadata or {}), "samples": [dict(s) for s in samples]}
-    return _torch_save(Path(run_dir) / "rollout_data" / name, obj, atomic=atomic)
+    obj = {
+        "rollout_id": rollout_id,
+        "metadata": dict(metadata or {}),
+        "samples": [_keep_numpy(dict(s)) for s in samples],
+    }
+    return _save(Path(run_dir) / "rollout_data" / name, obj, atomic=atomic)
 
 
 def write_trajectory(
@@ -476,8 +489,6 @@ def _shard_columns(
     pad_size: int,
 ) -> dict[str, Any]:
     """One DP shard's ``rollout_data`` as CP rank ``cp_rank`` holds it, in miles' column order."""
-    import torch
-
     picked = [samples[i] for i in rows]
     totals = [len(s["tokens"]) for s in picked]
     max_seq_len = -(-max(totals) // pad_size) * pad_size if qkv_format == "bshd" and totals else None
@@ -485,22 +496,22 @@ def _shard_columns(
     def sliced(values: npt.ArrayLike, total: int) -> Any:
         full = np.asarray(values, dtype=np.float32)
         piece = slice_response(full, total, cp_rank, cp_size, qkv_format, max_seq_len)
-        return torch.from_numpy(np.ascontiguousarray(piece, dtype=np.float32))
+        return np.ascontiguousarray(piece, dtype=np.float32)
 
     cols: dict[str, Any] = {
-        "tokens": [torch.tensor(list(s["tokens"]), dtype=torch.int64) for s in picked],
+        "tokens": [np.asarray(s["tokens"], dtype=np.int64) for s in picked],
         "response_lengths": [int(s["response_length"]) for s in picked],
         "rewards": [batch.rewards[i] for i in rows],
         "truncated": [int(s.get("status") == "truncated") for s in picked],
-        "loss_masks": [torch.tensor(batch.loss_masks[i], dtype=torch.int32) for i in rows],
+        "loss_masks": [np.asarray(batch.loss_masks[i], dtype=np.int32) for i in rows],
         "sample_indices": [int(s["index"]) for s in picked],
         "rollout_ids": [batch.rollout_ids[i] for i in rows],
-        "rollout_mask_sums": torch.tensor([batch.mask_sums[batch.rollout_ids[i]] for i in rows], dtype=torch.float32),
+        "rollout_mask_sums": np.asarray([batch.mask_sums[batch.rollout_ids[i]] for i in rows], dtype=np.float32),
     }
     if picked and picked[0].get("rollout_log_probs") is not None:
         cols["rollout_log_probs"] = [sliced(s["rollout_log_probs"], t) for s, t in zip(picked, totals, strict=True)]
     if picked and picked[0].get("rollout_routed_experts") is not None:
-        cols["rollout_routed_experts"] = [torch.from_numpy(np.asarray(s["rollout_routed_experts"])) for s in picked]
+        cols["rollout_routed_experts"] = [np.asarray(s["rollout_routed_experts"]) for s in picked]
     cols["weight_versions"] = [[str(v) for v in s.get("weight_versions") or []] for s in picked]
     cols["raw_reward"] = list(batch.raw_reward)
     cols["total_lengths"] = totals

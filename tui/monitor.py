@@ -17,14 +17,6 @@ DEMO_MAX_STEPS = 500
 
 
 def _start_demo(target: str) -> tuple[Path, subprocess.Popen[bytes]]:
-    try:
-        import torch  # noqa: F401  (the demo writes real torch.save files)
-    except ImportError as err:
-        raise RunDirError(
-            "--demo writes torch.save files and needs torch: `pip install torch` "
-            "(on a CPU-only box: pip install torch --index-url https://download.pytorch.org/whl/cpu)",
-            target or None,
-        ) from err
     run_dir = Path(target) if target else Path(tempfile.mkdtemp(prefix="miles-tui-demo-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     log = open(run_dir.parent / f".{run_dir.name}.demo.log", "ab")  # noqa: SIM115 - lives as long as the writer

@@ -330,7 +330,7 @@ def test_make_sample_has_golden_sample_keys(tmp_path: Path) -> None:
 
 
 def test_save_train_shard_reads_back_exactly(tmp_path: Path) -> None:
-    import torch
+    torch = pytest.importorskip("torch")
 
     data = {
         "tokens": [torch.arange(5)],
@@ -380,7 +380,7 @@ def test_non_atomic_write_can_simulate_a_crash_mid_save(tmp_path: Path) -> None:
 
 
 def test_policy_loss_debug_only_from_tp_rank_0(tmp_path: Path) -> None:
-    import torch
+    torch = pytest.importorskip("torch")
 
     payload = {"samples": [{"index": 0, "train_log_probs": torch.tensor([-0.5])}], "pg_loss": torch.tensor(0.25)}
     assert save_policy_loss_debug(tmp_path, rank=1, tp_rank=1, call=0, payload=payload) is None
