@@ -123,14 +123,25 @@ async def open_big_step(run_dir: Path, rid: int) -> float:
         summary = await app.watcher.summary(rid, False)
         app.model.summaries[(rid, False)] = summary
         await _settle(app, pilot)
+        frames: list[float] = []
+        display = app._display
+
+        def stamped(*args: Any, **kwargs: Any) -> Any:
+            result = display(*args, **kwargs)
+            frames.append(time.perf_counter())
+            return result
+
+        app._display = stamped  # type: ignore[method-assign]  # the one place a finished frame leaves the app
         start = time.perf_counter()
         screen = StepScreen(rid, False)
         await app.push_screen(screen)
         table = screen.query_one("#samples", VirtualTable)
         while len(table.rows) != len(summary.rows):
             await pilot.pause(0.001)
-        await pilot.pause()  # the first frame with rows
-        return time.perf_counter() - start
+        rows_set = time.perf_counter()
+        while not any(t > rows_set for t in frames):
+            await pilot.pause(0.001)
+        return next(t for t in frames if t > rows_set) - start  # the first frame painted with the rows
 
 
 async def new_step_ready(run_dir: Path, rid: int, n: int) -> float:
@@ -139,7 +150,11 @@ async def new_step_ready(run_dir: Path, rid: int, n: int) -> float:
     app = make_app(run_dir, poll_seconds=0.5)
     async with app.run_test(size=(160, 48)) as pilot:
         await _settle(app, pilot)
-        await asyncio.to_thread(_write, run_dir, rid, n, (16, 96), "dp2 cp2 tp1 pp1")
+        # The training job writes from its own process, not the monitor's.
+        code = f"import sys; sys.path.insert(0, {str(REPO)!r}); from bench.ui import _write; "
+        code += f"_write(__import__('pathlib').Path({str(run_dir)!r}), {rid}, {n}, (16, 96), 'dp2 cp2 tp1 pp1')"
+        writer = await asyncio.create_subprocess_exec(sys.executable, "-c", code)
+        assert await writer.wait() == 0
         landed = time.perf_counter()
         files = RunDir(run_dir).step_files(rid)
         assert files is not None

@@ -38,6 +38,12 @@ _STORAGE_TYPES = {
     np.dtype(np.bool_): "BoolStorage",
 }
 _ALIGNMENT = 64
+_GLOBALS_MAX = 256
+"""Memo slots 0..255 hold the globals this writer emits; inline stdlib fragments number theirs from 256."""
+_FRAGMENT_MEMO_BASE: dict[int, tuple[int, object]] = {}
+_PLACEHOLDERS = [object() for _ in range(_GLOBALS_MAX)]
+for _index, _placeholder in enumerate(_PLACEHOLDERS):
+    _FRAGMENT_MEMO_BASE[id(_placeholder)] = (_index, _placeholder)
 
 
 @dataclass(frozen=True)
@@ -53,9 +59,20 @@ class _PickleWriter:
     def __init__(self) -> None:
         self.out = io.BytesIO()
         self.storages: list[bytes] = []
+        self._memo: dict[tuple[str, str], int] = {}
 
     def _global(self, module: str, name: str) -> None:
+        # Memoized like torch.save does: a reader resolves each global once, not once per tensor.
+        index = self._memo.get((module, name))
+        if index is not None:
+            self.out.write(b"j" + struct.pack("<I", index))  # LONG_BINGET
+            return
+        index = len(self._memo)
+        if index >= _GLOBALS_MAX:
+            raise ValueError("too many distinct globals for one archive")
+        self._memo[(module, name)] = index
         self.out.write(b"c" + module.encode() + b"\n" + name.encode() + b"\n")
+        self.out.write(b"r" + struct.pack("<I", index))  # LONG_BINPUT
 
     def _str(self, text: str) -> None:
         data = text.encode("utf-8", "surrogatepass")
@@ -146,9 +163,12 @@ class _PickleWriter:
             self.out.write(b"t")
         else:
             inner = obj.value if isinstance(obj, KeepAsIs) else obj
-            fragment = pickle.dumps(inner, protocol=2)
-            # Drop PROTO and STOP; the fragment's memo indices never meet ours (we use none).
-            self.out.write(fragment[2:-1])
+            buffer = io.BytesIO()
+            pickler = pickle.Pickler(buffer, protocol=2)
+            pickler.memo = dict(_FRAGMENT_MEMO_BASE)  # its memo slots start after our globals'
+            pickler.dump(inner)
+            # Drop PROTO and STOP; fragments only ever refer to their own slots.
+            self.out.write(buffer.getvalue()[2:-1])
 
 
 def _int16_dtype(tensor: Any) -> Any:

@@ -15,16 +15,29 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from core.errors import StepNotFoundError, StillWritingError
-from core.run_dir import MIN_AGE_SECONDS, RunDir, StepFiles, StepIds
+from core.errors import MilesTuiError, StepNotFoundError, StillWritingError
+from core.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, StepIds
 from core.step_summary import ProblemKind, StepSummary
 from core.summary_cache import load_summary, store_summary
 from core.tokenizer import Detokenizer
 
 if TYPE_CHECKING:
     from core.step import OpenStep
+
+
+PAYLOAD_CACHE_FILES = 128
+"""Parsed dump files kept for reuse (train shards are memory-mapped: cheap to keep)."""
+
+
+def _reusable(summary: StepSummary) -> bool:
+    """Whether an open step answers for the same files: yes unless some file failed young (retry it).
+
+    A summary that is only settling (files too fresh to call final) is reused as is;
+    ``Run._settled`` makes it final once the settling time has passed.
+    """
+    return summary.complete or not any(p.kind is ProblemKind.STILL_WRITING for p in summary.problems)
 
 
 class Run:
@@ -35,6 +48,7 @@ class Run:
         self.use_cache = use_cache
         self.max_open = max_open
         self._open: OrderedDict[tuple[int, bool], OpenStep] = OrderedDict()
+        self._payloads: OrderedDict[tuple[str, int, float], Any] = OrderedDict()
         self._detokenizer: Detokenizer | None = None
 
     @property
@@ -72,7 +86,7 @@ class Run:
         """The step's summary, from the cache when its files are unchanged."""
         files = self.files(rollout_id, evaluation, now)
         opened = self._settled((rollout_id, evaluation), files, now)
-        if opened is not None and opened.summary.signature == files.signature and opened.summary.complete:
+        if opened is not None and opened.summary.signature == files.signature and _reusable(opened.summary):
             return opened.summary
         if self.use_cache:
             cached = load_summary(self.path, files)
@@ -88,12 +102,12 @@ class Run:
         """``open`` for files already listed (one directory scan per call, not two)."""
         key = (files.rollout_id, files.evaluation)
         opened = self._settled(key, files, now)
-        if opened is not None and opened.summary.signature == files.signature and opened.summary.complete:
+        if opened is not None and opened.summary.signature == files.signature and _reusable(opened.summary):
             self._open.move_to_end(key)
             return opened
         from core.step import open_step  # numpy and the dump reader: not needed to serve a cached summary
 
-        opened = open_step(files, now)
+        opened = open_step(files, now, self._load)
         self._open[key] = opened
         self._open.move_to_end(key)
         while len(self._open) > self.max_open:
@@ -116,6 +130,45 @@ class Run:
         if self.use_cache:
             store_summary(self.path, files, opened.summary)
         return opened
+
+    def _load(self, file: FileStat, now: float) -> Any:
+        """Load a dump file, reusing the last parse of the same (path, size, mtime).
+
+        While a live step's train shards land one by one, the step is reopened as
+        they arrive; files already parsed (the rollout file above all, whose
+        unpickle takes seconds) are not parsed again. Bounded: a few steps' worth.
+        """
+        key = (str(file.path), file.size, file.mtime)
+        payload = self._payloads.get(key)
+        if payload is None:
+            payload = RunDir.load(file, now)
+            self._payloads[key] = payload
+            while len(self._payloads) > PAYLOAD_CACHE_FILES:
+                self._payloads.popitem(last=False)
+        self._payloads.move_to_end(key)
+        return payload
+
+    def unprepared(self, files: StepFiles, now: float, settled_for: float) -> list[FileStat]:
+        """The step's files, unchanged for ``settled_for`` seconds, that are not parsed yet."""
+        return [
+            file
+            for file in (files.rollout, *files.train)
+            if (str(file.path), file.size, file.mtime) not in self._payloads and now - file.mtime >= settled_for
+        ]
+
+    def prepare(self, files: StepFiles, now: float, settled_for: float) -> int:
+        """Parse the step's files that have not changed for ``settled_for`` seconds, ahead of opening it.
+
+        Returns how many files were parsed; a file that fails to load is left for the real open.
+        """
+        parsed = 0
+        for file in self.unprepared(files, now, settled_for):
+            try:
+                self._load(file, now)
+            except MilesTuiError:
+                continue
+            parsed += 1
+        return parsed
 
     def cached_open(self, rollout_id: int, evaluation: bool) -> OpenStep | None:
         """An already open step, without touching the disk."""

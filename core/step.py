@@ -13,13 +13,13 @@ The summary's classes live in :mod:`core.step_summary` and are re-exported here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.errors import CorruptFileError, DumpLoadError, StepNotFoundError, StillWritingError, UnsafePickleError
 from core.resolve import FieldState, Shard, TrainRow, raw_reward_at, resolve_rows
-from core.run_dir import MIN_AGE_SECONDS, RunDir, StepFiles
+from core.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles
 from core.step_summary import ProblemKind, StepProblem, StepSummary
 from core.summary import SampleRow, group_rows, sample_row, step_aggregate
 
@@ -67,8 +67,12 @@ class OpenStep:
         return train.field_state.get(name, FieldState.NOT_DUMPED)
 
 
-def _rollout_payload(files: StepFiles, now: float) -> tuple[list[Mapping[str, Any]], Any]:
-    payload = RunDir.load(files.rollout, now)
+Loader = Callable[[FileStat, float], Any]
+"""How a file is loaded: RunDir.load, or a caching wrapper around it."""
+
+
+def _rollout_payload(files: StepFiles, now: float, load: Loader) -> tuple[list[Mapping[str, Any]], Any]:
+    payload = load(files.rollout, now)
     if not isinstance(payload, dict) or not isinstance(payload.get("samples"), list):
         raise CorruptFileError("not a rollout file: expected a dict with a 'samples' list", files.rollout.path)
     samples = payload["samples"]
@@ -78,14 +82,18 @@ def _rollout_payload(files: StepFiles, now: float) -> tuple[list[Mapping[str, An
     return samples, payload.get("metadata")
 
 
-def open_step(files: StepFiles, now: float) -> OpenStep:
-    """Load, resolve and summarize one step at time ``now``."""
-    samples, _metadata = _rollout_payload(files, now)
+def open_step(files: StepFiles, now: float, load: Loader = RunDir.load) -> OpenStep:
+    """Load, resolve and summarize one step at time ``now``.
+
+    ``load`` lets a caller reuse files it already parsed (unchanged path, size
+    and mtime), e.g. a rollout file read while the train shards were landing.
+    """
+    samples, _metadata = _rollout_payload(files, now, load)
     problems: list[StepProblem] = []
     shards: list[Shard] = []
     for train_file in files.train:
         try:
-            shards.append(Shard.from_payload(train_file.path, train_file.rank, RunDir.load(train_file, now)))
+            shards.append(Shard.from_payload(train_file.path, train_file.rank, load(train_file, now)))
         except StillWritingError as err:
             problems.append(StepProblem(train_file.path, ProblemKind.STILL_WRITING, str(err)))
         except UnsafePickleError as err:

@@ -31,7 +31,7 @@ from tui.messages import (
     TelemetryAppended,
 )
 from tui.run_model import RunModel
-from tui.run_watcher import PollResult, RunWatcher
+from tui.run_watcher import LANDING_SECONDS, PollResult, RunWatcher
 from tui.screens.help_screen import HelpScreen
 from tui.screens.overview_screen import OverviewScreen
 
@@ -94,7 +94,7 @@ class MilesApp(App[None]):
             # First list the steps (no file is read) so the step list paints at once, then summarize.
             result = await self.watcher.poll(summarize=False)
             self._report(result)
-            if result.pending:
+            if result.pending or result.preparable:
                 result = await self.watcher.poll(summarize=True)
                 self._report(result)
         except Exception as err:  # the monitor keeps running whatever the filesystem does
@@ -102,6 +102,8 @@ class MilesApp(App[None]):
             return
         if result.pending:
             self.call_later(self.poll_now)
+        elif result.landing:
+            self.set_timer(LANDING_SECONDS / 2, self.poll_now)
         self._poll_streams()
 
     def _report(self, result: PollResult) -> None:

@@ -10,19 +10,20 @@ slow filesystem and two refreshes never interleave on the shared ``Run``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import itertools
 import json
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from core.advisories import Advisory, ordered, step_advisories, step_error
 from core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
 from core.run import Run
-from core.run_dir import StepFiles
+from core.run_dir import RunDir, StepFiles
 from core.run_state import RunDelta, RunFollower
 from core.step import OpenStep, StepSummary
 from core.stream_advisories import stream_advisories
@@ -31,6 +32,9 @@ from core.tail import StreamReset
 T = TypeVar("T")
 
 SUMMARY_BUDGET_SECONDS = 1.0
+
+LANDING_SECONDS = 0.5
+"""A step with a file written less than this ago is still landing: wait before opening it."""
 """How long one poll may spend summarizing steps before reporting back."""
 
 
@@ -64,6 +68,10 @@ class PollResult:
     data_age: float | None = None
     quiet_after: float = 600.0
     pending: int = 0
+    landing: int = 0
+    """Steps whose files are still landing (poll again shortly)."""
+    preparable: int = 0
+    """Settled files of not-yet-ready steps that could be parsed ahead."""
 
 
 class RunWatcher:
@@ -112,7 +120,8 @@ class RunWatcher:
         return await self._serialized(self.lock, self._open_blocking, rollout_id, evaluation, self.clock())
 
     def _open_blocking(self, rollout_id: int, evaluation: bool, now: float) -> OpenStep:
-        opened = self.run.open(rollout_id, evaluation, now)
+        with _gc_paused():
+            opened = self.run.open(rollout_id, evaluation, now)
         _exempt_from_gc()
         return opened
 
@@ -142,7 +151,8 @@ class RunWatcher:
                 # The newest step is opened, not just summarized: the user gets to it instantly.
                 summary = self._open_blocking(rid, evaluation, now).summary
             else:
-                summary = self.run.summary(rid, evaluation, now)
+                with _gc_paused():
+                    summary = self.run.summary(rid, evaluation, now)
         except StillWritingError as err:
             self._failures[key] = str(err)
             result.failures.append((rid, evaluation, str(err), True))
@@ -164,7 +174,8 @@ class RunWatcher:
         ``summarize=False`` only lists the steps (directory entries and stats), so
         the step list can paint before any file is read.
         """
-        visible = self.run.dir.visible_steps(now)
+        steps = self.run.dir.scan()
+        visible = {key: files for key, files in steps.items() if RunDir.is_visible(files, now)}
         keys = set(visible)
         new = keys - self._known
         self._known |= keys
@@ -180,6 +191,11 @@ class RunWatcher:
             latest=train[-1] if train else None,
         )
         stale = [k for k, files in visible.items() if self._signatures.get(k) != files.signature]
+        # A step whose files are landing right now is listed but not opened yet: opening it per
+        # arriving shard would repeat the whole resolution several times over.
+        landing = [k for k in stale if now - visible[k].newest_mtime < LANDING_SECONDS]
+        stale = [k for k in stale if k not in landing]
+        result.landing = len(landing)
         # Newest first: what the user most likely looks at next is ready first.
         stale.sort(key=lambda k: (k[0], not k[1]), reverse=True)
         deadline = time.monotonic() + SUMMARY_BUDGET_SECONDS
@@ -189,12 +205,38 @@ class RunWatcher:
                 break
             self._summarize(key, visible[key], now, result)
 
+        waiting = self._waiting(steps, visible, now)
+        if summarize and not result.pending:
+            self._prepare(waiting, steps, now, deadline)
+        result.preparable = sum(len(self.run.unprepared(steps[k], now, LANDING_SECONDS)) for k in waiting)
         mtimes = [files.newest_mtime for files in visible.values()]
         result.data_age = now - max(mtimes) if mtimes else None
         intervals = _step_intervals(visible)
         result.quiet_after = max(600.0, 5 * statistics.median(intervals)) if intervals else 600.0
         result.advisories = tuple(self._advisories(result, meta))
         return result
+
+    def _waiting(
+        self, steps: dict[tuple[int, bool], StepFiles], visible: dict[tuple[int, bool], StepFiles], now: float
+    ) -> list[tuple[int, bool]]:
+        """The two newest steps not ready yet (not visible, or landing): worth parsing ahead."""
+        waiting = [k for k in steps if k not in visible or self._signatures.get(k) != steps[k].signature]
+        return sorted(waiting, reverse=True)[:2]
+
+    def _prepare(
+        self, waiting: list[tuple[int, bool]], steps: dict[tuple[int, bool], StepFiles], now: float, deadline: float
+    ) -> None:
+        """Parse the files of the newest steps that are not ready yet, so opening them later is quick.
+
+        A rollout file is written minutes before its train shards; parsing it (the
+        seconds-long part) while training runs means the step opens as soon as
+        its last shard lands.
+        """
+        for key in waiting:
+            if time.monotonic() > deadline:
+                return
+            with _gc_paused():
+                self.run.prepare(steps[key], now, settled_for=LANDING_SECONDS)
 
     def poll_streams_blocking(self, now: float) -> StreamPoll:
         """One telemetry poll and the telemetry advisories it implies."""
@@ -216,6 +258,19 @@ class RunWatcher:
             still = "still being written" in message
             advisories.append(step_error(rid, evaluation, message, None, still))
         return ordered(advisories)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic collection while a step is read: unpickling allocates millions of containers,
+    and the collector would walk them again and again (about 15% of an open)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _exempt_from_gc() -> None:

@@ -81,3 +81,14 @@ def test_a_demo_step_is_written_where_torch_cannot_be_imported(tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     assert load_pt(tmp_path / "rollout_data" / "0.pt")["rollout_id"] == 0
     assert list((tmp_path / "train_data").glob("0_*.pt"))
+
+
+def test_globals_are_memoized_like_torch_save_does() -> None:
+    import io
+    import pickletools
+    import zipfile
+
+    data = dumps_pt({"x": [np.zeros(2, np.float32) for _ in range(500)], "k": [KeepAsIs(np.arange(2))] * 3})
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        opcodes = [op.name for op, _, _ in pickletools.genops(archive.read("archive/data.pkl"))]
+    assert opcodes.count("GLOBAL") < 20  # 3 for 500 tensors, 4 per inline numpy fragment; unmemoized: 1,500+
