@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 
 from tests.conftest import EPOCH, stamp, write_demo_run
@@ -185,3 +186,26 @@ async def test_unreadable_per_token_data_is_said(golden_copy: Callable[[str], Pa
         await _settle(app, pilot)
         rendered = [str(cell) for row in app.screen.query_one("#samples", VirtualTable).rows for cell in row.cells]
         assert rendered.count("UNREADABLE") == 2
+
+
+async def test_every_screen_at_200x60_without_colour(demo_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = _app(demo_run)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await _settle(app, pilot)
+        for keys, screen_name in (
+            (("enter",), "StepScreen"),
+            (("enter",), "SampleScreen"),
+            (("escape", "escape", "m"), "MetricsScreen"),
+            (("escape", "u"), "ComputeScreen"),
+            (("escape", "O"), "OutlierScreen"),
+            (("escape", "c"), "CompareScreen"),
+            (("escape", "question_mark"), "HelpScreen"),
+        ):
+            await pilot.press(*keys)
+            await _settle(app, pilot)
+            assert type(app.screen).__name__ == screen_name
+            assert app.screen.size.width == 200
+        await pilot.press("escape")
+        await _settle(app, pilot)
+        assert isinstance(app.screen, OverviewScreen)
