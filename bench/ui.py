@@ -31,6 +31,9 @@ sys.path.insert(0, str(REPO))
 from core.run_dir import RunDir  # noqa: E402
 from core.writer import ParallelLayout, make_sample, write_step  # noqa: E402
 
+TRAINING_SECONDS = 5.0
+"""Stand-in for the training forward/backward between a rollout file and its train files (minutes in a run)."""
+
 
 def _rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -150,11 +153,18 @@ async def new_step_ready(run_dir: Path, rid: int, n: int) -> float:
     app = make_app(run_dir, poll_seconds=0.5)
     async with app.run_test(size=(160, 48)) as pilot:
         await _settle(app, pilot)
-        # The training job writes from its own process, not the monitor's.
+        # As in a run: the rollout file lands first, training takes a while, then every rank's
+        # train file lands at about the same time. The files are made by a separate process
+        # (the job is not the monitor) in a staging folder, then renamed into the run.
+        staging = run_dir.parent / f"staging-{rid}"
         code = f"import sys; sys.path.insert(0, {str(REPO)!r}); from bench.ui import _write; "
-        code += f"_write(__import__('pathlib').Path({str(run_dir)!r}), {rid}, {n}, (16, 96), 'dp2 cp2 tp1 pp1')"
+        code += f"_write(__import__('pathlib').Path({str(staging)!r}), {rid}, {n}, (16, 96), 'dp2 cp2 tp1 pp1')"
         writer = await asyncio.create_subprocess_exec(sys.executable, "-c", code)
         assert await writer.wait() == 0
+        os.replace(staging / "rollout_data" / f"{rid}.pt", run_dir / "rollout_data" / f"{rid}.pt")
+        await asyncio.sleep(TRAINING_SECONDS)
+        for shard in sorted((staging / "train_data").glob(f"{rid}_*.pt")):
+            os.replace(shard, run_dir / "train_data" / shard.name)
         landed = time.perf_counter()
         files = RunDir(run_dir).step_files(rid)
         assert files is not None
@@ -166,7 +176,7 @@ async def new_step_ready(run_dir: Path, rid: int, n: int) -> float:
             return summary is not None and summary.signature == final and opened is not None
 
         while not ready():
-            await pilot.pause(0.01)
+            await asyncio.sleep(0.05)  # a busy wait here would steal the GIL from the monitor's worker
         return time.perf_counter() - landed
 
 
