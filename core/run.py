@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import MilesTuiError, StepNotFoundError, StillWritingError
-from core.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, StepIds
+from core.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, StepIds, TrainFile
 from core.step_summary import ProblemKind, StepSummary
 from core.summary_cache import load_summary, store_summary
 from core.tokenizer import Detokenizer
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from core.step import OpenStep
 
 
-PAYLOAD_CACHE_FILES = 128
-"""Parsed dump files kept for reuse (train shards are memory-mapped: cheap to keep)."""
+SHARD_CACHE_FILES = 64
+"""Parsed train shards kept for reuse (memory-mapped views: cheap); rollout files: one per open step."""
 
 
 def _reusable(summary: StepSummary) -> bool:
@@ -49,6 +49,7 @@ class Run:
         self.max_open = max_open
         self._open: OrderedDict[tuple[int, bool], OpenStep] = OrderedDict()
         self._payloads: OrderedDict[tuple[str, int, float], Any] = OrderedDict()
+        self._shards: OrderedDict[tuple[str, int, float], Any] = OrderedDict()
         self._detokenizer: Detokenizer | None = None
 
     @property
@@ -139,13 +140,17 @@ class Run:
         unpickle takes seconds) are not parsed again. Bounded: a few steps' worth.
         """
         key = (str(file.path), file.size, file.mtime)
-        payload = self._payloads.get(key)
+        # Rollout files are Python objects (big); train shards are memory-mapped views (cheap).
+        cache, limit = (
+            (self._shards, SHARD_CACHE_FILES) if isinstance(file, TrainFile) else (self._payloads, self.max_open)
+        )
+        payload = cache.get(key)
         if payload is None:
             payload = RunDir.load(file, now)
-            self._payloads[key] = payload
-            while len(self._payloads) > PAYLOAD_CACHE_FILES:
-                self._payloads.popitem(last=False)
-        self._payloads.move_to_end(key)
+            cache[key] = payload
+            while len(cache) > limit:
+                cache.popitem(last=False)
+        cache.move_to_end(key)
         return payload
 
     def unprepared(self, files: StepFiles, now: float, settled_for: float) -> list[FileStat]:
@@ -153,7 +158,9 @@ class Run:
         return [
             file
             for file in (files.rollout, *files.train)
-            if (str(file.path), file.size, file.mtime) not in self._payloads and now - file.mtime >= settled_for
+            if (str(file.path), file.size, file.mtime)
+            not in (self._shards if isinstance(file, TrainFile) else self._payloads)
+            and now - file.mtime >= settled_for
         ]
 
     def prepare(self, files: StepFiles, now: float, settled_for: float) -> int:
