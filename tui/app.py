@@ -108,8 +108,17 @@ class MilesApp(App[None]):
 
     def _report(self, result: PollResult) -> None:
         """Post what a poll found."""
-        if result.new_train or result.new_evaluation or not self.model.polled:
-            self.post_message(StepsChanged(result.train, result.evaluation, result.new_train, result.new_evaluation))
+        if (
+            result.new_train
+            or result.new_evaluation
+            or not self.model.polled
+            or result.looks_like_a_run != self.model.looks_like_a_run
+        ):
+            self.post_message(
+                StepsChanged(
+                    result.train, result.evaluation, result.new_train, result.new_evaluation, result.looks_like_a_run
+                )
+            )
         for summary in result.summaries:
             self.post_message(StepSummarized(summary))
         for rid, evaluation, message, still in result.failures:
@@ -150,6 +159,7 @@ class MilesApp(App[None]):
     def _steps_changed(self, message: StepsChanged) -> None:
         """Record the visible steps and tell the screens."""
         self.model.train, self.model.evaluation = message.train, message.evaluation
+        self.model.looks_like_a_run = message.looks_like_a_run
         self.model.polled = True
         self._forward(message)
 

@@ -22,6 +22,7 @@ class StepsChanged(Message, bubble=False):
     evaluation: tuple[int, ...]
     new_train: tuple[int, ...]
     new_evaluation: tuple[int, ...]
+    looks_like_a_run: bool = True
 
 
 @dataclass

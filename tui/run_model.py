@@ -34,6 +34,8 @@ class RunModel:
     """Data older than this means the run has gone quiet."""
     polled: bool = False
     """At least one poll has completed."""
+    looks_like_a_run: bool = True
+    """False when the folder has none of the directories a miles dump writes."""
 
     @property
     def latest(self) -> int | None:

@@ -72,6 +72,8 @@ class PollResult:
     """Steps whose files are still landing (poll again shortly)."""
     preparable: int = 0
     """Settled files of not-yet-ready steps that could be parsed ahead."""
+    looks_like_a_run: bool = True
+    """Whether the folder has any directory a miles dump writes (else: wrong folder?)."""
 
 
 class RunWatcher:
@@ -189,6 +191,7 @@ class RunWatcher:
             new_evaluation=tuple(sorted(rid for rid, ev in new if ev)),
             run_name=str(meta.get("run_name") or self.run.path.name),
             latest=train[-1] if train else None,
+            looks_like_a_run=bool(steps) or self.run.dir.looks_like_a_run(),
         )
         stale = [k for k, files in visible.items() if self._signatures.get(k) != files.signature]
         # A step whose files are landing right now is listed but not opened yet: opening it per

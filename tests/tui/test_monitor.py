@@ -209,3 +209,15 @@ async def test_every_screen_at_200x60_without_colour(demo_run: Path, monkeypatch
         await pilot.press("escape")
         await _settle(app, pilot)
         assert isinstance(app.screen, OverviewScreen)
+
+
+async def test_a_folder_that_is_not_a_run_says_so(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    app = _app(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await _settle(app, pilot)
+        assert "is it the folder miles was started with --dump-details" in app.screen.query_one("#steps").placeholder
+        (tmp_path / "rollout_data").mkdir()
+        app.poll_now()
+        await _settle(app, pilot)
+        assert "waiting for rollout_data" in app.screen.query_one("#steps", VirtualTable).placeholder

@@ -137,6 +137,11 @@ class OverviewScreen(Screen[None]):
         table.set_rows(rows)
         if not model.polled:
             table.placeholder = "reading the run…"
+        elif not rows and not model.looks_like_a_run:
+            table.placeholder = (
+                "this folder has no rollout_data/, train_data/ or dashboard/: is it the folder miles was "
+                "started with --dump-details? (watching it anyway)"
+            )
         elif not rows:
             table.placeholder = "no steps yet: waiting for rollout_data/*.pt (this refreshes by itself)"
         self._refresh_trends()
