@@ -15,13 +15,12 @@ must not release the watcher's lock while its read still runs in a thread.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar, cast
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Footer, Label
 
 from core.compare import (
@@ -37,11 +36,9 @@ from core.step import StepSummary
 from core.summary import group_reward
 from tui.formatting import MISSING, number, percent
 from tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized
+from tui.screens.monitor_screen import MonitorScreen
 from tui.widgets.run_header import RunHeader
 from tui.widgets.virtual_table import Column, TableRow, VirtualTable
-
-if TYPE_CHECKING:
-    from tui.app import MilesApp
 
 BETTER_UP = {"reward_mean": True, "truncated_frac": False, "avg_staleness": False, "zero_std_group_frac": False}
 BETTER_UP |= {"mean_abs_lp_diff": False, "mixed_version_frac": False, "alignment_failed": False}
@@ -220,7 +217,7 @@ def trace_rows(trace: tuple[GroupInStep, ...], a: int, b: int, evaluation: bool)
     return rows
 
 
-class CompareScreen(Screen[None]):
+class CompareScreen(MonitorScreen):
     """Step A against step B, group by group."""
 
     CSS_PATH = "compare_screen.tcss"
@@ -246,10 +243,6 @@ class CompareScreen(Screen[None]):
         self.group: int | None = None
         """The group slot being traced across steps (None: the group table)."""
         self.tracing = False
-
-    @property
-    def miles(self) -> MilesApp:
-        return cast("MilesApp", self.app)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -339,10 +332,6 @@ class CompareScreen(Screen[None]):
         table.placeholder = "no summarized step has this group"
         table.set_rows(trace_rows(trace, self.a, self.b, self.evaluation), keep_key=False)
         table.move_to_key(("step", self.b))
-
-    def _refresh_header(self) -> None:
-        header = self.query_one(RunHeader)
-        header.show_run(self.miles.model, self.miles.follow_latest)
 
     # -- live ----------------------------------------------------------------------------
 

@@ -14,13 +14,12 @@ while nothing arrives.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar, Final, cast
+from typing import ClassVar, Final
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Footer, Label
 
 from core.compute_view import (
@@ -36,11 +35,9 @@ from core.telemetry_columns import TelemetryColumns
 from core.time_bins import WINDOWS, bin_count, time_bins, window_bounds
 from tui.compute_rows import SUFFIX_WIDTH, LaneRows, axis_row, fleet_rows, lane_label, phase_row, title, window_name
 from tui.messages import FollowToggled, RunStatusChanged, TelemetryAppended
+from tui.screens.monitor_screen import MonitorScreen
 from tui.widgets.heat_rows import HeatRows
 from tui.widgets.run_header import RunHeader
-
-if TYPE_CHECKING:
-    from tui.app import MilesApp
 
 WORST_COUNT: Final = 16
 """Lanes ``w`` lists."""
@@ -51,7 +48,7 @@ REFRESH_AGES_SECONDS: Final = 5.0
 LIVE_STREAMS: Final = frozenset({"gpu_util", "phases"})
 
 
-class ComputeScreen(Screen[None]):
+class ComputeScreen(MonitorScreen):
     """GPU lanes, phases and fleet summary over a time window."""
 
     CSS_PATH = "compute_screen.tcss"
@@ -80,10 +77,6 @@ class ComputeScreen(Screen[None]):
         self._generation = 0
         self._computing = False
         self._again = False
-
-    @property
-    def miles(self) -> MilesApp:
-        return cast("MilesApp", self.app)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()

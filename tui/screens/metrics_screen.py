@@ -15,14 +15,13 @@ the terminal size through breakpoint classes (metrics_screen.tcss).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static
 
 from core.metric_view import (
@@ -42,16 +41,14 @@ from core.metric_view import (
 from core.metrics import MetricSeries
 from tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized, TelemetryAppended
 from tui.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE, Source, inspector_line, status_line
+from tui.screens.monitor_screen import MonitorScreen
 from tui.widgets.metric_chart import ChartView, MetricChart
 from tui.widgets.run_header import RunHeader
-
-if TYPE_CHECKING:
-    from tui.app import MilesApp
 
 __all__ = ["NOTHING_YET_NOTE", "NO_METRICS_NOTE", "MetricsScreen"]
 
 
-class MetricsScreen(Screen[None]):
+class MetricsScreen(MonitorScreen):
     """Every metric of the run as a chart against its own step key."""
 
     CSS_PATH = "metrics_screen.tcss"
@@ -87,10 +84,6 @@ class MetricsScreen(Screen[None]):
         self._stops: FloatArray | None = None
         self._counts: dict[str, int] = {}  # the store's point counts when the series were read
         self._shown: dict[Static, Text] = {}
-
-    @property
-    def miles(self) -> MilesApp:
-        return cast("MilesApp", self.app)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -196,10 +189,6 @@ class MetricsScreen(Screen[None]):
         if self._shown.get(widget) != text:
             self._shown[widget] = text
             widget.update(text)
-
-    def _refresh_header(self) -> None:
-        header = self.query_one(RunHeader)
-        header.show_run(self.miles.model, self.miles.follow_latest)
 
     def _scrolled(self) -> None:
         self._refresh_inspector()

@@ -15,14 +15,13 @@ the watcher's lock while its read still runs in a thread.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar, cast
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import Footer, Label, ProgressBar, Tab, Tabs
 
 from core.outliers import (
@@ -42,11 +41,9 @@ from core.outliers import (
 from core.step import OpenStep, StepSummary
 from tui.formatting import MISSING, number
 from tui.messages import FollowToggled, RunStatusChanged, StepsChanged
+from tui.screens.monitor_screen import MonitorScreen
 from tui.widgets.run_header import RunHeader
 from tui.widgets.virtual_table import Column, TableRow, VirtualTable
-
-if TYPE_CHECKING:
-    from tui.app import MilesApp
 
 KIND_LABELS = {OutlierKind.LP_DIFF: "lp diff", OutlierKind.IMP_RATIO: "imp ratio", OutlierKind.ENTROPY: "entropy"}
 """Tab labels."""
@@ -168,7 +165,7 @@ def sample_cells(rank: int, outlier: SampleOutlier) -> tuple[Text, ...]:
     )
 
 
-class OutlierScreen(Screen[None]):
+class OutlierScreen(MonitorScreen):
     """Top tokens (or samples) of a step, or of the last few steps, for one kind at a time."""
 
     CSS_PATH = "outlier_screen.tcss"
@@ -203,10 +200,6 @@ class OutlierScreen(Screen[None]):
         """Decoded token text by id (only the ids shown)."""
         self._own_step: OpenStep | None = None
         """This screen's step as ranked: Enter opens it without a re-read, however many steps were opened since."""
-
-    @property
-    def miles(self) -> MilesApp:
-        return cast("MilesApp", self.app)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -360,10 +353,6 @@ class OutlierScreen(Screen[None]):
             if rid in self.failures:
                 text.append(f"\n✗ step {rid}: {self.failures[rid]}", style="red")
         self.query_one("#title", Label).update(text)
-
-    def _refresh_header(self) -> None:
-        header = self.query_one(RunHeader)
-        header.show_run(self.miles.model, self.miles.follow_latest)
 
     @on(StepsChanged)
     @on(RunStatusChanged)

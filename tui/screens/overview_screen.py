@@ -3,27 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar, cast
 
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Label
 
 from core.advisories import Advisory
 from core.step import StepSummary
 from tui.formatting import MISSING, number, percent
 from tui.messages import AdvisoriesChanged, FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
+from tui.screens.monitor_screen import MonitorScreen
 from tui.widgets.advisory_list import AdvisoryList
 from tui.widgets.run_header import RunHeader
 from tui.widgets.step_trends import StepTrends
 from tui.widgets.virtual_table import Column, TableRow, VirtualTable
-
-if TYPE_CHECKING:
-    from tui.app import MilesApp
 
 NARROW_WIDTH = 110
 """Below this many columns the advisories move under the step list."""
@@ -82,7 +79,7 @@ def step_row(key: tuple[int, bool], summary: StepSummary | None, failure: tuple[
     return TableRow(key, cells)
 
 
-class OverviewScreen(Screen[None]):
+class OverviewScreen(MonitorScreen):
     """Steps, trends and advisories of the run."""
 
     CSS_PATH = "overview_screen.tcss"
@@ -97,10 +94,6 @@ class OverviewScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.new_steps = 0
-
-    @property
-    def miles(self) -> MilesApp:
-        return cast("MilesApp", self.app)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()

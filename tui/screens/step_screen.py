@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Footer, Input, Label
 
 from core.step import StepSummary
@@ -24,11 +23,9 @@ from core.summary import GroupRow, SampleRow
 from tui.formatting import MISSING, number, percent, version_span
 from tui.messages import FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
 from tui.row_filter import FilterError, RowFilter, parse_filter
+from tui.screens.monitor_screen import MonitorScreen
 from tui.widgets.run_header import RunHeader
 from tui.widgets.virtual_table import Column, TableRow, VirtualTable
-
-if TYPE_CHECKING:
-    from tui.app import MilesApp
 
 SAMPLE_COLUMNS = (
     Column("sample_index", "sample", 7),
@@ -137,7 +134,7 @@ def group_cells(group: GroupRow) -> tuple[Text, ...]:
     )
 
 
-class StepScreen(Screen[None]):
+class StepScreen(MonitorScreen):
     """One step's samples (or groups)."""
 
     CSS_PATH = "step_screen.tcss"
@@ -166,10 +163,6 @@ class StepScreen(Screen[None]):
         self.row_filter: RowFilter | None = None
         self.show_groups = False
         self.summary: StepSummary | None = None
-
-    @property
-    def miles(self) -> MilesApp:
-        return cast("MilesApp", self.app)
 
     @property
     def key(self) -> tuple[int, bool]:
@@ -304,10 +297,6 @@ class StepScreen(Screen[None]):
         return tuple(
             Column(c.key, (arrow + c.label) if c.key == self.sort_key else c.label, c.width, c.justify) for c in columns
         )
-
-    def _refresh_header(self) -> None:
-        header = self.query_one(RunHeader)
-        header.show_run(self.miles.model, self.miles.follow_latest)
 
     # -- live -----------------------------------------------------------------------
 

@@ -1,0 +1,25 @@
+"""What every screen of the monitor shares: the app it runs in and the run header it keeps current."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from textual.screen import Screen
+
+from tui.widgets.run_header import RunHeader
+
+if TYPE_CHECKING:
+    from tui.app import MilesApp
+
+
+class MonitorScreen(Screen[None]):
+    """A screen of the miles-tui app (it yields a RunHeader in its compose)."""
+
+    @property
+    def miles(self) -> MilesApp:
+        """The app, typed: its watcher (reads), model (what is known) and follow state."""
+        return cast("MilesApp", self.app)
+
+    def _refresh_header(self) -> None:
+        header = self.query_one(RunHeader)
+        header.show_run(self.miles.model, self.miles.follow_latest)
