@@ -10,7 +10,6 @@ contract of ``cli.md``; keys may be added, never renamed or dropped.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,18 +69,13 @@ class Report:
         }
 
 
-def _meta(run: Run) -> dict[str, Any]:
-    try:
-        meta = json.loads((run.dir.dashboard_dir / "meta.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
-
-
 def build_report(run_dir: Path, now: float) -> Report:
     """Read the run and apply every advisory rule."""
     run = Run(run_dir)
-    meta = _meta(run)
+    # One telemetry read serves both meta.json (run name, arguments) and the stream advisories.
+    follower = RunFollower(run.dir) if run.dir.dashboard_dir.is_dir() else None
+    delta = follower.poll(now) if follower is not None else None
+    meta = follower.dashboard.meta if follower is not None else None
     visible = run.dir.visible_steps(now)
     train = sorted(rid for rid, ev in visible if not ev)
     evaluation = sorted(rid for rid, ev in visible if ev)
@@ -96,13 +90,13 @@ def build_report(run_dir: Path, now: float) -> Report:
         except (DumpLoadError, MilesTuiError) as err:
             advisories.append(step_error(latest, False, str(err), err.path, still_writing=False))
     if summary is not None:
-        args = meta.get("args") if isinstance(meta.get("args"), dict) else None
-        advisories += step_advisories(summary, args)
+        advisories += step_advisories(summary, meta.args if meta is not None else None)
     mtimes = [files.newest_mtime for files in visible.values()]
-    advisories += _stream_advisories(run, now)
+    if follower is not None and delta is not None:
+        advisories += stream_advisories(follower, now, problems=delta.problems, resets=delta.resets)
     return Report(
         run_dir=run.path,
-        run_name=str(meta.get("run_name") or run.path.name),
+        run_name=str((meta.run_name if meta is not None else None) or run.path.name),
         train_steps=len(train),
         eval_steps=len(evaluation),
         latest=latest,
@@ -110,15 +104,6 @@ def build_report(run_dir: Path, now: float) -> Report:
         data_age=now - max(mtimes) if mtimes else None,
         advisories=tuple(ordered(advisories)),
     )
-
-
-def _stream_advisories(run: Run, now: float) -> list[Advisory]:
-    """Advisories from the dashboard/ telemetry streams (none when the run has no streams)."""
-    if not run.dir.dashboard_dir.is_dir():
-        return []
-    follower = RunFollower(run.dir)
-    delta = follower.poll(now)
-    return stream_advisories(follower, now, problems=delta.problems, resets=delta.resets)
 
 
 def _number(value: Any, digits: int = 3) -> str:

@@ -13,7 +13,7 @@ The summary's classes live in :mod:`core.step_summary` and are re-exported here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,7 +23,7 @@ from core.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles
 from core.step_summary import ProblemKind, StepProblem, StepSummary
 from core.summary import SampleRow, group_rows, sample_row, step_aggregate
 
-__all__ = ["OpenStep", "ProblemKind", "StepProblem", "StepSummary", "find_sample", "open_step"]
+__all__ = ["OpenStep", "ProblemKind", "StepProblem", "StepSummary", "open_step"]
 
 
 @dataclass(frozen=True)
@@ -138,8 +138,3 @@ def open_step(files: StepFiles, now: float, load: Loader = RunDir.load) -> OpenS
         settling_until=settling_until,
     )
     return OpenStep(summary, tuple(samples), train_rows, unreadable)
-
-
-def find_sample(rows: Sequence[SampleRow], sample_index: int) -> SampleRow | None:
-    """The row of a sample index, if the step has it."""
-    return next((row for row in rows if row.sample_index == sample_index), None)

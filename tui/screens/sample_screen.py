@@ -29,7 +29,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
 from core.resolve import FieldState
-from core.step import OpenStep, find_sample
+from core.step import OpenStep
 from core.summary import SampleRow
 from core.token_view import SERIES, TokenView, token_view
 from core.tokenizer import Detokenizer
@@ -86,9 +86,7 @@ class _Sample:
 
     @classmethod
     def load(cls, step: OpenStep, sample_index: int, detokenizer: Detokenizer | None) -> _Sample:
-        row = find_sample(step.summary.rows, sample_index)
-        if row is None:
-            raise KeyError(f"step {step.summary.rollout_id} has no sample {sample_index}")
+        row = step.row(sample_index)  # StepNotFoundError for an unknown sample
         view = token_view(step, sample_index)
         trained = view.trained()
         bands = np.full(view.total_length, int(Band.PROMPT), dtype=np.int8)
