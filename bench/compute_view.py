@@ -38,10 +38,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.compute_view import compute_view, sampling_interval
-from core.run_state import RunFollower
-from core.telemetry_columns import TelemetryColumns
-from core.time_bins import WINDOWS, bin_count, time_bins, window_bounds
+from miles_tui.core.analysis.compute_view import compute_view, sampling_interval
+from miles_tui.core.follow import RunFollower
+from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
+from miles_tui.core.telemetry.time_bins import WINDOWS, bin_count, time_bins, window_bounds
 from tests.core.fleet_writer import Fleet, write_fleet
 
 TARGET_UI_MS = 16.0
@@ -128,10 +128,10 @@ def bench_core(fleet: Fleet, repeat: int) -> None:
 
 
 async def bench_screen(fleet: Fleet, repeat: int, now: float) -> None:
-    from tui.app import make_app
-    from tui.messages import TelemetryAppended
-    from tui.screens.compute_screen import ComputeScreen
-    from tui.widgets.heat_rows import HeatRows
+    from miles_tui.tui.app import make_app
+    from miles_tui.tui.messages import TelemetryAppended
+    from miles_tui.tui.screens.compute_screen import ComputeScreen
+    from miles_tui.tui.widgets.heat_rows import HeatRows
 
     app = make_app(fleet.root, poll_seconds=3600, clock=lambda: now)
     async with app.run_test(size=(160, 48)) as pilot:

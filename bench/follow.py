@@ -121,7 +121,7 @@ def _ms(samples: list[float]) -> str:
 
 def _new_lines_poll(run_dir: Path, follower: object, now: float, start: int, rounds: int = 30) -> list[float]:
     """Append 10 metrics lines, poll, time the poll; ``rounds`` times."""
-    from core.run_state import RunFollower
+    from miles_tui.core.follow import RunFollower
 
     assert isinstance(follower, RunFollower)
     times = []
@@ -149,8 +149,8 @@ def main() -> None:
         generate(Path(args.generate), args.lines, args.hours, args.gpus)
         return
 
-    from core.run_state import RunFollower
-    from core.streams import HOUR_SECONDS
+    from miles_tui.core.follow import RunFollower
+    from miles_tui.core.telemetry.streams import HOUR_SECONDS
 
     with tempfile.TemporaryDirectory(prefix="miles-tui-bench-") as tmp:
         big, small = Path(tmp) / "big", Path(tmp) / "small"

@@ -1,7 +1,7 @@
 """Benchmark: opening one big step, against the floor of loading its files with torch.
 
 Builds (once; reused from ``--dir``) a run with the project's own writer
-(:mod:`core.demo` over :mod:`core.writer`): 1,024 samples, responses uniform in
+(:mod:`miles_tui.core.synth.demo` over :mod:`miles_tui.core.synth.writer`): 1,024 samples, responses uniform in
 256..8,192 tokens, prompts 64..1,024, layout dp8 x cp2 (tp1 pp1, gated
 writers: 16 train files), thd, every per-token field and multi-turn loss
 masks. Then prints, each the MEDIAN over ``--repeats`` fresh processes:
@@ -84,8 +84,8 @@ def build(run_dir: Path, shape: BenchRun) -> None:
         return
     import numpy as np
 
-    from core.demo import DemoConfig, write_demo_step
-    from core.writer import ParallelLayout
+    from miles_tui.core.synth.demo import DemoConfig, write_demo_step
+    from miles_tui.core.synth.writer import ParallelLayout
 
     for sub in ("rollout_data", "train_data", "trajectory", "dashboard"):
         shutil.rmtree(run_dir / sub, ignore_errors=True)
@@ -164,7 +164,7 @@ loaded = [torch.load(f, map_location="cpu", weights_only=False) for f in sys.arg
 # Runs the console script's entry point in-process and reports whether torch got imported.
 _EXPORT_CHECKED = """
 import json, sys
-from tui.cli import main
+from miles_tui.tui.cli import main
 code = main(sys.argv[1:])
 sys.stderr.write("\\n" + json.dumps({"code": code, "torch": "torch" in sys.modules,
                                       "numpy": "numpy" in sys.modules}) + "\\n")
@@ -173,7 +173,7 @@ sys.exit(code)
 
 _WARM_SUMMARY = """
 import json, sys, time
-from core.run import Run
+from miles_tui.core.dump.run import Run
 run = Run(sys.argv[1])
 now = time.time()
 t0 = time.perf_counter()
@@ -190,8 +190,8 @@ sys.stderr.write(json.dumps({"first_ms": first * 1e3, "again_ms": min(again) * 1
 
 _TOKENS = """
 import json, sys, time
-from core.export import tokens_export
-from core.run import Run
+from miles_tui.core.export import tokens_export
+from miles_tui.core.dump.run import Run
 run = Run(sys.argv[1])
 rid, now = int(sys.argv[2]), time.time()
 opened = run.open(rid, False, now)
@@ -250,7 +250,7 @@ def main() -> int:
         # whose own start-up is not miles-tui's).
         beside = Path(sys.executable).with_name("miles-tui")
         exe = str(beside) if beside.is_file() else shutil.which("miles-tui")
-        export_cmd = [exe] if exe else [sys.executable, "-m", "tui.cli"]
+        export_cmd = [exe] if exe else [sys.executable, "-m", "miles_tui.tui.cli"]
         export_argv = [*export_cmd, "export", str(run_dir), "--step", str(ROLLOUT_ID)]
         base_env = {k: v for k, v in os.environ.items() if k != "MILES_TUI_CACHE_DIR"}
 

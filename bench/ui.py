@@ -28,8 +28,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from core.run_dir import RunDir  # noqa: E402
-from core.writer import ParallelLayout, make_sample, write_step  # noqa: E402
+from miles_tui.core.dump.run_dir import RunDir  # noqa: E402
+from miles_tui.core.synth.writer import ParallelLayout, make_sample, write_step  # noqa: E402
 
 TRAINING_SECONDS = 5.0
 """Stand-in for the training forward/backward between a rollout file and its train files (minutes in a run)."""
@@ -103,8 +103,8 @@ async def _settle(app: Any, pilot: Any) -> None:
 
 
 async def first_paint(run_dir: Path) -> tuple[float, int]:
-    from tui.app import make_app
-    from tui.widgets.virtual_table import VirtualTable
+    from miles_tui.tui.app import make_app
+    from miles_tui.tui.widgets.virtual_table import VirtualTable
 
     start = time.perf_counter()
     app = make_app(run_dir, poll_seconds=3600)
@@ -117,9 +117,9 @@ async def first_paint(run_dir: Path) -> tuple[float, int]:
 
 
 async def open_big_step(run_dir: Path, rid: int) -> float:
-    from tui.app import make_app
-    from tui.screens.step_screen import StepScreen
-    from tui.widgets.virtual_table import VirtualTable
+    from miles_tui.tui.app import make_app
+    from miles_tui.tui.screens.step_screen import StepScreen
+    from miles_tui.tui.widgets.virtual_table import VirtualTable
 
     app = make_app(run_dir, poll_seconds=3600)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -148,7 +148,7 @@ async def open_big_step(run_dir: Path, rid: int) -> float:
 
 
 async def new_step_ready(run_dir: Path, rid: int, n: int) -> float:
-    from tui.app import make_app
+    from miles_tui.tui.app import make_app
 
     app = make_app(run_dir, poll_seconds=0.5)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -185,7 +185,7 @@ def cold_export(run_dir: Path, rid: int) -> float:
         env = {**os.environ, "MILES_TUI_CACHE_DIR": cache}
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "tui.cli", "export", str(run_dir), "--step", str(rid)],
+            [sys.executable, "-m", "miles_tui.tui.cli", "export", str(run_dir), "--step", str(rid)],
             stdout=subprocess.DEVNULL,
             check=True,
             env=env,
@@ -194,7 +194,7 @@ def cold_export(run_dir: Path, rid: int) -> float:
 
 
 async def browse(run_dir: Path, steps: int) -> list[tuple[int, float]]:
-    from tui.app import make_app
+    from miles_tui.tui.app import make_app
 
     app = make_app(run_dir, poll_seconds=3600)
     readings = []
@@ -242,7 +242,7 @@ def main() -> int:
     _row("  (cold `export --step` of that step, fresh process)", f"{cold * 1e3:.0f} ms", "reference", True)
 
     from bench.sample_cursor import TARGET_MS, measure, synthetic_step
-    from tui.screens.sample_screen import SampleScreen
+    from miles_tui.tui.screens.sample_screen import SampleScreen
 
     step = synthetic_step()
     timings = asyncio.run(measure(lambda: SampleScreen(step, 0, None, None), (160, 48), repeats=15))

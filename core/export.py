@@ -2,8 +2,8 @@
 
 Contract: the shapes of ``../shared/spec/cli.md``, exactly; keys may be added,
 never renamed or dropped. Values are raw (None for a value that does not
-exist, never 0 or NaN). Reading goes through :class:`core.run.Run`, and the
-metric series through :class:`core.streams.DashboardReader`.
+exist, never 0 or NaN). Reading goes through :class:`miles_tui.core.dump.run.Run`, and the
+metric series through :class:`miles_tui.core.telemetry.streams.DashboardReader`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.run import Run
-from core.run_dir import RunDir
-from core.step_summary import ROW_COLUMNS, StepSummary
+from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.run_dir import RunDir
+from miles_tui.core.dump.step_summary import ROW_COLUMNS, StepSummary
 
 if TYPE_CHECKING:
-    from core.step import OpenStep
+    from miles_tui.core.dump.step import OpenStep
 
 # Modules that need numpy are imported where they are used: a step export served
 # from the summary cache never imports numpy (nor the dump reader).
@@ -53,11 +53,11 @@ def metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | None) -> 
 
     A run without a dashboard folder has no metrics: ``{"metrics": {}}`` (a named
     key still gets its empty lists, as for any key never logged). A missing or
-    unusable RUN_DIR raises :class:`~core.errors.RunDirError`.
+    unusable RUN_DIR raises :class:`~miles_tui.core.errors.RunDirError`.
     """
     dashboard = RunDir(run_dir).dashboard_dir
-    from core.metrics import export_metrics
-    from core.streams import DashboardReader
+    from miles_tui.core.telemetry.metrics import export_metrics
+    from miles_tui.core.telemetry.streams import DashboardReader
 
     reader = DashboardReader(dashboard)
     if dashboard.is_dir():
@@ -72,7 +72,7 @@ def _problems(summary: StepSummary) -> list[dict[str, Any]]:
 
 def _per_token(opened: OpenStep, sample_index: int) -> dict[str, Any]:
     """A sample's loss mask and resolved per-token arrays, as lists (None: blank)."""
-    from core.resolve import PER_TOKEN_FIELDS
+    from miles_tui.core.dump.resolve import PER_TOKEN_FIELDS
 
     train = opened.train_rows.get(sample_index)
     mask: Any = None
@@ -125,7 +125,7 @@ def tokens_export(
 ) -> dict[str, Any]:
     """The ``--sample I --tokens`` payload."""
     opened = run.open(rollout_id, evaluation, now)
-    from core.token_view import find_view, token_payload
+    from miles_tui.core.dump.token_view import find_view, token_payload
 
     view = find_view(opened, sample_index)
     payload: dict[str, Any] = clean(token_payload(view, run.detokenizer, start, end))

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.advisories import Advisory, Level, ordered, step_advisories, step_error, worst_level
-from core.errors import DumpLoadError, MilesTuiError, StillWritingError
-from core.run import Run
-from core.run_state import RunFollower
-from core.step import StepSummary
-from core.stream_advisories import stream_advisories
+from miles_tui.core.analysis.advisories import Advisory, Level, ordered, step_advisories, step_error, worst_level
+from miles_tui.core.analysis.stream_advisories import stream_advisories
+from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.step import StepSummary
+from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError
+from miles_tui.core.follow import RunFollower
 
 
 @dataclass(frozen=True)

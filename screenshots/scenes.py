@@ -17,7 +17,7 @@ import numpy as np
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from tui.app import MilesApp, make_app
+from miles_tui.tui.app import MilesApp, make_app
 
 EPOCH = 1_780_000_000.0
 """The frozen 'now' of every scene (files are stamped ten minutes before it)."""
@@ -33,7 +33,7 @@ def _stamp(root: Path, mtime: float) -> None:
 
 def build_demo(root: Path, steps: int = 6) -> Path:
     """A seeded demo run (CP/PP/TP shards, eval steps, telemetry) with fixed mtimes."""
-    from core.demo import DemoConfig, write_demo_step
+    from miles_tui.core.synth.demo import DemoConfig, write_demo_step
 
     config = DemoConfig(samples_per_step=24, seed=3)
     for rid in range(steps):

@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-import core
+from miles_tui import core
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_core_never_imports_the_ui_or_torch() -> None:
-    modules = [f"core.{m.name}" for m in pkgutil.iter_modules(core.__path__)]
-    assert "core.resolve" in modules
+    modules = [m.name for m in pkgutil.walk_packages(core.__path__, prefix="miles_tui.core.")]
+    assert "miles_tui.core.dump.resolve" in modules
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}: importlib.import_module(name)\n"
-        "bad = sorted(m for m in ('textual', 'rich', 'torch', 'plotext', 'tui') if m in sys.modules)\n"
+        "bad = sorted(m for m in ('textual', 'rich', 'torch', 'plotext', 'miles_tui.tui') if m in sys.modules)\n"
         "assert not bad, bad\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
@@ -30,7 +30,7 @@ def test_core_never_imports_the_ui_or_torch() -> None:
 
 def test_headless_cli_does_not_import_textual() -> None:
     code = (
-        "import sys\nfrom tui import cli\n"
+        "import sys\nfrom miles_tui.tui import cli\n"
         "assert 'textual' not in sys.modules and 'torch' not in sys.modules, sorted(sys.modules)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)

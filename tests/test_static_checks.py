@@ -28,7 +28,37 @@ def test_ruff_format() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_strict() -> None:
+def mypy_strict(stage: Path) -> subprocess.CompletedProcess[str]:
+    """mypy --strict over the installed package names, from a stage of links (see pyproject)."""
+    package = stage / "miles_tui"
+    package.mkdir(parents=True, exist_ok=True)
+    for name in ("core", "tui"):
+        link = package / name
+        if not link.exists():
+            link.symlink_to(ROOT / name, target_is_directory=True)
+    command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")]
+    command += ["-p", "miles_tui.core", "-p", "miles_tui.tui"]
+    return subprocess.run(command, capture_output=True, text=True, check=False, cwd=stage)
+
+
+def test_mypy_strict(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
-    result = _run(sys.executable, "-m", "mypy")
+    result = mypy_strict(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_install_claims_only_its_own_name(tmp_path: Path) -> None:
+    """The bare names core and tui are left to whoever else wants them."""
+    code = "import importlib.util as u; print(u.find_spec('core'), u.find_spec('tui'), u.find_spec('miles_tui.core'))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert result.stdout.split()[:2] == ["None", "None"], result.stdout + result.stderr
+    assert "miles_tui.core" in result.stdout
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as stage:
+        outcome = mypy_strict(Path(stage))
+    print(outcome.stdout + outcome.stderr, end="")
+    raise SystemExit(outcome.returncode)

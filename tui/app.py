@@ -18,10 +18,10 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
-from core.advisories import Advisory, ordered
-from core.run import Run
-from core.telemetry_columns import TelemetryColumns
-from tui.messages import (
+from miles_tui.core.analysis.advisories import Advisory, ordered
+from miles_tui.core.dump.run import Run
+from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
+from miles_tui.tui.messages import (
     AdvisoriesChanged,
     FollowToggled,
     RunStatusChanged,
@@ -30,10 +30,10 @@ from tui.messages import (
     StepSummarized,
     TelemetryAppended,
 )
-from tui.run_model import RunModel
-from tui.run_watcher import LANDING_SECONDS, PollResult, RunWatcher
-from tui.screens.help_screen import HelpScreen
-from tui.screens.overview_screen import OverviewScreen
+from miles_tui.tui.run_model import RunModel
+from miles_tui.tui.run_watcher import LANDING_SECONDS, PollResult, RunWatcher
+from miles_tui.tui.screens.help_screen import HelpScreen
+from miles_tui.tui.screens.overview_screen import OverviewScreen
 
 
 class MilesApp(App[None]):
@@ -202,13 +202,13 @@ class MilesApp(App[None]):
             self.push_screen(HelpScreen(self.screen))
 
     def action_metrics(self) -> None:
-        from tui.screens.metrics_screen import MetricsScreen
+        from miles_tui.tui.screens.metrics_screen import MetricsScreen
 
         if not isinstance(self.screen, MetricsScreen):
             self.push_screen(MetricsScreen())
 
     def action_compute(self) -> None:
-        from tui.screens.compute_screen import ComputeScreen
+        from miles_tui.tui.screens.compute_screen import ComputeScreen
 
         if not isinstance(self.screen, ComputeScreen):
             self.push_screen(ComputeScreen(self.telemetry_columns))

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import MilesTuiError, RunDirError, StillWritingError
+from miles_tui.core.errors import MilesTuiError, RunDirError, StillWritingError
 
 EXIT_ERROR = 1
 EXIT_STILL_WRITING = 75
@@ -116,12 +116,12 @@ def _without_cyclic_gc(action: Callable[[argparse.Namespace], int]) -> Callable[
 
 @_without_cyclic_gc
 def run_export(args: argparse.Namespace) -> int:
-    from core import export
-    from core.run import Run
+    from miles_tui.core import export
+    from miles_tui.core.dump.run import Run
 
     now = time.time()
     if args.metrics is not None:
-        from core.export import metrics_export
+        from miles_tui.core.export import metrics_export
 
         _emit(metrics_export(Path(args.run_dir), args.metrics, args.x))
         return 0
@@ -146,7 +146,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from core.report import build_report, render_report
+    from miles_tui.core.report import build_report, render_report
 
     try:
         report = build_report(Path(args.run_dir), time.time())
@@ -161,7 +161,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def run_monitor(args: argparse.Namespace) -> int:
-    from tui.monitor import run_monitor as launch
+    from miles_tui.tui.monitor import run_monitor as launch
 
     return launch(args)
 

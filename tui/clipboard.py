@@ -7,7 +7,7 @@ Copying goes through :meth:`textual.app.App.copy_to_clipboard`, which keeps
 the text in ``app.clipboard`` and writes it to the terminal as an OSC 52
 escape (the terminal, or tmux with ``set -g set-clipboard on``, puts it on
 the system clipboard; over SSH it reaches the local machine).
-The CSV of a rollout table is :func:`core.export.rows_csv`: the ROW columns,
+The CSV of a rollout table is :func:`miles_tui.core.export.rows_csv`: the ROW columns,
 exactly what ``miles-tui export --step N --format csv`` prints.
 """
 
@@ -19,9 +19,9 @@ from typing import Any
 
 from textual.app import App
 
-from core.export import clean, rows_csv
-from core.step_summary import ROW_COLUMNS, SampleRow
-from core.token_view import SERIES, TokenView, token_payload
+from miles_tui.core.dump.step_summary import ROW_COLUMNS, SampleRow
+from miles_tui.core.dump.token_view import SERIES, TokenView, token_payload
+from miles_tui.core.export import clean, rows_csv
 
 LARGE_COPY = 100_000
 """Characters above which a copy may be cut by the terminal: OSC 52 limits vary (tmux, some terminals)."""
@@ -55,7 +55,7 @@ def sample_row_tsv(row: SampleRow) -> str:
 def token_window_tsv(view: TokenView, start: int, stop: int, texts: Sequence[str] | None) -> str:
     """Per-token values of token positions ``[start, stop)`` as TSV (one line per token).
 
-    Values are :func:`core.token_view.token_payload`'s: series cells are empty on
+    Values are :func:`miles_tui.core.dump.token_view.token_payload`'s: series cells are empty on
     prompt tokens and at loss-masked positions (the engine never scored them).
     ``texts`` are the decoded tokens of the whole sequence (None: ids only).
     """

@@ -1,4 +1,4 @@
-"""Core's compute view as lines for :class:`~tui.widgets.heat_rows.HeatRows`: pure formatting, no state.
+"""Core's compute view as lines for :class:`~miles_tui.tui.widgets.heat_rows.HeatRows`: pure formatting, no state.
 
 Every function takes core values and returns :class:`HeatRow` values (or
 Text); nothing here is computed beyond turning numbers into cells, and every
@@ -17,12 +17,12 @@ import numpy as np
 from rich.style import Style
 from rich.text import Text
 
-from core.compute_view import ComputeView, FleetSummary, LaneHealth, Liveness
-from core.gpu_samples import Lane
-from core.phase_bands import PhaseBand
-from tui.formatting import MISSING, age
-from tui.renderers.heat_strip import short_span, time_axis
-from tui.widgets.heat_rows import HeatRow
+from miles_tui.core.analysis.compute_view import ComputeView, FleetSummary, LaneHealth, Liveness
+from miles_tui.core.telemetry.gpu_samples import Lane
+from miles_tui.core.telemetry.phase_bands import PhaseBand
+from miles_tui.tui.formatting import MISSING, age
+from miles_tui.tui.renderers.heat_strip import short_span, time_axis
+from miles_tui.tui.widgets.heat_rows import HeatRow
 
 SUFFIX_WIDTH: Final = 24
 """``util   mem    age state`` column."""

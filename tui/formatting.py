@@ -9,8 +9,8 @@ import math
 
 from rich.text import Text
 
-from core.advisories import Level
-from core.summary import SampleRow
+from miles_tui.core.analysis.advisories import Level
+from miles_tui.core.dump.summary import SampleRow
 
 MISSING = "–"
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from core.advisories import Advisory
-from core.step import OpenStep, StepSummary
+from miles_tui.core.analysis.advisories import Advisory
+from miles_tui.core.dump.step import OpenStep, StepSummary
 
 
 @dataclass

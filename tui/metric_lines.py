@@ -11,9 +11,9 @@ from typing import Literal
 
 from rich.text import Text
 
-from core.metric_view import PointAt
-from tui.formatting import MISSING
-from tui.widgets.metric_chart import ChartView, metric_value, step_label
+from miles_tui.core.analysis.metric_view import PointAt
+from miles_tui.tui.formatting import MISSING
+from miles_tui.tui.widgets.metric_chart import ChartView, metric_value, step_label
 
 Source = Literal["metrics", "dump", "none"]
 """Where the charted series come from: metrics.jsonl, the step dumps, or nowhere yet."""

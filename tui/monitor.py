@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.errors import RunDirError
+from miles_tui.core.errors import RunDirError
 
 DEMO_MAX_STEPS = 500
 """A demo left running adds a step every 5 s; stop at ~40 minutes of steps (about 150 MB)."""
@@ -24,7 +24,7 @@ def _start_demo(target: str) -> tuple[Path, subprocess.Popen[bytes]]:
         [
             sys.executable,
             "-m",
-            "core.demo",
+            "miles_tui.core.synth.demo",
             str(run_dir),
             "--initial",
             "6",
@@ -46,7 +46,7 @@ def _start_demo(target: str) -> tuple[Path, subprocess.Popen[bytes]]:
 
 def _wait_for_steps(run_dir: Path, writer: subprocess.Popen[bytes], count: int, timeout: float) -> None:
     """Block until the demo writer has made ``count`` steps visible, so the monitor never opens empty."""
-    from core.run_dir import RunDir
+    from miles_tui.core.dump.run_dir import RunDir
 
     deadline = time.monotonic() + timeout
     run = RunDir(run_dir)
@@ -62,7 +62,7 @@ def _wait_for_steps(run_dir: Path, writer: subprocess.Popen[bytes], count: int, 
 
 def run_monitor(args: argparse.Namespace) -> int:
     """Open the monitor on RUN_DIR (or on a fresh demo run); returns the exit status."""
-    from tui.app import make_app
+    from miles_tui.tui.app import make_app
 
     writer = None
     run_dir = args.run_dir

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from core.summary import ROW_COLUMNS, SampleRow
+from miles_tui.core.dump.summary import ROW_COLUMNS, SampleRow
 
 ALIASES = {
     "idx": "sample_index",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.advisories import Advisory
-from core.step import StepSummary
+from miles_tui.core.analysis.advisories import Advisory
+from miles_tui.core.dump.step import StepSummary
 
 
 @dataclass

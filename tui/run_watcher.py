@@ -20,14 +20,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from core.advisories import Advisory, ordered, step_advisories, step_error
-from core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
-from core.run import Run
-from core.run_dir import RunDir, StepFiles
-from core.run_state import RunDelta, RunFollower
-from core.step import OpenStep, StepSummary
-from core.stream_advisories import stream_advisories
-from core.tail import StreamReset
+from miles_tui.core.analysis.advisories import Advisory, ordered, step_advisories, step_error
+from miles_tui.core.analysis.stream_advisories import stream_advisories
+from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.run_dir import RunDir, StepFiles
+from miles_tui.core.dump.step import OpenStep, StepSummary
+from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
+from miles_tui.core.follow import RunDelta, RunFollower
+from miles_tui.core.telemetry.tail import StreamReset
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.advisories import (
+from miles_tui.core.analysis.advisories import (
     Level,
     file_problems,
     ordered,
@@ -17,11 +17,11 @@ from core.advisories import (
     unreadable_per_token,
     zero_std_groups,
 )
-from core.report import build_report
-from core.run import Run
-from core.step import ProblemKind, StepProblem, StepSummary
+from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.step import ProblemKind, StepProblem, StepSummary
+from miles_tui.core.report import build_report
+from miles_tui.tui.cli import main
 from tests.conftest import EPOCH
-from tui.cli import main
 
 
 def _summary(golden_copy: Callable[[str], Path], case: str, rid: int) -> StepSummary:

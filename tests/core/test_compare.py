@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.compare import (
+from miles_tui.core.analysis.compare import (
     AGGREGATE_FIGURES,
     GROUP_FIGURES,
     compare_steps,
@@ -17,8 +17,8 @@ from core.compare import (
     group_of,
     sample_group_across_steps,
 )
-from core.run import Run
-from core.step import StepSummary
+from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.step import StepSummary
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason="shared/golden not present")

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.compute_view import (
+from miles_tui.core.analysis.compute_view import (
     LaneSelection,
     Liveness,
     bin_lanes,
@@ -21,12 +21,12 @@ from core.compute_view import (
     sampling_interval,
     select_lanes,
 )
-from core.gpu_samples import GpuSamples, Lane, gpu_samples, natural_key
-from core.phase_bands import lanes_of_rank, phase_bands, phase_spans
-from core.stream_records import GpuUtil, Phase, StreamRecord
-from core.streams import DashboardReader
-from core.telemetry_columns import TelemetryColumns
-from core.time_bins import bin_count, time_bins, window_bounds
+from miles_tui.core.telemetry.gpu_samples import GpuSamples, Lane, gpu_samples, natural_key
+from miles_tui.core.telemetry.phase_bands import lanes_of_rank, phase_bands, phase_spans
+from miles_tui.core.telemetry.stream_records import GpuUtil, Phase, StreamRecord
+from miles_tui.core.telemetry.streams import DashboardReader
+from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
+from miles_tui.core.telemetry.time_bins import bin_count, time_bins, window_bounds
 from tests.conftest import GOLDEN
 from tests.core.fleet_writer import write_fleet
 
@@ -293,14 +293,14 @@ def test_columns_convert_only_what_is_new_and_redo_a_rewritten_file(
     reader.poll()
     columns = TelemetryColumns(reader)
     converted: list[int] = []
-    from core.gpu_samples import gpu_columns as real
+    from miles_tui.core.telemetry.gpu_samples import gpu_columns as real
 
     def counting(records: Iterable[StreamRecord], table: dict[Lane, int]) -> tuple[Any, ...]:
         rows = list(records)
         converted.append(len(rows))
         return real(rows, table)
 
-    monkeypatch.setattr("core.telemetry_columns.gpu_columns", counting)
+    monkeypatch.setattr("miles_tui.core.telemetry.telemetry_columns.gpu_columns", counting)
     first = columns.gpu_samples(None, None)
     assert len(first.ts) == 31 * 2 and sum(converted) == 62
     assert columns.has_news(), "the phases are not converted yet"

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.cp import assemble_response
-from core.demo import DemoConfig, main, run_demo, write_demo_step
-from core.pt_archive import load_pt
-from core.writer import ParallelLayout
+from miles_tui.core.dump.cp import assemble_response
+from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.synth.demo import DemoConfig, main, run_demo, write_demo_step
+from miles_tui.core.synth.writer import ParallelLayout
 
 NOW = 1_787_223_000.0
 CONFIG = DemoConfig(samples_per_step=16, layout=ParallelLayout(tp=2, pp=2, cp=2, dp=2), step_seconds=20.0)

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tui.cli import main
+from miles_tui.tui.cli import main
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 CASES = sorted(p.name[: -len(".truth.json")] for p in GOLDEN.glob("*.truth.json"))
@@ -211,7 +211,7 @@ def test_corrupt_shard_keeps_the_step_readable(aged: Path, capsys: pytest.Captur
 
 @pytest.mark.parametrize("aged", ["tp_dup"], indirect=True)
 def test_trajectory_sidecar_matches_truth(aged: Path) -> None:
-    from core.trajectory import read_sidecar
+    from miles_tui.core.dump.trajectory import read_sidecar
 
     for name, expected in _truth("tp_dup")["trajectory"].items():
         evaluation = name.startswith("eval_")
@@ -228,7 +228,7 @@ def test_trajectory_sidecar_matches_truth(aged: Path) -> None:
 def test_console_script_in_a_fresh_process(aged: Path, cache_dir: Path) -> None:
     env = {**os.environ, "MILES_TUI_CACHE_DIR": str(cache_dir)}
     result = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "export", str(aged), "--step", "0"],
+        [sys.executable, "-m", "miles_tui.tui.cli", "export", str(aged), "--step", "0"],
         capture_output=True,
         text=True,
         env=env,

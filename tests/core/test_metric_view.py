@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.metric_view import (
+from miles_tui.core.analysis.metric_view import (
     DUMP_FIELDS,
     DUMP_X_KEY,
     PointAt,
@@ -32,8 +32,8 @@ from core.metric_view import (
     value_at,
     values_at,
 )
-from core.metrics import MetricSeries, MetricStore
-from core.step_summary import StepAggregate
+from miles_tui.core.dump.step_summary import StepAggregate
+from miles_tui.core.telemetry.metrics import MetricSeries, MetricStore
 
 NAN = math.nan
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.metrics import MetricStore, decode_metric_record, export_metrics
+from miles_tui.core.telemetry.metrics import MetricStore, decode_metric_record, export_metrics
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 

@@ -1,4 +1,4 @@
-"""``miles-tui export RUN --metrics ...`` reads dashboard/metrics.jsonl through core.export.metrics_export
+"""``miles-tui export RUN --metrics ...`` reads dashboard/metrics.jsonl through miles_tui.core.export.metrics_export
 and matches the metric series miles' own reader gives for the live_streams golden case."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from core.errors import RunDirError
-from core.export import metrics_export
+from miles_tui.core.errors import RunDirError
+from miles_tui.core.export import metrics_export
+from miles_tui.tui.cli import main
 from tests.conftest import GOLDEN, stamp
-from tui.cli import main
 
 TRUTH = GOLDEN / "live_streams.truth.json"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.outliers import (
+from miles_tui.core.analysis.outliers import (
     KINDS,
     OutlierKind,
     merge_outliers,
@@ -19,9 +19,9 @@ from core.outliers import (
     sample_outliers,
     step_outliers,
 )
-from core.run import Run
-from core.step import OpenStep
-from core.token_view import token_view
+from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.step import OpenStep
+from miles_tui.core.dump.token_view import token_view
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason="shared/golden not present")

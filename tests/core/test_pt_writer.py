@@ -1,4 +1,4 @@
-"""core.pt_writer writes what torch.save writes: torch.load and core's safe reader both read it back."""
+"""miles_tui.core.synth.pt_writer writes what torch.save writes: torch.load and core's safe reader both read it back."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.pt_archive import load_pt
-from core.pt_writer import KeepAsIs, dumps_pt
+from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.synth.pt_writer import KeepAsIs, dumps_pt
 
 ARRAYS = {
     "f32": np.array([1.5, -2.25, 0.0], dtype=np.float32),
@@ -74,7 +74,7 @@ def test_torch_tensors_from_training_code_are_written_as_tensors(tmp_path: Path)
 def test_a_demo_step_is_written_where_torch_cannot_be_imported(tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "import numpy as np\nfrom core.demo import DemoConfig, write_demo_step\n"
+        "import numpy as np\nfrom miles_tui.core.synth.demo import DemoConfig, write_demo_step\n"
         f"write_demo_step({str(tmp_path)!r}, 0, DemoConfig(samples_per_step=8), np.random.default_rng(0), now=1e9)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

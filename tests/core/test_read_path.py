@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.errors import CorruptFileError
-from core.pt_archive import load_pt
-from core.resolve import PER_TOKEN_FIELDS, PerTokenFields
-from core.run import Run
-from core.run_dir import RunDir
+from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.dump.resolve import PER_TOKEN_FIELDS, PerTokenFields
+from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.run_dir import RunDir
+from miles_tui.core.errors import CorruptFileError
 
 torch = pytest.importorskip("torch", reason="these tests check compatibility with torch.save")
 
@@ -101,7 +101,7 @@ def test_a_cached_summary_equals_the_computed_one(demo_run: Path) -> None:
 
 
 def test_one_step_stats_only_its_own_files(demo_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from core import run_dir
+    from miles_tui.core.dump import run_dir
 
     stated: list[str] = []
     real = run_dir._stat
@@ -119,7 +119,7 @@ def test_one_step_stats_only_its_own_files(demo_run: Path, monkeypatch: pytest.M
 
 def test_a_warm_export_imports_neither_torch_nor_numpy(demo_run: Path, tmp_path: Path) -> None:
     code = (
-        "import sys\nfrom tui.cli import main\n"
+        "import sys\nfrom miles_tui.tui.cli import main\n"
         f"assert main(['export', {str(demo_run)!r}, '--step', '1']) == 0\n"
         "sys.stderr.write(repr(sorted(m for m in ('torch', 'numpy') if m in sys.modules)))\n"
     )

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.errors import InconsistentDumpError
-from core.resolve import PER_TOKEN_FIELDS, FieldState, Shard, resolve_rows
-from core.run import Run
-from core.run_dir import RunDir
-from core.step import open_step
-from core.writer import MODEL_OUTPUT_KEYS, ParallelLayout, make_sample, write_step
+from miles_tui.core.dump.resolve import PER_TOKEN_FIELDS, FieldState, Shard, resolve_rows
+from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.run_dir import RunDir
+from miles_tui.core.dump.step import open_step
+from miles_tui.core.errors import InconsistentDumpError
+from miles_tui.core.synth.writer import MODEL_OUTPUT_KEYS, ParallelLayout, make_sample, write_step
 
 LATER = time.time() + 3600
 
@@ -193,7 +193,7 @@ def test_a_step_whose_shards_are_still_landing_is_pending_then_settles(tmp_path:
     early = run.summary(3, False, landed + 2)
     assert not early.complete and early.settling_until == pytest.approx(landed + 10)
     assert all(r.alignment_failed for r in early.rows)  # values are blank ...
-    from core.advisories import unreadable_per_token
+    from miles_tui.core.analysis.advisories import unreadable_per_token
 
     assert unreadable_per_token(early) == []  # ... but not called unreadable while the step settles
     late = run.summary(3, False, landed + 11)  # nothing changed on disk: now it is final

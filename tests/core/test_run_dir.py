@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import CorruptFileError, RunDirError, StillWritingError
-from core.run_dir import MIN_AGE_SECONDS, STILL_WRITING_SECONDS, RunDir
+from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, STILL_WRITING_SECONDS, RunDir
+from miles_tui.core.errors import CorruptFileError, RunDirError, StillWritingError
 
 
 def _touch(path: Path, mtime: float, content: bytes = b"x") -> None:

@@ -12,11 +12,8 @@ from typing import Any
 
 import pytest
 
-from core.advisories import Level
-from core.metrics import MetricStore
-from core.report import build_report
-from core.run_state import RunFollower
-from core.stream_advisories import (
+from miles_tui.core.analysis.advisories import Level
+from miles_tui.core.analysis.stream_advisories import (
     MfuSummary,
     abort_storm,
     counter_increase,
@@ -30,11 +27,14 @@ from core.stream_advisories import (
     stream_advisories,
     stream_corruption,
 )
-from core.stream_records import EngineSample, Phase
-from core.tail import StreamReset
-from core.writer import append_jsonl, write_json
+from miles_tui.core.follow import RunFollower
+from miles_tui.core.report import build_report
+from miles_tui.core.synth.writer import append_jsonl, write_json
+from miles_tui.core.telemetry.metrics import MetricStore
+from miles_tui.core.telemetry.stream_records import EngineSample, Phase
+from miles_tui.core.telemetry.tail import StreamReset
+from miles_tui.tui.cli import main
 from tests.conftest import GOLDEN, stamp
-from tui.cli import main
 
 T = 1_787_223_000.0
 """Start of the synthetic attempts below."""

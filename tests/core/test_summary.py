@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.resolve import FieldState, TrainRow
-from core.summary import group_rows, sample_row, staleness, step_aggregate
+from miles_tui.core.dump.resolve import FieldState, TrainRow
+from miles_tui.core.dump.summary import group_rows, sample_row, staleness, step_aggregate
 
 
 def test_staleness_uses_the_smallest_numeric_version_only() -> None:

@@ -1,9 +1,9 @@
-"""core.writer writes what miles writes: the golden dumps' files, keys and dtypes, for every layout.
+"""miles_tui.core.synth.writer writes what miles writes: the golden dumps' files, keys and dtypes, for every layout.
 
 The strongest check rebuilds every golden step from its own rollout file and
 per-token values and compares the written train files with the golden ones
 value by value. The layout tests cover every (tp, pp, cp, dp) in {1, 2}^4 in
-both write modes, and reassemble every CP slice with core.cp.
+both write modes, and reassemble every CP slice with miles_tui.core.dump.cp.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.cp import assemble_response
-from core.errors import CorruptFileError
-from core.pt_archive import load_pt
-from core.writer import (
+from miles_tui.core.dump.cp import assemble_response
+from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.errors import CorruptFileError
+from miles_tui.core.synth.writer import (
     MODEL_OUTPUT_KEYS,
     SAMPLE_KEYS,
     SHARD_LAYOUT_KEYS,
@@ -429,6 +429,6 @@ def test_normalize_rewards() -> None:
 
 
 def test_importing_the_writer_does_not_import_torch() -> None:
-    code = "import sys, core.writer, core.demo; print('torch' in sys.modules)"
+    code = "import sys, miles_tui.core.synth.writer, miles_tui.core.synth.demo; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from core.export import rows_csv, step_export
-from core.run import Run
-from core.step_summary import ROW_COLUMNS
-from core.token_view import SERIES, token_payload, token_view
-from tui.clipboard import TOKEN_COLUMNS, default_csv_path, rows_csv_text, sample_row_tsv, token_window_tsv
-from tui.screens.save_csv_screen import CsvPathError, csv_target
+from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.step_summary import ROW_COLUMNS
+from miles_tui.core.dump.token_view import SERIES, token_payload, token_view
+from miles_tui.core.export import rows_csv, step_export
+from miles_tui.tui.clipboard import TOKEN_COLUMNS, default_csv_path, rows_csv_text, sample_row_tsv, token_window_tsv
+from miles_tui.tui.screens.save_csv_screen import CsvPathError, csv_target
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason="shared/golden not present")

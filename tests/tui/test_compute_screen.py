@@ -10,13 +10,13 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Label
 
+from miles_tui.tui.app import MilesApp, make_app
+from miles_tui.tui.messages import TelemetryAppended
+from miles_tui.tui.screens.compute_screen import WORST_COUNT, ComputeScreen
+from miles_tui.tui.screens.overview_screen import OverviewScreen
+from miles_tui.tui.widgets.heat_rows import HeatRows
 from tests.conftest import GOLDEN
 from tests.core.fleet_writer import Fleet, write_fleet
-from tui.app import MilesApp, make_app
-from tui.messages import TelemetryAppended
-from tui.screens.compute_screen import WORST_COUNT, ComputeScreen
-from tui.screens.overview_screen import OverviewScreen
-from tui.widgets.heat_rows import HeatRows
 
 
 def _app(root: Path, now: float) -> MilesApp:

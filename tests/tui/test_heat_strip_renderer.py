@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from rich.style import Style
 
-from tui.renderers.heat_strip import HEAT, RAMP, heat_strip, levels, short_span, stretch, time_axis
+from miles_tui.tui.renderers.heat_strip import HEAT, RAMP, heat_strip, levels, short_span, stretch, time_axis
 
 
 def test_levels_span_the_ramp_and_zero_is_not_a_gap() -> None:

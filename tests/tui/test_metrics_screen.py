@@ -16,16 +16,16 @@ from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.widgets import Input, Label, Static
 
-from core.metric_view import chart_keys, ema, group_keys, plot_data
-from core.metrics import MetricStore
+from miles_tui.core.analysis.metric_view import chart_keys, ema, group_keys, plot_data
+from miles_tui.core.telemetry.metrics import MetricStore
+from miles_tui.tui.app import MilesApp, make_app
+from miles_tui.tui.messages import TelemetryAppended
+from miles_tui.tui.renderers.plot import ansi_strips, step_tick, tick_labels, y_ticks
+from miles_tui.tui.screens.metrics_screen import NO_METRICS_NOTE, NOTHING_YET_NOTE, MetricsScreen
+from miles_tui.tui.screens.overview_screen import OverviewScreen
+from miles_tui.tui.widgets.metric_chart import MetricChart, chart_body, metric_value
+from miles_tui.tui.widgets.run_header import RunHeader
 from tests.conftest import EPOCH, GOLDEN, stamp, write_demo_run
-from tui.app import MilesApp, make_app
-from tui.messages import TelemetryAppended
-from tui.renderers.plot import ansi_strips, step_tick, tick_labels, y_ticks
-from tui.screens.metrics_screen import NO_METRICS_NOTE, NOTHING_YET_NOTE, MetricsScreen
-from tui.screens.overview_screen import OverviewScreen
-from tui.widgets.metric_chart import MetricChart, chart_body, metric_value
-from tui.widgets.run_header import RunHeader
 
 
 def _app(root: Path) -> MilesApp:
@@ -346,7 +346,7 @@ def _colored(strips: list[Strip]) -> bool:
 
 
 def test_no_color_chart_has_no_escape_codes_and_only_the_smoothed_line() -> None:
-    from core.metrics import MetricSeries
+    from miles_tui.core.telemetry.metrics import MetricSeries
 
     count = 200
     series = MetricSeries(
@@ -369,7 +369,7 @@ def test_no_color_chart_has_no_escape_codes_and_only_the_smoothed_line() -> None
 
 
 def test_a_chart_without_numbers_says_so() -> None:
-    from core.metrics import MetricSeries
+    from miles_tui.core.telemetry.metrics import MetricSeries
 
     series = MetricSeries("eval/x", "eval/step", np.arange(2), np.arange(2.0), np.full(2, np.nan), np.zeros(2))
     assert "no numeric values" in _plain(chart_body(plot_data(series, 40), 50, 10))
@@ -402,9 +402,9 @@ def test_plotext_escape_codes_become_styled_segments() -> None:
 
 
 def test_status_and_inspector_lines() -> None:
-    from core.metric_view import PointAt
-    from tui.metric_lines import INSPECTOR_HINT, inspector_line, status_line
-    from tui.widgets.metric_chart import ChartView
+    from miles_tui.core.analysis.metric_view import PointAt
+    from miles_tui.tui.metric_lines import INSPECTOR_HINT, inspector_line, status_line
+    from miles_tui.tui.widgets.metric_chart import ChartView
 
     status = status_line("dump", 3, 7, "perf/*", ChartView(0.9, True)).plain
     assert status == f"{NO_METRICS_NOTE} · 3/7 series · filter 'perf/*' · y: log · smoothing: EMA 0.9"

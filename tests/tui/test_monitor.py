@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from miles_tui.tui.app import MilesApp, make_app
+from miles_tui.tui.screens.overview_screen import OverviewScreen
+from miles_tui.tui.screens.step_screen import StepScreen
+from miles_tui.tui.widgets.advisory_list import AdvisoryList
+from miles_tui.tui.widgets.run_header import RunHeader
+from miles_tui.tui.widgets.virtual_table import VirtualTable
 from tests.conftest import EPOCH, stamp, write_demo_run
-from tui.app import MilesApp, make_app
-from tui.screens.overview_screen import OverviewScreen
-from tui.screens.step_screen import StepScreen
-from tui.widgets.advisory_list import AdvisoryList
-from tui.widgets.run_header import RunHeader
-from tui.widgets.virtual_table import VirtualTable
 
 
 def _app(root: Path, now: float = EPOCH) -> MilesApp:
@@ -46,7 +46,7 @@ async def test_drill_down_and_back(demo_run: Path) -> None:
         assert len(table.rows) == 16
         await pilot.press("down", "down", "enter")
         await _settle(app, pilot)
-        from tui.screens.sample_screen import SampleScreen
+        from miles_tui.tui.screens.sample_screen import SampleScreen
 
         assert isinstance(app.screen, SampleScreen)
         await pilot.press("escape")

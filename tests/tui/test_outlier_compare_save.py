@@ -11,18 +11,18 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, Static
 
-from core.compare import compare_steps
-from core.outliers import OutlierKind, peak_position, step_outliers
-from core.step_summary import ROW_COLUMNS
+from miles_tui.core.analysis.compare import compare_steps
+from miles_tui.core.analysis.outliers import OutlierKind, peak_position, step_outliers
+from miles_tui.core.dump.step_summary import ROW_COLUMNS
+from miles_tui.tui.app import MilesApp, make_app
+from miles_tui.tui.clipboard import sample_row_tsv
+from miles_tui.tui.screens import save_csv_screen
+from miles_tui.tui.screens.compare_screen import CompareScreen
+from miles_tui.tui.screens.outlier_screen import OutlierScreen
+from miles_tui.tui.screens.sample_screen import SampleScreen
+from miles_tui.tui.screens.save_csv_screen import SaveCsvScreen
+from miles_tui.tui.widgets.virtual_table import VirtualTable
 from tests.conftest import EPOCH
-from tui.app import MilesApp, make_app
-from tui.clipboard import sample_row_tsv
-from tui.screens import save_csv_screen
-from tui.screens.compare_screen import CompareScreen
-from tui.screens.outlier_screen import OutlierScreen
-from tui.screens.sample_screen import SampleScreen
-from tui.screens.save_csv_screen import SaveCsvScreen
-from tui.widgets.virtual_table import VirtualTable
 
 GoldenCopy = Callable[[str], Path]
 

@@ -14,15 +14,15 @@ from textual.app import App
 from textual.binding import Binding
 from textual.widgets import Static, TabbedContent
 
-from core.resolve import FieldState
-from core.run import Run
-from core.token_view import SERIES, TokenView, token_view
-from core.trajectory import Conversation, Sidecar, read_sidecar
-from core.trajectory import Message as ChatMessage
-from tui.formatting import number
-from tui.screens.sample_screen import SampleScreen
-from tui.widgets.series_chart import ChartSeries, SeriesChart, chart_text, finite_runs
-from tui.widgets.token_sparkline import GUTTER, TokenSparkline
+from miles_tui.core.dump.resolve import FieldState
+from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.token_view import SERIES, TokenView, token_view
+from miles_tui.core.dump.trajectory import Conversation, Sidecar, read_sidecar
+from miles_tui.core.dump.trajectory import Message as ChatMessage
+from miles_tui.tui.formatting import number
+from miles_tui.tui.screens.sample_screen import SampleScreen
+from miles_tui.tui.widgets.series_chart import ChartSeries, SeriesChart, chart_text, finite_runs
+from miles_tui.tui.widgets.token_sparkline import GUTTER, TokenSparkline
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO.parent / "shared" / "golden"

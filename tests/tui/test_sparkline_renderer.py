@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from rich.style import Style
 
-from tui.renderers.sparkline import (
+from miles_tui.tui.renderers.sparkline import (
     BARS,
     Band,
     SparkPicture,

@@ -38,7 +38,7 @@ def test_monitor_in_tmux(golden_copy: Callable[[str], Path], tmp_path: Path) -> 
     script = tmp_path / "run.sh"
     script.write_text(
         f"cd {os.getcwd()}\nexport MILES_TUI_CACHE_DIR={tmp_path / 'cache'}\n"
-        f"{sys.executable} -m tui.cli {root} --poll 1\necho EXITED-$?\nsleep 30\n"
+        f"{sys.executable} -m miles_tui.tui.cli {root} --poll 1\necho EXITED-$?\nsleep 30\n"
     )
     env = {**os.environ, "TERM": "xterm-256color"}
     env.pop("NO_COLOR", None)

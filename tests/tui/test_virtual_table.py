@@ -7,7 +7,7 @@ from collections.abc import Hashable
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from tui.widgets.virtual_table import Column, TableRow, VirtualTable
+from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
 
 
 class TableApp(App[None]):

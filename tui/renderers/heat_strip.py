@@ -28,7 +28,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from tui.renderers.sparkline import bucket_values
+from miles_tui.tui.renderers.sparkline import bucket_values
 
 FloatArray = npt.NDArray[np.float64]
 

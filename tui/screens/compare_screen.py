@@ -1,6 +1,6 @@
 """Two steps side by side, group by group: A | B | Δ for every figure, and a group slot across steps.
 
-Contract: every figure and delta comes from :mod:`core.compare`; this screen
+Contract: every figure and delta comes from :mod:`miles_tui.core.analysis.compare`; this screen
 fetches summaries through the app (the model first, the watcher off the event
 loop otherwise), formats and navigates. A delta reads without colour too: an
 arrow and its size (``↑0.25``, ``↓3.0``, ``=``), coloured only as a hint
@@ -23,7 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Label
 
-from core.compare import (
+from miles_tui.core.analysis.compare import (
     Delta,
     GroupComparison,
     GroupInStep,
@@ -32,13 +32,13 @@ from core.compare import (
     group_across_steps,
     group_of,
 )
-from core.step import StepSummary
-from core.summary import group_reward
-from tui.formatting import MISSING, number, percent
-from tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized
-from tui.screens.monitor_screen import MonitorScreen
-from tui.widgets.run_header import RunHeader
-from tui.widgets.virtual_table import Column, TableRow, VirtualTable
+from miles_tui.core.dump.step import StepSummary
+from miles_tui.core.dump.summary import group_reward
+from miles_tui.tui.formatting import MISSING, number, percent
+from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized
+from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.widgets.run_header import RunHeader
+from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
 
 BETTER_UP = {"reward_mean": True, "truncated_frac": False, "avg_staleness": False, "zero_std_group_frac": False}
 BETTER_UP |= {"mean_abs_lp_diff": False, "mixed_version_frac": False, "alignment_failed": False}
@@ -398,8 +398,8 @@ class CompareScreen(MonitorScreen):
 
     @work(exclusive=True, group="compare-open", exit_on_error=False)
     async def _open_sample(self, rid: int, sample_index: int) -> None:
-        from core.trajectory import read_sidecar
-        from tui.screens.sample_screen import SampleScreen
+        from miles_tui.core.dump.trajectory import read_sidecar
+        from miles_tui.tui.screens.sample_screen import SampleScreen
 
         table = self.query_one("#groups", VirtualTable)
         reader = self.miles.reader

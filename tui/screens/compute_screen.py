@@ -1,10 +1,10 @@
 """The compute screen: per-GPU utilisation lanes, the phases the ranks were in, and the fleet, over time.
 
-What it draws comes from :mod:`core.compute_view` (binning, ages, fleet
+What it draws comes from :mod:`miles_tui.core.analysis.compute_view` (binning, ages, fleet
 percentiles, phase shares, lane picking), computed in a worker thread from
-:class:`~core.telemetry_columns.TelemetryColumns`, which converts only the
+:class:`~miles_tui.core.telemetry.telemetry_columns.TelemetryColumns`, which converts only the
 records the app's poll added. The screen keeps the window and the lane picker
-and turns the view into lines (:mod:`tui.compute_rows`); it reads no file
+and turns the view into lines (:mod:`miles_tui.tui.compute_rows`); it reads no file
 itself. It redraws when the app forwards new gpu_util or phases records
 (TelemetryAppended), and on a run-status poll that finds the reader holding
 records not drawn yet or a view older than a few seconds, so ages keep moving
@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Label
 
-from core.compute_view import (
+from miles_tui.core.analysis.compute_view import (
     FLEET_LANES,
     ComputeView,
     LaneSelection,
@@ -31,13 +31,22 @@ from core.compute_view import (
     sampling_interval,
     select_lanes,
 )
-from core.telemetry_columns import TelemetryColumns
-from core.time_bins import WINDOWS, bin_count, time_bins, window_bounds
-from tui.compute_rows import SUFFIX_WIDTH, LaneRows, axis_row, fleet_rows, lane_label, phase_row, title, window_name
-from tui.messages import FollowToggled, RunStatusChanged, TelemetryAppended
-from tui.screens.monitor_screen import MonitorScreen
-from tui.widgets.heat_rows import HeatRows
-from tui.widgets.run_header import RunHeader
+from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
+from miles_tui.core.telemetry.time_bins import WINDOWS, bin_count, time_bins, window_bounds
+from miles_tui.tui.compute_rows import (
+    SUFFIX_WIDTH,
+    LaneRows,
+    axis_row,
+    fleet_rows,
+    lane_label,
+    phase_row,
+    title,
+    window_name,
+)
+from miles_tui.tui.messages import FollowToggled, RunStatusChanged, TelemetryAppended
+from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.widgets.heat_rows import HeatRows
+from miles_tui.tui.widgets.run_header import RunHeader
 
 WORST_COUNT: Final = 16
 """Lanes ``w`` lists."""
@@ -67,7 +76,7 @@ class ComputeScreen(MonitorScreen):
         self.columns = columns
         """Converted telemetry; pass the same one to a new ComputeScreen to skip converting it again."""
         self.window = window
-        """Index into :data:`~core.compute_view.WINDOWS`."""
+        """Index into :data:`~miles_tui.core.analysis.compute_view.WINDOWS`."""
         self.selection: LaneSelection | None = None
         """What the lane list shows (None until the first view: the default depends on the fleet size)."""
         self.view: ComputeView | None = None

@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-from tui.row_filter import ALIASES, STATUSES
+from miles_tui.tui.row_filter import ALIASES, STATUSES
 
 FILTER_HELP = (
     "Filter (/): terms separated by spaces, all must hold. COLUMN OP VALUE with OP in = != > >= < <= ~ "
@@ -39,7 +39,7 @@ def _describe(screen: Screen[object]) -> Table:
     seen: set[tuple[str, str]] = set()
     sources: list[tuple[str, list[Binding]]] = []
     for node in [screen, *screen.walk_children(with_self=False), screen.app]:
-        if not type(node).__module__.startswith("tui."):
+        if not type(node).__module__.startswith("miles_tui.tui."):
             continue  # Textual's own widgets' keys (page up in a list ...) are what anyone expects
         bindings = [b for b in getattr(node, "BINDINGS", []) if isinstance(b, Binding)]
         if bindings:

@@ -4,8 +4,8 @@ Data comes from the app: the metric store of the watcher's follower
 (``dashboard/metrics.jsonl``), or, for a run without one, the ``dump/...``
 series core builds from the step summaries. Every derived value (groups,
 filter, smoothing, downsampling, value lookups, cursor moves) is core's
-(:mod:`core.metric_view`); this screen decides what is shown, and
-:mod:`tui.metric_lines` writes its status and inspector lines. New points (a
+(:mod:`miles_tui.core.analysis.metric_view`); this screen decides what is shown, and
+:mod:`miles_tui.tui.metric_lines` writes its status and inspector lines. New points (a
 TelemetryAppended, or a RunStatusChanged after which the store's point
 counts moved) redraw only the charts whose key got some; a key seen for the
 first time rebuilds the grid. The grid's columns and chart heights follow
@@ -24,7 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical, VerticalScroll
 from textual.widgets import Footer, Input, Label, Static
 
-from core.metric_view import (
+from miles_tui.core.analysis.metric_view import (
     SMOOTHING_LEVELS,
     FloatArray,
     PointAt,
@@ -38,12 +38,12 @@ from core.metric_view import (
     step_union,
     values_at,
 )
-from core.metrics import MetricSeries
-from tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized, TelemetryAppended
-from tui.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE, Source, inspector_line, status_line
-from tui.screens.monitor_screen import MonitorScreen
-from tui.widgets.metric_chart import ChartView, MetricChart
-from tui.widgets.run_header import RunHeader
+from miles_tui.core.telemetry.metrics import MetricSeries
+from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized, TelemetryAppended
+from miles_tui.tui.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE, Source, inspector_line, status_line
+from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.widgets.metric_chart import ChartView, MetricChart
+from miles_tui.tui.widgets.run_header import RunHeader
 
 __all__ = ["NOTHING_YET_NOTE", "NO_METRICS_NOTE", "MetricsScreen"]
 

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, cast
 
 from textual.screen import Screen
 
-from tui.widgets.run_header import RunHeader
+from miles_tui.tui.widgets.run_header import RunHeader
 
 if TYPE_CHECKING:
-    from tui.app import MilesApp
+    from miles_tui.tui.app import MilesApp
 
 
 class MonitorScreen(Screen[None]):

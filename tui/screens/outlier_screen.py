@@ -1,6 +1,6 @@
 """The outlier finder: the tokens (or samples) that stand out in a step or the last few steps.
 
-Contract: every figure comes from :mod:`core.outliers` (ranked off the event
+Contract: every figure comes from :mod:`miles_tui.core.analysis.outliers` (ranked off the event
 loop); this screen only loads steps through the app's watcher, formats rows
 and navigates. Token rankings need a step's per-token data: steps already open
 cost nothing, the others are opened on demand, one at a time, with a progress
@@ -24,7 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Footer, Label, ProgressBar, Tab, Tabs
 
-from core.outliers import (
+from miles_tui.core.analysis.outliers import (
     KINDS,
     LAST_STEPS,
     TOP_K,
@@ -38,12 +38,12 @@ from core.outliers import (
     sample_outliers,
     step_outliers,
 )
-from core.step import OpenStep, StepSummary
-from tui.formatting import MISSING, number
-from tui.messages import FollowToggled, RunStatusChanged, StepsChanged
-from tui.screens.monitor_screen import MonitorScreen
-from tui.widgets.run_header import RunHeader
-from tui.widgets.virtual_table import Column, TableRow, VirtualTable
+from miles_tui.core.dump.step import OpenStep, StepSummary
+from miles_tui.tui.formatting import MISSING, number
+from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged
+from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.widgets.run_header import RunHeader
+from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
 
 KIND_LABELS = {OutlierKind.LP_DIFF: "lp diff", OutlierKind.IMP_RATIO: "imp ratio", OutlierKind.ENTROPY: "entropy"}
 """Tab labels."""
@@ -418,8 +418,8 @@ class OutlierScreen(MonitorScreen):
 
     @work(exclusive=True, group="outlier-open", exit_on_error=False)
     async def _open_sample(self, rid: int, sample_index: int, position: int | None) -> None:
-        from core.trajectory import read_sidecar
-        from tui.screens.sample_screen import SampleScreen
+        from miles_tui.core.dump.trajectory import read_sidecar
+        from miles_tui.tui.screens.sample_screen import SampleScreen
 
         table = self.query_one("#outliers", VirtualTable)
         reader = self.miles.reader

@@ -12,15 +12,22 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Label
 
-from core.advisories import Advisory
-from core.step import StepSummary
-from tui.formatting import MISSING, number, percent
-from tui.messages import AdvisoriesChanged, FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
-from tui.screens.monitor_screen import MonitorScreen
-from tui.widgets.advisory_list import AdvisoryList
-from tui.widgets.run_header import RunHeader
-from tui.widgets.step_trends import StepTrends
-from tui.widgets.virtual_table import Column, TableRow, VirtualTable
+from miles_tui.core.analysis.advisories import Advisory
+from miles_tui.core.dump.step import StepSummary
+from miles_tui.tui.formatting import MISSING, number, percent
+from miles_tui.tui.messages import (
+    AdvisoriesChanged,
+    FollowToggled,
+    RunStatusChanged,
+    StepFailed,
+    StepsChanged,
+    StepSummarized,
+)
+from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.widgets.advisory_list import AdvisoryList
+from miles_tui.tui.widgets.run_header import RunHeader
+from miles_tui.tui.widgets.step_trends import StepTrends
+from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
 
 NARROW_WIDTH = 110
 """Below this many columns the advisories move under the step list."""
@@ -213,7 +220,7 @@ class OverviewScreen(MonitorScreen):
         self.open_step(cast("tuple[int, bool]", message.key))
 
     def open_step(self, key: Hashable, sample_index: int | None = None) -> None:
-        from tui.screens.step_screen import StepScreen
+        from miles_tui.tui.screens.step_screen import StepScreen
 
         rid, evaluation = cast("tuple[int, bool]", key)
         self.app.push_screen(StepScreen(rid, evaluation, focus_sample=sample_index))
@@ -238,7 +245,7 @@ class OverviewScreen(MonitorScreen):
         return cast("tuple[int, bool] | None", self.query_one("#steps", VirtualTable).cursor_key)
 
     def action_outliers(self) -> None:
-        from tui.screens.outlier_screen import OutlierScreen
+        from miles_tui.tui.screens.outlier_screen import OutlierScreen
 
         key = self._selected_step()
         if key is not None:
@@ -246,7 +253,7 @@ class OverviewScreen(MonitorScreen):
 
     def action_compare(self) -> None:
         """Compare the selected step with the previous one of its kind."""
-        from tui.screens.compare_screen import CompareScreen
+        from miles_tui.tui.screens.compare_screen import CompareScreen
 
         key = self._selected_step()
         if key is None:

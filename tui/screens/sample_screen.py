@@ -2,7 +2,7 @@
 
 Contract: :class:`SampleScreen` shows one sample of an open step. It reads
 nothing itself: the step, the detokenizer and the conversation sidecar are
-handed in, and every per-token value comes from :func:`core.token_view.token_view`
+handed in, and every per-token value comes from :func:`miles_tui.core.dump.token_view.token_view`
 (NaN at loss-masked positions, never 0; UNREADABLE series say so, NOT_DUMPED
 ones are listed on one line). All per-sample arrays are prepared once when a
 sample is shown; a cursor key only moves reactives on widgets that already
@@ -28,18 +28,18 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
-from core.resolve import FieldState
-from core.step import OpenStep
-from core.summary import SampleRow
-from core.token_view import SERIES, TokenView, token_view
-from core.tokenizer import Detokenizer
-from core.trajectory import Conversation, Sidecar
-from core.trajectory import Message as ChatMessage
-from tui.clipboard import copy_sample_row, copy_token_window
-from tui.formatting import MISSING, number, version_span
-from tui.renderers.sparkline import Band, BandArray, FloatArray
-from tui.widgets.series_chart import ChartSeries, SeriesChart
-from tui.widgets.token_sparkline import TokenSeries, TokenSparkline, reading_text
+from miles_tui.core.dump.resolve import FieldState
+from miles_tui.core.dump.step import OpenStep
+from miles_tui.core.dump.summary import SampleRow
+from miles_tui.core.dump.token_view import SERIES, TokenView, token_view
+from miles_tui.core.dump.tokenizer import Detokenizer
+from miles_tui.core.dump.trajectory import Conversation, Sidecar
+from miles_tui.core.dump.trajectory import Message as ChatMessage
+from miles_tui.tui.clipboard import copy_sample_row, copy_token_window
+from miles_tui.tui.formatting import MISSING, number, version_span
+from miles_tui.tui.renderers.sparkline import Band, BandArray, FloatArray
+from miles_tui.tui.widgets.series_chart import ChartSeries, SeriesChart
+from miles_tui.tui.widgets.token_sparkline import TokenSeries, TokenSparkline, reading_text
 
 LABELS = {
     "rollout_log_probs": "rollout logp",

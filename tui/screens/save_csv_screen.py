@@ -1,6 +1,6 @@
 """A small modal that saves the rows a table shows as CSV, outside the run directory.
 
-Contract: :class:`SaveCsvScreen` writes :func:`tui.clipboard.rows_csv_text`
+Contract: :class:`SaveCsvScreen` writes :func:`miles_tui.tui.clipboard.rows_csv_text`
 (the ROW columns, as ``export --format csv``) of exactly the rows it was given,
 in their order, to a path the user confirms. It never writes inside RUN_DIR
 (the monitor only reads a run), asks before replacing a file, and shows every
@@ -23,8 +23,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from core.step_summary import SampleRow
-from tui.clipboard import rows_csv_text
+from miles_tui.core.dump.step_summary import SampleRow
+from miles_tui.tui.clipboard import rows_csv_text
 
 
 class CsvPathError(ValueError):

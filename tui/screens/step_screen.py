@@ -1,6 +1,6 @@
 """The step screen: the rollout table of one step, sortable, filterable, live.
 
-Rows are core's SampleRow values formatted by tui.formatting; nothing is
+Rows are core's SampleRow values formatted by miles_tui.tui.formatting; nothing is
 recomputed here (staleness and every statistic come from core). Sorting and
 filtering reorder rows by their raw values; row keys are sample indices, so
 the cursor stays on its sample when the step refreshes.
@@ -18,14 +18,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Label
 
-from core.step import StepSummary
-from core.summary import GroupRow, SampleRow
-from tui.formatting import MISSING, number, percent, version_span
-from tui.messages import FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
-from tui.row_filter import FilterError, RowFilter, parse_filter
-from tui.screens.monitor_screen import MonitorScreen
-from tui.widgets.run_header import RunHeader
-from tui.widgets.virtual_table import Column, TableRow, VirtualTable
+from miles_tui.core.dump.step import StepSummary
+from miles_tui.core.dump.summary import GroupRow, SampleRow
+from miles_tui.tui.formatting import MISSING, number, percent, version_span
+from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
+from miles_tui.tui.row_filter import FilterError, RowFilter, parse_filter
+from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.widgets.run_header import RunHeader
+from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
 
 SAMPLE_COLUMNS = (
     Column("sample_index", "sample", 7),
@@ -342,8 +342,8 @@ class StepScreen(MonitorScreen):
     async def _open_sample(self, sample_index: int) -> None:
         import asyncio
 
-        from core.trajectory import read_sidecar
-        from tui.screens.sample_screen import SampleScreen
+        from miles_tui.core.dump.trajectory import read_sidecar
+        from miles_tui.tui.screens.sample_screen import SampleScreen
 
         table = self.query_one("#samples", VirtualTable)
         if self.miles.reader.cached_open(self.rollout_id, self.evaluation) is None:
@@ -436,13 +436,13 @@ class StepScreen(MonitorScreen):
         self._switch(nearest, not self.evaluation)
 
     def action_outliers(self) -> None:
-        from tui.screens.outlier_screen import OutlierScreen
+        from miles_tui.tui.screens.outlier_screen import OutlierScreen
 
         self.app.push_screen(OutlierScreen(self.rollout_id, self.evaluation))
 
     def action_compare(self) -> None:
         """Compare this step (B) with the previous visible one (A), on the sample under the cursor."""
-        from tui.screens.compare_screen import CompareScreen
+        from miles_tui.tui.screens.compare_screen import CompareScreen
 
         model = self.miles.model
         ids = model.evaluation if self.evaluation else model.train
@@ -464,7 +464,7 @@ class StepScreen(MonitorScreen):
         return [by_index[cast(int, key)] for key in table.keys]
 
     def action_copy_row(self) -> None:
-        from tui.clipboard import copy_sample_row
+        from miles_tui.tui.clipboard import copy_sample_row
 
         table = self.query_one("#samples", VirtualTable)
         if self.summary is None or self.show_groups or table.cursor_key is None:
@@ -473,8 +473,8 @@ class StepScreen(MonitorScreen):
         copy_sample_row(self.app, row)
 
     def action_save_csv(self) -> None:
-        from tui.clipboard import default_csv_path
-        from tui.screens.save_csv_screen import SaveCsvScreen
+        from miles_tui.tui.clipboard import default_csv_path
+        from miles_tui.tui.screens.save_csv_screen import SaveCsvScreen
 
         rows = self._shown_rows()
         if not rows:

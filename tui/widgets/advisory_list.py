@@ -10,8 +10,8 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from core.advisories import Advisory
-from tui.formatting import level_badge
+from miles_tui.core.analysis.advisories import Advisory
+from miles_tui.tui.formatting import level_badge
 
 
 class AdvisoryList(OptionList):

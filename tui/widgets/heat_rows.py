@@ -24,7 +24,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.renderers.heat_strip import heat_strip, heat_styles
+from miles_tui.tui.renderers.heat_strip import heat_strip, heat_styles
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -1,11 +1,11 @@
 """A plotext line chart of one metric against its own step key: smoothing, log-y and a step cursor.
 
 Contract: the screen sets :attr:`MetricChart.series` (a core
-:class:`~core.metrics.MetricSeries`), :attr:`MetricChart.view` (smoothing,
+:class:`~miles_tui.core.telemetry.metrics.MetricSeries`), :attr:`MetricChart.view` (smoothing,
 log-y) and :attr:`MetricChart.cursor` (a step). At its own size the widget
-asks core for :func:`~core.metric_view.plot_data` (step order, EMA, log
+asks core for :func:`~miles_tui.core.analysis.metric_view.plot_data` (step order, EMA, log
 safety, min/max downsampling to the plot's width) and draws it
-with :mod:`tui.renderers.plot`: one title row (key, x key, the value at the
+with :mod:`miles_tui.tui.renderers.plot`: one title row (key, x key, the value at the
 cursor or the last value) over the plotext figure, handed to Textual as
 strips (the Line API: no Rich Text to convert, which a grid redrawn on every
 telemetry tick cannot afford). With smoothing on, the
@@ -13,7 +13,7 @@ raw line is drawn faint under the smoothed one; with NO_COLOR only the
 smoothed line is drawn (two uncoloured lines would not read). It reads no
 files and computes no statistics. A build costs a few milliseconds, so a
 cursor move is drawn once the cursor has been still for
-:data:`~tui.widgets.series_chart.SETTLE_SECONDS`; :attr:`MetricChart.builds`
+:data:`~miles_tui.tui.widgets.series_chart.SETTLE_SECONDS`; :attr:`MetricChart.builds`
 counts the figures built (tests and the bench read it).
 """
 
@@ -32,12 +32,12 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
-from core.metric_view import PlotData, PointAt, plot_data, value_at
-from core.metrics import MetricSeries
-from tui.formatting import MISSING, number
-from tui.renderers import plot
-from tui.renderers.plot import int_ticks, step_tick, tick_labels, y_ticks
-from tui.widgets.series_chart import SETTLE_SECONDS
+from miles_tui.core.analysis.metric_view import PlotData, PointAt, plot_data, value_at
+from miles_tui.core.telemetry.metrics import MetricSeries
+from miles_tui.tui.formatting import MISSING, number
+from miles_tui.tui.renderers import plot
+from miles_tui.tui.renderers.plot import int_ticks, step_tick, tick_labels, y_ticks
+from miles_tui.tui.widgets.series_chart import SETTLE_SECONDS
 
 TITLE_ROWS = 1
 """The title row above the figure."""

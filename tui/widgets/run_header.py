@@ -6,8 +6,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from tui.formatting import age
-from tui.run_model import RunModel
+from miles_tui.tui.formatting import age
+from miles_tui.tui.run_model import RunModel
 
 
 class RunHeader(Widget):

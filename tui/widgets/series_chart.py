@@ -27,10 +27,10 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widget import Widget
 
-from tui.formatting import number
-from tui.renderers import plot
-from tui.renderers.plot import finite_runs, int_ticks
-from tui.renderers.sparkline import bucket_values
+from miles_tui.tui.formatting import number
+from miles_tui.tui.renderers import plot
+from miles_tui.tui.renderers.plot import finite_runs, int_ticks
+from miles_tui.tui.renderers.sparkline import bucket_values
 
 __all__ = ["SETTLE_SECONDS", "ChartSeries", "SeriesChart", "chart_text", "finite_runs"]
 

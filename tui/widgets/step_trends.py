@@ -8,8 +8,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Sparkline
 
-from core.summary import StepAggregate
-from tui.formatting import number, percent
+from miles_tui.core.dump.summary import StepAggregate
+from miles_tui.tui.formatting import number, percent
 
 TRENDS: tuple[tuple[str, str], ...] = (
     ("reward_mean", "reward"),

@@ -1,13 +1,13 @@
 """One per-token series as a labelled sparkline: name, value at the cursor, range, bars.
 
 Contract: the screen sets the reactives (data down): the series ``title``,
-its :class:`~core.resolve.FieldState` (with a ``note`` saying why when it is
+its :class:`~miles_tui.core.dump.resolve.FieldState` (with a ``note`` saying why when it is
 not OK), the whole series as a :class:`TokenSeries` (one value per token
 position, NaN where there is none, plus bands), the visible ``window``, the
 ``cursor`` token position and the ``reading`` there (None: no value, shown
 as "masked"). The widget only draws: a left gutter with the title, the
 reading and the window's range, and the bars via
-:mod:`tui.renderers.sparkline`, bucketed to its own width (recomputed only
+:mod:`miles_tui.tui.renderers.sparkline`, bucketed to its own width (recomputed only
 when the window, the data or the width change; a cursor move re-styles
 cached rows). An UNREADABLE series is drawn as its note, never as empty
 bars. With ``axis=True`` it draws token-position ticks instead of bars. A
@@ -31,9 +31,9 @@ from textual.strip import Strip
 from textual.widget import Widget
 from typing_extensions import Self  # typing.Self is 3.11+; the package supports 3.10
 
-from core.resolve import FieldState
-from tui.formatting import MISSING, number
-from tui.renderers.sparkline import BandArray, FloatArray, SparkFrame, SparkPicture, SparkStyles, spark_frame
+from miles_tui.core.dump.resolve import FieldState
+from miles_tui.tui.formatting import MISSING, number
+from miles_tui.tui.renderers.sparkline import BandArray, FloatArray, SparkFrame, SparkPicture, SparkStyles, spark_frame
 
 GUTTER = 18
 """Cells left of the bars: title, reading and range."""
@@ -51,7 +51,7 @@ class TokenSeries:
     values: FloatArray
     """One value per token position; NaN where there is none (prompt, loss-masked)."""
     bands: BandArray
-    """One :class:`~tui.renderers.sparkline.Band` per token position."""
+    """One :class:`~miles_tui.tui.renderers.sparkline.Band` per token position."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -2,7 +2,7 @@
 
 Used by training code, ``--demo``, test fixtures and benchmarks. Every file it
 writes has the keys, nesting and dtypes of the files in ``shared/golden`` and
-reads back exactly through :func:`core.pt_archive.load_pt`:
+reads back exactly through :func:`miles_tui.core.dump.pt_archive.load_pt`:
 
 - ``rollout_data/{rid}.pt`` / ``eval_{rid}.pt``: ``{rollout_id, metadata, samples}``;
 - ``train_data/{rid}_{rank}.pt``: ``{rollout_id, rank, rollout_data, cp_rank,
@@ -15,12 +15,12 @@ reads back exactly through :func:`core.pt_archive.load_pt`:
 :func:`write_step` does what miles does between a rollout and its dump: split
 the batch into DP shards balanced by sequence length (equal-size
 Karmarkar–Karp, the partition ``--balance-data`` uses), build each shard's
-columns, CP-slice every per-token field with :func:`core.cp.slice_response`
+columns, CP-slice every per-token field with :func:`miles_tui.core.dump.cp.slice_response`
 and save per rank. Files are written to a temporary name in the same folder
 and renamed, so a reader never sees half a file unless ``atomic=False``
 (for tests that simulate a crash mid-write).
 
-Files are written by core.pt_writer in torch.save's format, without torch:
+Files are written by miles_tui.core.synth.pt_writer in torch.save's format, without torch:
 the demo and the test fixtures run where torch is not installed, and
 torch.load reads what they write. This module never
 reads a dump back and never decides what a reader should make of one.
@@ -40,8 +40,8 @@ from typing import IO, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from core.cp import QkvFormat, slice_response
-from core.pt_writer import KeepAsIs, save_pt
+from miles_tui.core.dump.cp import QkvFormat, slice_response
+from miles_tui.core.synth.pt_writer import KeepAsIs, save_pt
 
 Writers = Literal["gated", "all"]
 

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from core.errors import StepNotFoundError
-from core.resolve import PER_TOKEN_FIELDS, FieldState
-from core.step import OpenStep
-from core.tokenizer import Detokenizer
+from miles_tui.core.dump.resolve import PER_TOKEN_FIELDS, FieldState
+from miles_tui.core.dump.step import OpenStep
+from miles_tui.core.dump.tokenizer import Detokenizer
+from miles_tui.core.errors import StepNotFoundError
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -5,10 +5,10 @@ Contract:
 - Every rule is a small pure function of already-parsed values (phase records,
   engine samples, metric values, stream problems) and, where the answer
   depends on the clock, ``now`` passed in. It returns zero or more
-  :class:`~core.advisories.Advisory` with a stable code. Rules never read
+  :class:`~miles_tui.core.analysis.advisories.Advisory` with a stable code. Rules never read
   files, never read the clock and never poll.
 - :func:`stream_advisories` collects each rule's input from a
-  :class:`~core.run_state.RunFollower` that the caller has already polled,
+  :class:`~miles_tui.core.follow.RunFollower` that the caller has already polled,
   and returns alarms first, tuning advice last. It reads only what the
   follower holds in memory.
 - The thresholds are the module constants below. Engine metric names are
@@ -36,12 +36,12 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, Final
 
-from core.advisories import Advisory, Level, ordered
-from core.errors import StreamError
-from core.metrics import MetricStore
-from core.run_state import RunFollower
-from core.stream_records import EngineSample, Phase
-from core.tail import MalformedLineError, StreamReset
+from miles_tui.core.analysis.advisories import Advisory, Level, ordered
+from miles_tui.core.errors import StreamError
+from miles_tui.core.follow import RunFollower
+from miles_tui.core.telemetry.metrics import MetricStore
+from miles_tui.core.telemetry.stream_records import EngineSample, Phase
+from miles_tui.core.telemetry.tail import MalformedLineError, StreamReset
 
 STALL_FACTOR: Final = 6.0
 """An open phase is stalled past this many times the median duration of its closed runs ..."""

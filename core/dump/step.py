@@ -1,14 +1,14 @@
 """One step opened: its rollout file joined with its resolved train rows.
 
 Contract: :func:`open_step` loads the step's rollout file and every train
-file, resolves each sample's train row (:mod:`core.resolve`) and derives the
-ROW, GROUP and aggregate values (:mod:`core.summary`). A train file that
+file, resolves each sample's train row (:mod:`miles_tui.core.dump.resolve`) and derives the
+ROW, GROUP and aggregate values (:mod:`miles_tui.core.dump.summary`). A train file that
 fails to load does not fail the step: it becomes a :class:`StepProblem`
 naming the file, and samples that no readable file holds are flagged as
 unreadable (never shown as absent). A file still being written makes the
 step ``complete = False``: it fills in on a later open. The rollout file
 itself failing to load raises (there is nothing to show). Nothing is written.
-The summary's classes live in :mod:`core.step_summary` and are re-exported here.
+The summary's classes live in :mod:`miles_tui.core.dump.step_summary` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -17,11 +17,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from core.errors import CorruptFileError, DumpLoadError, StepNotFoundError, StillWritingError, UnsafePickleError
-from core.resolve import FieldState, Shard, TrainRow, raw_reward_at, resolve_rows
-from core.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles
-from core.step_summary import ProblemKind, StepProblem, StepSummary
-from core.summary import SampleRow, group_rows, sample_row, step_aggregate
+from miles_tui.core.dump.resolve import FieldState, Shard, TrainRow, raw_reward_at, resolve_rows
+from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles
+from miles_tui.core.dump.step_summary import ProblemKind, StepProblem, StepSummary
+from miles_tui.core.dump.summary import SampleRow, group_rows, sample_row, step_aggregate
+from miles_tui.core.errors import (
+    CorruptFileError,
+    DumpLoadError,
+    StepNotFoundError,
+    StillWritingError,
+    UnsafePickleError,
+)
 
 __all__ = ["OpenStep", "ProblemKind", "StepProblem", "StepSummary", "open_step"]
 

@@ -3,14 +3,14 @@
 Contract:
 
 - :class:`DashboardReader` reads ``meta.json`` (re-read whenever a resumed run
-  rewrites it), ``metrics.jsonl`` into a columnar :class:`~core.metrics.MetricStore`,
+  rewrites it), ``metrics.jsonl`` into a columnar :class:`~miles_tui.core.telemetry.metrics.MetricStore`,
   the hourly partitions ``{stream}/{YYYYMMDD_HH}.jsonl`` (UTC; phases by end
   hour) of phases, gpu_util, engine_series, trajectories and gpu_processes, an
   older flat ``{stream}.jsonl`` of those as one partition covering all time,
   and the flat topology.jsonl and data_buffer.jsonl.
 - :meth:`DashboardReader.poll` returns only what is new since the last poll.
   It is one transaction under the reader's ``threading.Lock``, and every file
-  follows the tail rule of :mod:`core.tail`, so polls from several threads (or
+  follows the tail rule of :mod:`miles_tui.core.telemetry.tail`, so polls from several threads (or
   asyncio tasks via ``asyncio.to_thread``) never duplicate or drop a record.
   New hourly files are picked up as they appear. A poll that finds nothing
   lists the stream folders and stats the followed files; it reads no file.
@@ -36,10 +36,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final
 
-from core.errors import StreamError
-from core.metrics import MetricStore, decode_metric_record
-from core.stream_records import DECODERS, RunMeta, StreamRecord, decode_meta, record_span, record_time
-from core.tail import ReadHook, StreamReset, TailFile, TailRead
+from miles_tui.core.errors import StreamError
+from miles_tui.core.telemetry.metrics import MetricStore, decode_metric_record
+from miles_tui.core.telemetry.stream_records import (
+    DECODERS,
+    RunMeta,
+    StreamRecord,
+    decode_meta,
+    record_span,
+    record_time,
+)
+from miles_tui.core.telemetry.tail import ReadHook, StreamReset, TailFile, TailRead
 
 PARTITIONED_STREAMS: Final = ("phases", "gpu_util", "engine_series", "trajectories", "gpu_processes")
 """Streams written as hourly files in a folder (or, by older writers, as one flat file)."""
@@ -91,7 +98,7 @@ class StreamsDelta:
     meta_changed: bool
     """Whether meta.json was (re-)read by this poll."""
     problems: tuple[StreamError, ...]
-    """Found since the last poll: malformed lines (:class:`~core.tail.MalformedLineError`, with byte
+    """Found since the last poll: malformed lines (:class:`~miles_tui.core.telemetry.tail.MalformedLineError`, with byte
     offset), an unparsable meta.json, a stream file that cannot be read."""
     resets: tuple[StreamReset, ...]
     """Files found rewritten: their old records were dropped and they were read again from 0."""
@@ -241,7 +248,7 @@ class DashboardReader:
             )
 
     def records(self, stream: str, since: float | None = None, until: float | None = None) -> list[StreamRecord]:
-        """Records of ``stream`` whose time (:func:`~core.stream_records.record_time`) is in [since, until].
+        """Records of ``stream`` whose time (:func:`record_time`) is in [since, until].
 
         Partitions in hour order (a flat file first), each in file order. Only the
         hours the window touches are parsed. A partition parsed here (history the

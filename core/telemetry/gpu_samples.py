@@ -20,7 +20,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from core.stream_records import GpuUtil, StreamRecord
+from miles_tui.core.telemetry.stream_records import GpuUtil, StreamRecord
 
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 IntArray: TypeAlias = npt.NDArray[np.int64]

@@ -2,9 +2,9 @@
 
 Contract:
 
-- :class:`RunFollower` combines the step files (:class:`~core.run_dir.RunDir`,
+- :class:`RunFollower` combines the step files (:class:`~miles_tui.core.dump.run_dir.RunDir`,
   with the spec's visibility rule at ``now``) and the ``dashboard/`` streams
-  (:class:`~core.streams.DashboardReader`). :meth:`RunFollower.poll` returns a
+  (:class:`~miles_tui.core.telemetry.streams.DashboardReader`). :meth:`RunFollower.poll` returns a
   :class:`RunDelta`: newly visible train and eval steps, visible steps whose
   files changed, new metric points, new telemetry records per stream, data age
   (``now`` minus the newest write seen in dump files and streams), the current
@@ -26,12 +26,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import StreamError
-from core.metrics import MetricStore
-from core.run_dir import RunDir, StepIds
-from core.stream_records import Phase, RunMeta, StreamRecord
-from core.streams import DashboardReader
-from core.tail import ReadHook, StreamReset
+from miles_tui.core.dump.run_dir import RunDir, StepIds
+from miles_tui.core.errors import StreamError
+from miles_tui.core.telemetry.metrics import MetricStore
+from miles_tui.core.telemetry.stream_records import Phase, RunMeta, StreamRecord
+from miles_tui.core.telemetry.streams import DashboardReader
+from miles_tui.core.telemetry.tail import ReadHook, StreamReset
 
 StepKey = tuple[int, bool]
 """(rollout_id, evaluation)."""

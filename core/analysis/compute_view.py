@@ -2,10 +2,10 @@
 
 Contract:
 
-- Input is columnar: :class:`~core.gpu_samples.GpuSamples` and
-  :class:`~core.phase_bands.PhaseSpans` (built from records by those modules,
-  kept up to date for a live run by :mod:`core.telemetry_columns`), and the
-  window's :class:`~core.time_bins.TimeBins`.
+- Input is columnar: :class:`~miles_tui.core.telemetry.gpu_samples.GpuSamples` and
+  :class:`~miles_tui.core.telemetry.phase_bands.PhaseSpans` (built from records by those modules,
+  kept up to date for a live run by :mod:`miles_tui.core.telemetry.telemetry_columns`), and the
+  window's :class:`~miles_tui.core.telemetry.time_bins.TimeBins`.
 - :func:`bin_lanes` gives the mean utilisation and memory of each lane in each
   bin, NaN where a bin holds no sample (never 0: "no data" and "idle" differ).
   :func:`fleet_summary` gives the median and p10/p90 of utilisation across lanes
@@ -29,9 +29,9 @@ from typing import Final, Literal, TypeAlias
 
 import numpy as np
 
-from core.gpu_samples import FloatArray, GpuSamples, IntArray, Lane, lane_key, natural_key
-from core.phase_bands import PhaseBand, PhaseSpans, phase_bands
-from core.time_bins import TimeBins
+from miles_tui.core.telemetry.gpu_samples import FloatArray, GpuSamples, IntArray, Lane, lane_key, natural_key
+from miles_tui.core.telemetry.phase_bands import PhaseBand, PhaseSpans, phase_bands
+from miles_tui.core.telemetry.time_bins import TimeBins
 
 FLEET_LANES: Final = 64
 """Above this many lanes the fleet summary replaces the full lane list."""

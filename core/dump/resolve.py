@@ -6,12 +6,12 @@ Contract (the spec's "Resolving one sample's train row"):
 - Per sample, the context-parallel layout comes from the recorded
   ``cp_rank``/``cp_size`` or, for legacy dumps, from grouping the holders by
   identical ``rollout_log_probs`` content, accepted only when the group widths
-  are exactly what :mod:`core.cp` gives each rank (bshd offsets when the files
+  are exactly what :mod:`miles_tui.core.dump.cp` gives each rank (bshd offsets when the files
   carry ``max_seq_lens``; never assumed thd).
 - Per field, holders are the shards that have it (pipeline stages without
   model outputs simply do not), one holder per CP rank is kept (the lowest
   global rank, so the result does not depend on listing order), and the
-  slices are reassembled with :func:`core.cp.assemble_response`.
+  slices are reassembled with :func:`miles_tui.core.dump.cp.assemble_response`.
 - A field that cannot be placed or is not ``response_length`` long is None and
   the row is ``alignment_failed``; :class:`FieldState` records whether a None
   means never dumped or unreadable. Values are never guessed.
@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from core.cp import QkvFormat, RankRanges, group_ranges, place_slices, widths_match
-from core.errors import CorruptFileError, InconsistentDumpError
+from miles_tui.core.dump.cp import QkvFormat, RankRanges, group_ranges, place_slices, widths_match
+from miles_tui.core.errors import CorruptFileError, InconsistentDumpError
 
 PER_TOKEN_FIELDS = (
     "log_probs",
@@ -175,7 +175,7 @@ class _Slices:
     pieces: tuple[npt.NDArray[Any], ...]
     """The slices in CP-rank order (views of their files); one piece when cp_size is 1."""
     ranges: tuple[RankRanges, ...] | None
-    """Where each piece goes (:func:`core.cp.group_ranges`); None when cp_size is 1."""
+    """Where each piece goes (:func:`miles_tui.core.dump.cp.group_ranges`); None when cp_size is 1."""
     response_length: int
 
     def assemble(self) -> FloatArray:

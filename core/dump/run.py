@@ -17,14 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.errors import MilesTuiError, StepNotFoundError, StillWritingError
-from core.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, StepIds, TrainFile
-from core.step_summary import ProblemKind, StepSummary
-from core.summary_cache import load_summary, store_summary
-from core.tokenizer import Detokenizer
+from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, StepIds, TrainFile
+from miles_tui.core.dump.step_summary import ProblemKind, StepSummary
+from miles_tui.core.dump.summary_cache import load_summary, store_summary
+from miles_tui.core.dump.tokenizer import Detokenizer
+from miles_tui.core.errors import MilesTuiError, StepNotFoundError, StillWritingError
 
 if TYPE_CHECKING:
-    from core.step import OpenStep
+    from miles_tui.core.dump.step import OpenStep
 
 
 SHARD_CACHE_FILES = 64
@@ -106,7 +106,9 @@ class Run:
         if opened is not None and opened.summary.signature == files.signature and _reusable(opened.summary):
             self._open.move_to_end(key)
             return opened
-        from core.step import open_step  # numpy and the dump reader: not needed to serve a cached summary
+        from miles_tui.core.dump.step import (
+            open_step,  # numpy and the dump reader: not needed to serve a cached summary
+        )
 
         opened = open_step(files, now, self._load)
         self._open[key] = opened

@@ -49,7 +49,7 @@ from typing import IO, Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from core.errors import CorruptFileError, DumpLoadError, UnsafePickleError
+from miles_tui.core.errors import CorruptFileError, DumpLoadError, UnsafePickleError
 
 _TORCH_STORAGE_DTYPES: dict[str, Any] = {
     "DoubleStorage": np.float64,
@@ -275,7 +275,7 @@ _ALLOWED: dict[tuple[str, str], Any] = {
     ("_codecs", "encode"): _latin1_encode,
     ("copyreg", "_reconstructor"): _reconstructor,
     ("copyreg", "__newobj__"): _newobj,
-    ("core.pt_archive", "_rebuild_inert"): _rebuild_inert,
+    ("miles_tui.core.dump.pt_archive", "_rebuild_inert"): _rebuild_inert,
     ("datetime", "datetime"): datetime.datetime,
     ("datetime", "date"): datetime.date,
     ("datetime", "timedelta"): datetime.timedelta,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import CorruptFileError, DumpLoadError, RunDirError, StillWritingError, UnsafePickleError
+from miles_tui.core.errors import CorruptFileError, DumpLoadError, RunDirError, StillWritingError, UnsafePickleError
 
 MIN_AGE_SECONDS = 10.0
 """A rollout file younger than this may still be being written."""
@@ -200,7 +200,7 @@ class RunDir:
     @staticmethod
     def load(file: FileStat, now: float) -> Any:
         """Load a dump file safely, classifying a failure by the file's age at ``now``."""
-        from core.pt_archive import load_pt  # numpy: only when a file is really read
+        from miles_tui.core.dump.pt_archive import load_pt  # numpy: only when a file is really read
 
         try:
             return load_pt(file.path)

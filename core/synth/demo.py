@@ -1,7 +1,7 @@
 """A synthetic but realistic miles run, for ``miles-tui --demo`` and the benchmarks.
 
 :func:`write_demo_step` writes one step of a fully-async GRPO run through
-:mod:`core.writer`, so the files are exactly what miles writes: the rollout
+:mod:`miles_tui.core.synth.writer`, so the files are exactly what miles writes: the rollout
 batch, every writing rank's CP-sliced train shard, a trajectory sidecar, an
 eval batch every ``eval_every`` steps, and the ``dashboard/`` telemetry
 (``meta.json``, ``metrics.jsonl``, hourly ``gpu_util/`` and ``phases/``).
@@ -15,7 +15,7 @@ values.
 The content is a pure function of the config, the step and ``rng``; the only
 clock is the ``now`` argument. :func:`run_demo` is the one loop that waits
 between steps, and it takes its clock and sleep as arguments;
-``python -m core.demo DIR`` runs it beside the monitor.
+``python -m miles_tui.core.synth.demo DIR`` runs it beside the monitor.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from core.cp import QkvFormat
-from core.writer import (
+from miles_tui.core.dump.cp import QkvFormat
+from miles_tui.core.synth.writer import (
     ParallelLayout,
     Writers,
     append_jsonl,
@@ -482,8 +482,8 @@ def _parent_alive(pid: int | None) -> Callable[[], bool]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m core.demo DIR``: keep writing a demo run until interrupted."""
-    parser = argparse.ArgumentParser(prog="python -m core.demo", description=__doc__.splitlines()[0])
+    """``python -m miles_tui.core.synth.demo DIR``: keep writing a demo run until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m miles_tui.core.synth.demo", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="directory to fill (created if missing)")
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between new steps")
     parser.add_argument("--initial", type=int, default=8, help="steps to write at once")

@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from core.run_dir import StepFiles
-from core.step_summary import GroupRow, ProblemKind, SampleRow, StepAggregate, StepProblem, StepSummary
+from miles_tui.core.dump.run_dir import StepFiles
+from miles_tui.core.dump.step_summary import GroupRow, ProblemKind, SampleRow, StepAggregate, StepProblem, StepSummary
 
 CACHE_VERSION = 3
 """Bump when a derived value's definition changes, so stale summaries are not served."""

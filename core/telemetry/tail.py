@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
-from core.errors import StreamError
+from miles_tui.core.errors import StreamError
 
 T = TypeVar("T")
 

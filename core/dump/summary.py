@@ -3,7 +3,7 @@
 Contract:
 - :class:`SampleRow` holds exactly the ROW columns of the CLI contract, as raw
   values (None where a value does not exist, never 0 or NaN). The row, group
-  and aggregate classes live in :mod:`core.step_summary` (numpy-free, for the
+  and aggregate classes live in :mod:`miles_tui.core.dump.step_summary` (numpy-free, for the
   cache) and are re-exported here.
 - Staleness is ``rollout_id - min(numeric weight versions)``; per-token
   statistics use only positions with ``loss_mask > 0``; an empty selection
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from core.resolve import TrainRow
-from core.step_summary import ROW_COLUMNS, GroupRow, SampleRow, StepAggregate
+from miles_tui.core.dump.resolve import TrainRow
+from miles_tui.core.dump.step_summary import ROW_COLUMNS, GroupRow, SampleRow, StepAggregate
 
 __all__ = [
     "ROW_COLUMNS",

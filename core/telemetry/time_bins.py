@@ -15,7 +15,7 @@ from typing import Final
 
 import numpy as np
 
-from core.gpu_samples import FloatArray, IntArray
+from miles_tui.core.telemetry.gpu_samples import FloatArray, IntArray
 
 WINDOWS: Final[tuple[float | None, ...]] = (900.0, 3600.0, 6 * 3600.0, None)
 """The time windows the compute view offers, in seconds (None: the whole run)."""

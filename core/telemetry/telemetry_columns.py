@@ -2,7 +2,7 @@
 
 Contract:
 
-- :class:`TelemetryColumns` follows a :class:`~core.streams.DashboardReader`
+- :class:`TelemetryColumns` follows a :class:`~miles_tui.core.telemetry.streams.DashboardReader`
   without polling it (the app's poll worker does that). Each call converts only
   what the reader parsed since the previous call: per partition file, the records
   past the count converted before. A partition whose records were replaced (the
@@ -25,10 +25,10 @@ from typing import Any, Final
 
 import numpy as np
 
-from core.gpu_samples import FloatArray, GpuSamples, Lane, gpu_columns, last_seen
-from core.phase_bands import Actor, BandKey, PhaseSpans, phase_columns
-from core.stream_records import Phase, StreamRecord
-from core.streams import DashboardReader, PartitionInfo
+from miles_tui.core.telemetry.gpu_samples import FloatArray, GpuSamples, Lane, gpu_columns, last_seen
+from miles_tui.core.telemetry.phase_bands import Actor, BandKey, PhaseSpans, phase_columns
+from miles_tui.core.telemetry.stream_records import Phase, StreamRecord
+from miles_tui.core.telemetry.streams import DashboardReader, PartitionInfo
 
 SYNC_TRIES: Final = 4
 """A poll landing between the two reads of a sync is detected and the sync retried this many times."""

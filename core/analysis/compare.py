@@ -11,7 +11,7 @@ in the prompt order), which is what the rollout's own numbering offers; it
 says nothing about the same prompt unless the data source replays prompts in
 a fixed order.
 
-Group figures are the step's own :class:`~core.step_summary.GroupRow` values
+Group figures are the step's own :class:`~miles_tui.core.dump.step_summary.GroupRow` values
 (rewards: ``raw_reward`` on train steps, ``reward`` on eval steps) plus the
 group's average staleness, the mean over its samples that have one.
 """
@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import fmean
 
-from core.step_summary import GroupRow, SampleRow, StepAggregate, StepSummary
+from miles_tui.core.dump.step_summary import GroupRow, SampleRow, StepAggregate, StepSummary
 
 GROUP_FIGURES: tuple[str, ...] = (
     "n",

@@ -3,7 +3,7 @@
 Contract: pure functions over core values; nothing is read from disk here.
 
 - Token level (:func:`step_outliers`) needs an open step (per-token arrays).
-  Every per-token value comes from :func:`core.token_view.token_view`, so
+  Every per-token value comes from :func:`miles_tui.core.dump.token_view.token_view`, so
   ``lp_diff`` and ``imp_ratio`` are derived exactly once in the code base, and
   only trained positions (``loss_mask > 0``) are ever ranked: a loss-masked
   token was never scored by the engine and never appears. One pass over the
@@ -31,9 +31,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from core.step import OpenStep
-from core.step_summary import SampleRow, StepSummary
-from core.token_view import token_view
+from miles_tui.core.dump.step import OpenStep
+from miles_tui.core.dump.step_summary import SampleRow, StepSummary
+from miles_tui.core.dump.token_view import token_view
 
 TOP_K = 200
 """Tokens kept per kind and step (and in a merged ranking)."""

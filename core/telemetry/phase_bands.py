@@ -18,9 +18,9 @@ from typing import Any, Final, TypeAlias
 
 import numpy as np
 
-from core.gpu_samples import FloatArray, IntArray, Lane, key_ids, lane_key, natural_key
-from core.stream_records import OPEN_T1, Phase, StreamRecord
-from core.time_bins import TimeBins
+from miles_tui.core.telemetry.gpu_samples import FloatArray, IntArray, Lane, key_ids, lane_key, natural_key
+from miles_tui.core.telemetry.stream_records import OPEN_T1, Phase, StreamRecord
+from miles_tui.core.telemetry.time_bins import TimeBins
 
 BandKey: TypeAlias = tuple[str | None, str]
 """(role, phase name)."""

@@ -2,10 +2,10 @@
 
 Contract: plain frozen dataclasses of raw values (None where a value does not
 exist, never 0 or NaN; never markup), exactly what the tables, ``export`` and
-the summary cache carry. They are computed by :mod:`core.summary` and
-:mod:`core.step`, which re-export them; this module computes nothing, reads
+the summary cache carry. They are computed by :mod:`miles_tui.core.dump.summary` and
+:mod:`miles_tui.core.dump.step`, which re-export them; this module computes nothing, reads
 nothing and imports neither numpy nor the dump reader, so serving a cached
-summary (:mod:`core.summary_cache`) stays a few milliseconds of JSON.
+summary (:mod:`miles_tui.core.dump.summary_cache`) stays a few milliseconds of JSON.
 """
 
 from __future__ import annotations

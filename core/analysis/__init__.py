@@ -1,0 +1,1 @@
+"""What the monitor concludes from a run: advisories, compare, outliers, view models."""

@@ -1,0 +1,1 @@
+"""Writing dumps: miles' writer rules, a torch.save-compatible archive writer, the demo run."""
