@@ -84,8 +84,9 @@ def build(run_dir: Path, shape: BenchRun) -> None:
         return
     import numpy as np
 
-    from miles_tui.core.synth.demo import DemoConfig, write_demo_step
-    from miles_tui.core.synth.writer import ParallelLayout
+    from miles_tui.core.synth.demo import write_demo_step
+    from miles_tui.core.synth.demo_batch import DemoConfig
+    from miles_tui.core.synth.layout import ParallelLayout
 
     for sub in ("rollout_data", "train_data", "trajectory", "dashboard"):
         shutil.rmtree(run_dir / sub, ignore_errors=True)

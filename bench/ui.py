@@ -29,7 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from miles_tui.core.dump.run_dir import RunDir  # noqa: E402
-from miles_tui.core.synth.writer import ParallelLayout, make_sample, write_step  # noqa: E402
+from miles_tui.core.synth.dump_files import make_sample  # noqa: E402
+from miles_tui.core.synth.layout import ParallelLayout  # noqa: E402
+from miles_tui.core.synth.writer import write_step  # noqa: E402
 
 TRAINING_SECONDS = 5.0
 """Stand-in for the training forward/backward between a rollout file and its train files (minutes in a run)."""

@@ -33,7 +33,8 @@ def _stamp(root: Path, mtime: float) -> None:
 
 def build_demo(root: Path, steps: int = 6) -> Path:
     """A seeded demo run (CP/PP/TP shards, eval steps, telemetry) with fixed mtimes."""
-    from miles_tui.core.synth.demo import DemoConfig, write_demo_step
+    from miles_tui.core.synth.demo import write_demo_step
+    from miles_tui.core.synth.demo_batch import DemoConfig
 
     config = DemoConfig(samples_per_step=24, seed=3)
     for rid in range(steps):

@@ -29,7 +29,8 @@ def stamp(root: Path, mtime: float) -> None:
 
 def write_demo_run(root: Path, steps: int, *, start: int = 0, samples: int = 16, seed: int = 7) -> Path:
     """A demo run of `steps` steps (deterministic), written with core's writer."""
-    from miles_tui.core.synth.demo import DemoConfig, write_demo_step
+    from miles_tui.core.synth.demo import write_demo_step
+    from miles_tui.core.synth.demo_batch import DemoConfig
 
     config = DemoConfig(samples_per_step=samples, seed=seed)
     for rid in range(start, start + steps):

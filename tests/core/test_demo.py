@@ -12,8 +12,9 @@ import pytest
 
 from miles_tui.core.dump.cp import assemble_response
 from miles_tui.core.dump.pt_archive import load_pt
-from miles_tui.core.synth.demo import DemoConfig, main, run_demo, write_demo_step
-from miles_tui.core.synth.writer import ParallelLayout
+from miles_tui.core.synth.demo import main, run_demo, write_demo_step
+from miles_tui.core.synth.demo_batch import DemoConfig
+from miles_tui.core.synth.layout import ParallelLayout
 
 NOW = 1_787_223_000.0
 CONFIG = DemoConfig(samples_per_step=16, layout=ParallelLayout(tp=2, pp=2, cp=2, dp=2), step_seconds=20.0)

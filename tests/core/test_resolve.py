@@ -16,7 +16,9 @@ from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.run_dir import RunDir
 from miles_tui.core.dump.step import open_step
 from miles_tui.core.errors import InconsistentDumpError
-from miles_tui.core.synth.writer import MODEL_OUTPUT_KEYS, ParallelLayout, make_sample, write_step
+from miles_tui.core.synth.dump_files import make_sample
+from miles_tui.core.synth.layout import MODEL_OUTPUT_KEYS, ParallelLayout
+from miles_tui.core.synth.writer import write_step
 
 LATER = time.time() + 3600
 

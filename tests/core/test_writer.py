@@ -24,21 +24,16 @@ from hypothesis import strategies as st
 from miles_tui.core.dump.cp import assemble_response
 from miles_tui.core.dump.pt_archive import load_pt
 from miles_tui.core.errors import CorruptFileError
-from miles_tui.core.synth.writer import (
-    MODEL_OUTPUT_KEYS,
-    SAMPLE_KEYS,
-    SHARD_LAYOUT_KEYS,
-    ParallelLayout,
+from miles_tui.core.synth.dump_files import (
     append_jsonl,
-    balanced_partitions,
     make_sample,
-    normalize_rewards,
     save_policy_loss_debug,
     save_rollout,
     save_train_shard,
-    write_step,
     write_trajectory,
 )
+from miles_tui.core.synth.layout import MODEL_OUTPUT_KEYS, SAMPLE_KEYS, SHARD_LAYOUT_KEYS, ParallelLayout
+from miles_tui.core.synth.writer import balanced_partitions, normalize_rewards, write_step
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 needs_golden = pytest.mark.skipif(not GOLDEN.is_dir(), reason="../shared/golden is not checked out beside the repo")
