@@ -128,12 +128,12 @@ def bench_core(fleet: Fleet, repeat: int) -> None:
 
 
 async def bench_screen(fleet: Fleet, repeat: int, now: float) -> None:
-    from miles_tui.tui.app import make_app
     from miles_tui.tui.messages import TelemetryAppended
     from miles_tui.tui.screens.compute_screen import ComputeScreen
     from miles_tui.tui.widgets.heat_rows import HeatRows
+    from tests.harness import frozen_app
 
-    app = make_app(fleet.root, poll_seconds=3600, clock=lambda: now)
+    app = frozen_app(fleet.root, now)
     async with app.run_test(size=(160, 48)) as pilot:
         for _ in range(4):
             await pilot.pause()

@@ -44,10 +44,11 @@ sys.path.insert(0, str(REPO))
 
 from sample_cursor import PaintClock  # noqa: E402  (bench/ is the script's own folder)
 
+from tests.conftest import EPOCH  # noqa: E402
+
 TARGET_MS = 100.0
 """Median budget from a telemetry tick to the painted frame."""
 
-EPOCH = 1_780_000_000.0
 
 SERIES: dict[str, tuple[str, ...]] = {
     "train/step": tuple(
@@ -104,12 +105,12 @@ def _stats(values: Sequence[float]) -> str:
 async def measure(root: Path, size: tuple[int, int], ticks: int, points: int) -> tuple[bool, list[str]]:
     """Per mode: tick -> frame, builds, fetch timings at one terminal size; (all medians on target, report lines)."""
     from miles_tui.core.analysis.metric_view import in_step_order, plot_data
-    from miles_tui.tui.app import make_app
     from miles_tui.tui.messages import TelemetryAppended
     from miles_tui.tui.screens.metrics_screen import MetricsScreen
     from miles_tui.tui.widgets.metric_chart import TITLE_ROWS, chart_body, plot_points
+    from tests.harness import frozen_app
 
-    app = make_app(root, poll_seconds=3600, clock=lambda: EPOCH)
+    app = frozen_app(root, EPOCH)
     keys = tuple(key for keys in SERIES.values() for key in keys)
     all_keys = (*keys, *SERIES)
     lines: list[str] = []

@@ -32,6 +32,7 @@ from miles_tui.core.dump.run_dir import RunDir  # noqa: E402
 from miles_tui.core.synth.dump_files import make_sample  # noqa: E402
 from miles_tui.core.synth.layout import ParallelLayout  # noqa: E402
 from miles_tui.core.synth.writer import write_step  # noqa: E402
+from tests.harness import settle  # noqa: E402
 
 TRAINING_SECONDS = 5.0
 """Stand-in for the training forward/backward between a rollout file and its train files (minutes in a run)."""
@@ -98,12 +99,6 @@ def build(base: Path, quick: bool) -> tuple[Path, Path]:
     return many, big
 
 
-async def _settle(app: Any, pilot: Any) -> None:
-    for _ in range(3):
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-
-
 async def first_paint(run_dir: Path) -> tuple[float, int]:
     from miles_tui.tui.app import make_app
     from miles_tui.tui.widgets.virtual_table import VirtualTable
@@ -127,7 +122,7 @@ async def open_big_step(run_dir: Path, rid: int) -> float:
     async with app.run_test(size=(160, 48)) as pilot:
         summary = await app.watcher.summary(rid, False)
         app.model.summaries[(rid, False)] = summary
-        await _settle(app, pilot)
+        await settle(pilot, rounds=3)
         frames: list[float] = []
         display = app._display
 
@@ -154,7 +149,7 @@ async def new_step_ready(run_dir: Path, rid: int, n: int) -> float:
 
     app = make_app(run_dir, poll_seconds=0.5)
     async with app.run_test(size=(160, 48)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot, rounds=3)
         # As in a run: the rollout file lands first, training takes a while, then every rank's
         # train file lands at about the same time. The files are made by a separate process
         # (the job is not the monitor) in a staging folder, then renamed into the run.
@@ -201,7 +196,7 @@ async def browse(run_dir: Path, steps: int) -> list[tuple[int, float]]:
     app = make_app(run_dir, poll_seconds=3600)
     readings = []
     async with app.run_test(size=(160, 48)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot, rounds=3)
         for k, rid in enumerate(range(steps), start=1):
             await app.watcher.open(rid, False)  # what opening a sample of that step does
             if k in (1, 5, 10, 20):

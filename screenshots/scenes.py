@@ -15,12 +15,9 @@ from pathlib import Path
 
 import numpy as np
 from textual.pilot import Pilot
-from textual.widgets import Input
 
-from miles_tui.tui.app import MilesApp, make_app
-
-EPOCH = 1_780_000_000.0
-"""The frozen 'now' of every scene (files are stamped ten minutes before it)."""
+from miles_tui.tui.app import MilesApp
+from tests.harness import EPOCH, frozen_app, settle
 
 GOLDEN = Path(__file__).resolve().parents[1].parent / "shared" / "golden"
 SIZES = ((80, 24), (160, 48))
@@ -52,18 +49,6 @@ def build_golden(case: str, root: Path) -> Path:
     return root
 
 
-async def settle(pilot: Pilot[None]) -> None:
-    """Wait until every worker is done and the screen is repainted; drop toasts."""
-    app = pilot.app
-    for _ in range(4):
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-    app.clear_notifications()
-    for input_box in app.screen.query(Input):
-        input_box.cursor_blink = False
-    await pilot.pause()
-
-
 @dataclass(frozen=True)
 class Scene:
     """One screen state to show."""
@@ -84,17 +69,17 @@ class Scene:
         return build_golden(self.source, target)
 
     def app(self, workdir: Path) -> MilesApp:
-        return make_app(self.build(workdir), poll_seconds=3600, clock=lambda: EPOCH)
+        return frozen_app(self.build(workdir))
 
     def driver(self) -> Callable[[Pilot[None]], Awaitable[None]]:
         async def drive(pilot: Pilot[None]) -> None:
-            await settle(pilot)
+            await settle(pilot, quiet=True)
             for key in self.keys:
                 if key == "~":
-                    await settle(pilot)
+                    await settle(pilot, quiet=True)
                 else:
                     await pilot.press(key)
-            await settle(pilot)
+            await settle(pilot, quiet=True)
 
         return drive
 

@@ -10,30 +10,20 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Label
 
-from miles_tui.tui.app import MilesApp, make_app
+from miles_tui.tui.app import MilesApp
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.screens.compute_screen import WORST_COUNT, ComputeScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.widgets.heat_rows import HeatRows
 from tests.conftest import GOLDEN
 from tests.core.fleet_writer import Fleet, write_fleet
-
-
-def _app(root: Path, now: float) -> MilesApp:
-    return make_app(root, poll_seconds=3600, clock=lambda: now)
-
-
-async def _settle(app: MilesApp, pilot: Pilot[None]) -> None:
-    for _ in range(4):
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-    await pilot.pause()
+from tests.harness import frozen_app, settle
 
 
 async def _open(app: MilesApp, pilot: Pilot[None]) -> ComputeScreen:
-    await _settle(app, pilot)
+    await settle(pilot)
     app.push_screen(ComputeScreen())
-    await _settle(app, pilot)
+    await settle(pilot)
     assert isinstance(app.screen, ComputeScreen)
     assert app.screen.view is not None
     return app.screen
@@ -66,7 +56,7 @@ async def test_golden_lanes_and_phases(golden_copy: Callable[[str], Path]) -> No
     root = golden_copy("live_streams")
     truth = json.loads((GOLDEN / "live_streams.truth.json").read_text())["dashboard"]
     now = truth["time_range"][1] + 10
-    app = _app(root, now)
+    app = frozen_app(root, now)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
         expected = [(lane["node"], lane["gpu"]) for lane in sorted(truth["lanes"], key=lambda lane: lane["index"])]
@@ -88,7 +78,7 @@ async def test_golden_lanes_and_phases(golden_copy: Callable[[str], Path]) -> No
 
 
 async def test_fleet_summary_worst_lanes_and_the_dead_node(fleet: Fleet) -> None:
-    app = _app(fleet.root, fleet.end + 10)
+    app = frozen_app(fleet.root, fleet.end + 10)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
         assert screen.query_one("#fleet", HeatRows).display
@@ -108,7 +98,7 @@ async def test_fleet_summary_worst_lanes_and_the_dead_node(fleet: Fleet) -> None
 
 
 async def test_node_picker_cycles_and_all_scrolls(fleet: Fleet) -> None:
-    app = _app(fleet.root, fleet.end + 10)
+    app = frozen_app(fleet.root, fleet.end + 10)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
         nodes = fleet.nodes
@@ -134,19 +124,19 @@ async def test_node_picker_cycles_and_all_scrolls(fleet: Fleet) -> None:
 
 
 async def test_window_keys_change_the_window(fleet: Fleet) -> None:
-    app = _app(fleet.root, fleet.end + 10)
+    app = frozen_app(fleet.root, fleet.end + 10)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
         seen = []
         for key in ("right", "plus", "plus", "plus", "left", "minus", "minus"):
             await pilot.press(key)
-            await _settle(app, pilot)
+            await settle(pilot)
             assert screen.view is not None
             seen.append((screen.window, screen.view.span))
         assert seen == [(1, 3600.0), (2, 21600.0), (3, None), (3, None), (2, 21600.0), (1, 3600.0), (0, 900.0)]
         assert "last 15m" in _title(screen)
         await pilot.press("right", "right", "right")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert "whole run" in _title(screen)
         view = screen.view
         assert view is not None and view.grid.bins.since == fleet.start
@@ -154,7 +144,7 @@ async def test_window_keys_change_the_window(fleet: Fleet) -> None:
 
 
 async def test_small_terminal(fleet: Fleet) -> None:
-    app = _app(fleet.root, fleet.end + 10)
+    app = frozen_app(fleet.root, fleet.end + 10)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _open(app, pilot)
         lanes = screen.query_one("#lanes", HeatRows)
@@ -166,7 +156,7 @@ async def test_small_terminal(fleet: Fleet) -> None:
                 assert len(line) == screen.query_one(selector, HeatRows).scrollable_content_region.width
         assert "DEAD" in _title(screen) and "DEAD" in _lines(screen, "#lanes")[0]
         await pilot.press("escape")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert isinstance(app.screen, OverviewScreen)
 
 
@@ -177,14 +167,14 @@ async def test_a_run_without_gpu_telemetry_says_so(tmp_path: Path) -> None:
     dash = tmp_path / "run" / "dashboard"
     dash.mkdir(parents=True)
     (dash / "meta.json").write_text(json.dumps({"run_name": "quiet", "start_ts": 1.0, "args": {}}))
-    app = _app(tmp_path / "run", 1_787_223_000.0)
+    app = frozen_app(tmp_path / "run", 1_787_223_000.0)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await _open(app, pilot)
         empty = screen.query_one("#compute-empty", Label)
         assert empty.display and "no GPU telemetry" in str(empty.render())
         assert not screen.query_one("#lanes", HeatRows).display
         await pilot.press("n", "w", "a", "right")  # nothing to pick: nothing breaks
-        await _settle(app, pilot)
+        await settle(pilot)
         assert empty.display
 
 
@@ -196,30 +186,30 @@ def _append(path: Path, lines: list[dict[str, object]]) -> None:
 async def test_new_samples_redraw_the_lanes(tmp_path: Path) -> None:
     fleet = write_fleet(tmp_path / "run", nodes=2, gpus_per_node=2, seconds=600, dead_node=None, slow_node=None)
     now = fleet.end + 10
-    app = _app(fleet.root, now)
+    app = frozen_app(fleet.root, now)
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await _open(app, pilot)
         assert len(_rows(screen, "#lanes")) == 4
         newest = sorted((fleet.root / "dashboard" / "gpu_util").iterdir())[-1]
         _append(newest, [{"ts": fleet.end + 5, "node": "10.1.0.9", "gpu": 0, "util": 40, "mem_mb": 2048}])
         app.poll_now()  # the app's own poll: the screen notices on the status it forwards
-        await _settle(app, pilot)
+        await settle(pilot)
         assert ("10.1.0.9", 0) in _rows(screen, "#lanes")
         # A forwarded TelemetryAppended redraws too (the follower was polled by someone else).
         _append(newest, [{"ts": fleet.end + 6, "node": "10.1.0.10", "gpu": 3, "util": 40, "mem_mb": 2048}])
         app.watcher.follower.poll(now)
         screen.post_message(TelemetryAppended((), ("gpu_util",)))
-        await _settle(app, pilot)
+        await settle(pilot)
         assert _rows(screen, "#lanes")[-1] == ("10.1.0.10", 3)
         before = screen.view
         screen.post_message(TelemetryAppended(("train/loss",), ()))  # not ours: no recompute
-        await _settle(app, pilot)
+        await settle(pilot)
         assert screen.view is before
 
 
 async def test_a_stopped_run_shows_its_last_window_and_calls_the_lanes_stale_not_dead(tmp_path: Path) -> None:
     fleet = write_fleet(tmp_path / "run", nodes=2, gpus_per_node=2, seconds=600, dead_node=None, slow_node=None)
-    app = _app(fleet.root, fleet.end + 7200)
+    app = frozen_app(fleet.root, fleet.end + 7200)
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await _open(app, pilot)
         view = screen.view

@@ -18,7 +18,7 @@ from textual.widgets import Input, Label, Static
 
 from miles_tui.core.analysis.metric_view import chart_keys, ema, group_keys, plot_data
 from miles_tui.core.telemetry.metrics import MetricStore
-from miles_tui.tui.app import MilesApp, make_app
+from miles_tui.tui.app import MilesApp
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.renderers.plot import ansi_strips, step_tick, tick_labels, y_ticks
 from miles_tui.tui.screens.metrics_screen import NO_METRICS_NOTE, NOTHING_YET_NOTE, MetricsScreen
@@ -26,23 +26,13 @@ from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.widgets.metric_chart import MetricChart, chart_body, metric_value
 from miles_tui.tui.widgets.run_header import RunHeader
 from tests.conftest import EPOCH, GOLDEN, stamp, write_demo_run
-
-
-def _app(root: Path) -> MilesApp:
-    return make_app(root, poll_seconds=3600, clock=lambda: EPOCH)
-
-
-async def _settle(app: MilesApp, pilot: Pilot[None]) -> None:
-    for _ in range(3):
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-    await pilot.pause(0.3)  # past the charts' settle timer
+from tests.harness import frozen_app, settle
 
 
 async def _open(app: MilesApp, pilot: Pilot[None]) -> MetricsScreen:
-    await _settle(app, pilot)
+    await settle(pilot, linger=0.3)
     app.push_screen(MetricsScreen())
-    await _settle(app, pilot)
+    await settle(pilot, linger=0.3)
     assert isinstance(app.screen, MetricsScreen)
     return app.screen
 
@@ -81,7 +71,7 @@ def _expected(store: MetricStore, key: str, x_key: str, step: float) -> tuple[fl
 
 
 async def test_charts_are_grouped_by_category_against_their_own_step_key(golden_copy: Any) -> None:
-    app = _app(golden_copy("live_streams"))
+    app = frozen_app(golden_copy("live_streams"))
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
         store = _store(app)
@@ -103,7 +93,7 @@ async def test_charts_are_grouped_by_category_against_their_own_step_key(golden_
 
 
 async def test_filter_by_glob_or_substring(golden_copy: Any) -> None:
-    app = _app(golden_copy("live_streams"))
+    app = frozen_app(golden_copy("live_streams"))
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
         await pilot.press("slash")
@@ -140,7 +130,7 @@ async def test_filter_by_glob_or_substring(golden_copy: Any) -> None:
 
 
 async def test_log_y_and_smoothing_toggles(golden_copy: Any) -> None:
-    app = _app(golden_copy("live_streams"))
+    app = frozen_app(golden_copy("live_streams"))
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
         status = screen.query_one("#metrics-status", Label)
@@ -182,7 +172,7 @@ async def test_log_y_and_smoothing_toggles(golden_copy: Any) -> None:
 
 
 async def test_inspector_shows_the_store_values_at_the_cursor(golden_copy: Any) -> None:
-    app = _app(golden_copy("live_streams"))
+    app = frozen_app(golden_copy("live_streams"))
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
         store = _store(app)
@@ -215,7 +205,7 @@ async def test_inspector_shows_the_store_values_at_the_cursor(golden_copy: Any) 
 
 async def test_a_live_append_redraws_only_the_changed_chart(tmp_path: Path) -> None:
     run = _live_copy(tmp_path)
-    app = _app(run)
+    app = frozen_app(run)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
         visible = screen.in_view_keys()
@@ -227,7 +217,7 @@ async def test_a_live_append_redraws_only_the_changed_chart(tmp_path: Path) -> N
             {"ts": EPOCH, "step_key": "train/step", "step": 180, "metrics": {"train/loss": 0.001, "train/step": 180}},
         )
         app.poll_now()
-        await _settle(app, pilot)
+        await settle(pilot, linger=0.3)
         assert screen.charts == charts, "known keys: the grid is not rebuilt"
         loss = screen.charts["train/loss"]
         assert loss.series is not None and loss.series.step[-1] == 180 and loss.series.value[-1] == 0.001
@@ -239,14 +229,14 @@ async def test_a_live_append_redraws_only_the_changed_chart(tmp_path: Path) -> N
         _append(run, {"ts": EPOCH, "step_key": "train/step", "step": 181, "metrics": {"train/loss": 0.002}})
         await app.watcher.poll_streams()
         screen.post_message(TelemetryAppended(("train/loss",), ()))
-        await _settle(app, pilot)
+        await settle(pilot, linger=0.3)
         assert loss.series is not None and loss.series.step[-1] == 181
         assert loss.builds == builds["train/loss"] + 2
         assert {key: chart.builds for key, chart in screen.charts.items() if key != "train/loss"} == others
 
         _append(run, {"ts": EPOCH, "step_key": "rollout/step", "step": 60, "metrics": {"perf/new_metric": 2.0}})
         app.poll_now()
-        await _settle(app, pilot)
+        await settle(pilot, linger=0.3)
         assert "perf/new_metric" in screen.charts, "a new key rebuilds the grid"
         assert list(screen.charts).index("perf/new_metric") > list(screen.charts).index("perf/mfu_peak_tflops")
 
@@ -255,7 +245,7 @@ async def test_a_run_without_metrics_shows_dump_derived_series(tmp_path: Path) -
     run = write_demo_run(tmp_path / "demo", 4)
     (run / "dashboard" / "metrics.jsonl").unlink()
     stamp(run, EPOCH - 600)
-    app = _app(run)
+    app = frozen_app(run)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
         assert screen.source == "dump"
@@ -276,13 +266,13 @@ async def test_a_run_without_metrics_shows_dump_derived_series(tmp_path: Path) -
         (run / "dashboard" / "metrics.jsonl").unlink()
         stamp(run, EPOCH - 600)
         app.poll_now()
-        await _settle(app, pilot)
+        await settle(pilot, linger=0.3)
         assert screen.series["dump/reward_mean"].step.tolist() == [0, 1, 2, 3, 4, 5]
         assert screen.charts["dump/reward_mean"].series is screen.series["dump/reward_mean"]
 
 
 async def test_an_empty_run_says_what_is_missing(tmp_path: Path) -> None:
-    app = _app(tmp_path)
+    app = frozen_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _open(app, pilot)
         assert screen.source == "none" and not screen.charts
@@ -295,10 +285,10 @@ async def test_an_empty_run_says_what_is_missing(tmp_path: Path) -> None:
 async def test_a_demo_run_with_metrics_opened_before_the_first_poll(tmp_path: Path) -> None:
     run = write_demo_run(tmp_path / "demo", 6)
     stamp(run, EPOCH - 600)
-    app = _app(run)
+    app = frozen_app(run)
     async with app.run_test(size=(160, 48)) as pilot:
         app.push_screen(MetricsScreen())  # before any poll finished: the grid fills in as data arrives
-        await _settle(app, pilot)
+        await settle(pilot, linger=0.3)
         screen = app.screen
         assert isinstance(screen, MetricsScreen)
         store = _store(app)
@@ -312,7 +302,7 @@ async def test_a_demo_run_with_metrics_opened_before_the_first_poll(tmp_path: Pa
 
 
 async def test_80x24_is_one_column_and_still_works(golden_copy: Any) -> None:
-    app = _app(golden_copy("live_streams"))
+    app = frozen_app(golden_copy("live_streams"))
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _open(app, pilot)
         visible = [screen.charts[key] for key in screen.in_view_keys()]

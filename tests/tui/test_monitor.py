@@ -6,26 +6,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
 
-from miles_tui.tui.app import MilesApp, make_app
+from miles_tui.tui.app import MilesApp
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.screens.step_screen import StepScreen
 from miles_tui.tui.widgets.advisory_list import AdvisoryList
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 from tests.conftest import EPOCH, stamp, write_demo_run
-
-
-def _app(root: Path, now: float = EPOCH) -> MilesApp:
-    return make_app(root, poll_seconds=3600, clock=lambda: now)
-
-
-async def _settle(app: MilesApp, pilot: Pilot[None]) -> None:
-    for _ in range(3):
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-    await pilot.pause()
+from tests.harness import frozen_app, settle
 
 
 def _keys(app: MilesApp, selector: str) -> list[object]:
@@ -33,42 +22,42 @@ def _keys(app: MilesApp, selector: str) -> list[object]:
 
 
 async def test_drill_down_and_back(demo_run: Path) -> None:
-    app = _app(demo_run)
+    app = frozen_app(demo_run)
     async with app.run_test(size=(160, 48)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         assert isinstance(app.screen, OverviewScreen)
         assert _keys(app, "#steps")[:2] == [(3, False), (2, False)]
         assert app.screen.query_one(RunHeader).latest == 3
         await pilot.press("enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert isinstance(app.screen, StepScreen) and app.screen.rollout_id == 3
         table = app.screen.query_one("#samples", VirtualTable)
         assert len(table.rows) == 16
         await pilot.press("down", "down", "enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         from miles_tui.tui.screens.sample_screen import SampleScreen
 
         assert isinstance(app.screen, SampleScreen)
         await pilot.press("escape")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert isinstance(app.screen, StepScreen)
         assert app.screen.query_one("#samples", VirtualTable).cursor_row == 2
         await pilot.press("backspace")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert isinstance(app.screen, OverviewScreen)
 
 
 async def test_new_steps_appear_without_moving_the_cursor(demo_run: Path) -> None:
-    app = _app(demo_run)
+    app = frozen_app(demo_run)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         table = app.screen.query_one("#steps", VirtualTable)
         await pilot.press("down")  # look away from the newest step
         watched = table.cursor_key
         write_demo_run(demo_run, 2, start=4)
         stamp(demo_run, EPOCH - 600)
         app.poll_now()
-        await _settle(app, pilot)
+        await settle(pilot)
         keys = _keys(app, "#steps")
         assert keys[:2] == [(5, False), (5, True)] or keys[0] == (5, False)
         assert len(keys) == len(set(keys)), "a step is listed twice"
@@ -79,79 +68,79 @@ async def test_new_steps_appear_without_moving_the_cursor(demo_run: Path) -> Non
         assert f"{new_keys} new steps" in str(header.render())
         # Going back to the top clears the badge.
         await pilot.press("home")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert app.screen.query_one(RunHeader).new_steps == 0
 
 
 async def test_follow_latest_moves_to_new_steps_when_on_the_newest(demo_run: Path) -> None:
-    app = _app(demo_run)
+    app = frozen_app(demo_run)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         table = app.screen.query_one("#steps", VirtualTable)
         assert table.cursor_key == (3, False)
         write_demo_run(demo_run, 1, start=4)
         stamp(demo_run, EPOCH - 600)
         app.poll_now()
-        await _settle(app, pilot)
+        await settle(pilot)
         assert table.cursor_key == (4, False)
 
 
 async def test_advisory_enter_jumps_to_the_step(golden_copy: Callable[[str], Path]) -> None:
     root = golden_copy("degenerate")
-    app = _app(root)
+    app = frozen_app(root)
     async with app.run_test(size=(160, 48)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         advisories = app.screen.query_one(AdvisoryList)
         codes = [a.code for a in advisories.advisories]
         assert codes == ["all_rewards_zero", "truncated_samples"]
         await pilot.press("a")
         await pilot.press("down")  # the truncation advisory
         await pilot.press("enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert type(app.screen).__name__ in ("StepScreen", "SampleScreen")
 
 
 async def test_filter_and_sort_the_rollout_table(golden_copy: Callable[[str], Path]) -> None:
     root = golden_copy("degenerate")
-    app = _app(root)
+    app = frozen_app(root)
     async with app.run_test(size=(160, 48)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         await pilot.press("enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, StepScreen)
         await pilot.press("slash")
         await pilot.press(*"truncated", "enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         summary = screen.summary
         assert summary is not None
         expected = [r.sample_index for r in summary.rows if r.truncated]
         assert _keys(app, "#samples") == expected
         await pilot.press("slash", "ctrl+u", "enter")  # empty filter clears it
-        await _settle(app, pilot)
+        await settle(pilot)
         assert len(_keys(app, "#samples")) == len(summary.rows)
         table = screen.query_one("#samples", VirtualTable)
         for _ in range(12):  # to the |lpΔ| column
             await pilot.press("right")
         column = table.cursor_column_key
         await pilot.press("s")
-        await _settle(app, pilot)
+        await settle(pilot)
         values = [getattr(next(r for r in summary.rows if r.sample_index == k), column) for k in _keys(app, "#samples")]
         present = [v for v in values if v is not None]
         assert present == sorted(present)
         await pilot.press("s")
-        await _settle(app, pilot)
+        await settle(pilot)
         values = [getattr(next(r for r in summary.rows if r.sample_index == k), column) for k in _keys(app, "#samples")]
         present = [v for v in values if v is not None]
         assert present == sorted(present, reverse=True)
 
 
 async def test_a_bad_filter_says_why(golden_copy: Callable[[str], Path]) -> None:
-    app = _app(golden_copy("tp_dup"))
+    app = frozen_app(golden_copy("tp_dup"))
     async with app.run_test(size=(120, 40)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         await pilot.press("enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         await pilot.press("slash", *"bogus>1", "enter")
         await pilot.pause()
         status = str(app.screen.query_one("#filter-status").render())
@@ -159,40 +148,40 @@ async def test_a_bad_filter_says_why(golden_copy: Callable[[str], Path]) -> None
 
 
 async def test_prev_next_step_and_eval_toggle(golden_copy: Callable[[str], Path]) -> None:
-    app = _app(golden_copy("tp_dup"))
+    app = frozen_app(golden_copy("tp_dup"))
     async with app.run_test(size=(120, 40)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         assert _keys(app, "#steps") == [(3, True), (2, False), (1, False), (0, False), (0, True)]
         await pilot.press("down", "enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, StepScreen)
         assert screen.key == (2, False)
         await pilot.press("left_square_bracket")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert screen.key == (1, False)
         await pilot.press("e")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert screen.key[1] is True and screen.summary is not None and screen.summary.evaluation
 
 
 async def test_unreadable_per_token_data_is_said(golden_copy: Callable[[str], Path]) -> None:
-    app = _app(golden_copy("cp_legacy_ambiguous"))
+    app = frozen_app(golden_copy("cp_legacy_ambiguous"))
     async with app.run_test(size=(160, 48)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         advisory = app.screen.query_one(AdvisoryList).advisories[0]
         assert advisory.code == "per_token_unreadable" and "unreadable, not undumped" in advisory.message
         await pilot.press("enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         rendered = [str(cell) for row in app.screen.query_one("#samples", VirtualTable).rows for cell in row.cells]
         assert rendered.count("UNREADABLE") == 2
 
 
 async def test_every_screen_at_200x60_without_colour(demo_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    app = _app(demo_run)
+    app = frozen_app(demo_run)
     async with app.run_test(size=(200, 60)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         for keys, screen_name in (
             (("enter",), "StepScreen"),
             (("enter",), "SampleScreen"),
@@ -203,21 +192,21 @@ async def test_every_screen_at_200x60_without_colour(demo_run: Path, monkeypatch
             (("escape", "question_mark"), "HelpScreen"),
         ):
             await pilot.press(*keys)
-            await _settle(app, pilot)
+            await settle(pilot)
             assert type(app.screen).__name__ == screen_name
             assert app.screen.size.width == 200
         await pilot.press("escape")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert isinstance(app.screen, OverviewScreen)
 
 
 async def test_a_folder_that_is_not_a_run_says_so(tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
-    app = _app(tmp_path)
+    app = frozen_app(tmp_path)
     async with app.run_test(size=(120, 30)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         assert "is it the folder miles was started with --dump-details" in app.screen.query_one("#steps").placeholder
         (tmp_path / "rollout_data").mkdir()
         app.poll_now()
-        await _settle(app, pilot)
+        await settle(pilot)
         assert "waiting for rollout_data" in app.screen.query_one("#steps", VirtualTable).placeholder

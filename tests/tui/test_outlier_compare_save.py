@@ -8,13 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import Input, Label, Static
 
 from miles_tui.core.analysis.compare import compare_steps
 from miles_tui.core.analysis.outliers import OutlierKind, peak_position, step_outliers
 from miles_tui.core.dump.step_summary import ROW_COLUMNS
-from miles_tui.tui.app import MilesApp, make_app
 from miles_tui.tui.clipboard import sample_row_tsv
 from miles_tui.tui.screens import save_csv_screen
 from miles_tui.tui.screens.compare_screen import CompareScreen
@@ -23,19 +21,9 @@ from miles_tui.tui.screens.sample_screen import SampleScreen
 from miles_tui.tui.screens.save_csv_screen import SaveCsvScreen
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 from tests.conftest import EPOCH
+from tests.harness import frozen_app, settle
 
 GoldenCopy = Callable[[str], Path]
-
-
-def _app(root: Path) -> MilesApp:
-    return make_app(root, poll_seconds=3600, clock=lambda: EPOCH)
-
-
-async def _settle(app: MilesApp, pilot: Pilot[None]) -> None:
-    for _ in range(4):
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def _plain(widget: Label | Static) -> str:
@@ -44,11 +32,11 @@ def _plain(widget: Label | Static) -> str:
 
 async def test_enter_on_an_outlier_lands_the_sample_cursor_on_that_token(golden_copy: GoldenCopy) -> None:
     root = golden_copy("tp_dup")
-    app = _app(root)
+    app = frozen_app(root)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         app.push_screen(OutlierScreen(2))
-        await _settle(app, pilot)
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, OutlierScreen)
         expected = step_outliers(app.reader.open(2, False, EPOCH)).tokens
@@ -59,11 +47,11 @@ async def test_enter_on_an_outlier_lands_the_sample_cursor_on_that_token(golden_
         await pilot.press("k")  # the ratio ranking
         assert screen.kind is OutlierKind.IMP_RATIO
         await pilot.press("k")  # entropy: its own order
-        await _settle(app, pilot)
+        await settle(pilot)
         entropy = expected[OutlierKind.ENTROPY]
         assert table.rows[0].key == ("token", 2, entropy[0].sample_index, entropy[0].position)
         await pilot.press("down", "enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         sample = app.screen
         assert isinstance(sample, SampleScreen)
         assert sample.sample_index == entropy[1].sample_index
@@ -73,26 +61,26 @@ async def test_enter_on_an_outlier_lands_the_sample_cursor_on_that_token(golden_
 
 async def test_last_steps_and_samples_and_a_sample_row_opens_at_its_peak(golden_copy: GoldenCopy) -> None:
     root = golden_copy("tp_dup")
-    app = _app(root)
+    app = frozen_app(root)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         app.push_screen(OutlierScreen(2))
-        await _settle(app, pilot)
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, OutlierScreen)
         await pilot.press("a")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert screen.steps() == (2, 1, 0) and set(screen.computed) == {0, 1, 2}
         table = screen.query_one("#outliers", VirtualTable)
         assert {key[1] for key in (row.key for row in table.rows)} == {0, 1, 2}  # type: ignore[index]
         assert "steps 0–2 ·" in _plain(screen.query_one("#title", Label))
         await pilot.press("s")
-        await _settle(app, pilot)
+        await settle(pilot)
         first = table.rows[0].key
         assert isinstance(first, tuple) and first[0] == "sample"
         _, rid, sample_index = first
         await pilot.press("enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         sample = app.screen
         assert isinstance(sample, SampleScreen)
         assert sample.sample_index == sample_index
@@ -101,11 +89,11 @@ async def test_last_steps_and_samples_and_a_sample_row_opens_at_its_peak(golden_
 
 async def test_compare_shows_deltas_moves_steps_and_traces_a_group(golden_copy: GoldenCopy) -> None:
     root = golden_copy("tp_dup")
-    app = _app(root)
+    app = frozen_app(root)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         app.push_screen(CompareScreen(0, 1))
-        await _settle(app, pilot)
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         deltas = _plain(screen.query_one("#deltas", Label))
@@ -117,25 +105,25 @@ async def test_compare_shows_deltas_moves_steps_and_traces_a_group(golden_copy: 
         assert (cells["reward_a"], cells["reward_b"], cells["reward_d"]) == ("1.000", "0.000", "↓1.000")
         assert cells["std_d"] == "=" and cells["zero_std"] == "0σ/0σ"
         await pilot.press("right_square_bracket")  # B: step 2
-        await _settle(app, pilot)
+        await settle(pilot)
         assert (screen.a, screen.b) == (0, 2)
         expected = compare_steps(app.model.summaries[(0, False)], app.model.summaries[(2, False)])
         assert screen.comparison == expected
         await pilot.press("left_curly_bracket")  # A has no earlier step
         await pilot.press("right_curly_bracket")  # A: step 1
-        await _settle(app, pilot)
+        await settle(pilot)
         assert (screen.a, screen.b) == (1, 2)
         await pilot.press("down", "enter")  # group 1 across the steps
-        await _settle(app, pilot)
+        await settle(pilot)
         keys = [row.key for row in table.rows]
         assert [k for k in keys if k[0] == "step"] == [("step", 0), ("step", 1), ("step", 2)]  # type: ignore[index]
         assert ("sample", 0, 5) in keys
         assert "group 1 across steps" in _plain(screen.query_one("#title", Label))
         await pilot.press("escape")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert app.screen is screen and table.cursor_key == ("group", 1)
         await pilot.press("escape")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert not isinstance(app.screen, CompareScreen)
 
 
@@ -143,28 +131,28 @@ async def test_save_csv_writes_the_shown_rows_and_refuses_the_run_directory(
     golden_copy: GoldenCopy, tmp_path: Path
 ) -> None:
     root = golden_copy("tp_dup")
-    app = _app(root)
+    app = frozen_app(root)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         rows = sorted(app.model.summaries[(1, False)].rows, key=lambda r: -r.response_length)[:7]
         saved: list[Path | None] = []
         app.push_screen(SaveCsvScreen(rows, root / "step_1.csv", root), saved.append)
-        await _settle(app, pilot)
+        await settle(pilot)
         modal = app.screen
         assert isinstance(modal, SaveCsvScreen)
         await pilot.press("enter")  # the default path here is inside RUN_DIR: refused
-        await _settle(app, pilot)
+        await settle(pilot)
         assert "inside the run directory" in _plain(modal.query_one("#message", Static))
         assert not (root / "step_1.csv").exists() and app.screen is modal
         target = tmp_path / "shown.csv"
         target.write_text("old")
         modal.query_one("#path", Input).value = str(target)
         await pilot.press("enter")  # exists: asks first
-        await _settle(app, pilot)
+        await settle(pilot)
         assert "enter again to overwrite" in _plain(modal.query_one("#message", Static))
         assert target.read_text() == "old"
         await pilot.press("enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert saved == [target.resolve()] and app.screen is not modal
         parsed = list(csv.DictReader(target.open()))
         assert list(parsed[0]) == list(ROW_COLUMNS)
@@ -180,13 +168,13 @@ async def test_save_csv_shows_a_write_error_in_place(
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
     monkeypatch.setattr(save_csv_screen, "_write_csv", full_disk)
-    app = _app(root)
+    app = frozen_app(root)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         app.push_screen(SaveCsvScreen(app.model.summaries[(0, False)].rows, tmp_path / "x.csv", root))
-        await _settle(app, pilot)
+        await settle(pilot)
         await pilot.press("enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         assert isinstance(app.screen, SaveCsvScreen)
         message = _plain(app.screen.query_one("#message", Static))
         assert "could not write" in message and "No space left on device" in message
@@ -194,13 +182,13 @@ async def test_save_csv_shows_a_write_error_in_place(
 
 async def test_y_copies_the_token_window_and_shift_y_the_row(golden_copy: GoldenCopy) -> None:
     root = golden_copy("tp_dup")
-    app = _app(root)
+    app = frozen_app(root)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         app.push_screen(OutlierScreen(0))
-        await _settle(app, pilot)
+        await settle(pilot)
         await pilot.press("enter")
-        await _settle(app, pilot)
+        await settle(pilot)
         sample = app.screen
         assert isinstance(sample, SampleScreen)
         await pilot.press("y")
@@ -215,11 +203,11 @@ async def test_y_copies_the_token_window_and_shift_y_the_row(golden_copy: Golden
 
 async def test_compare_can_open_on_a_samples_group_across_steps(golden_copy: GoldenCopy) -> None:
     root = golden_copy("tp_dup")
-    app = _app(root)
+    app = frozen_app(root)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _settle(app, pilot)
+        await settle(pilot)
         app.push_screen(CompareScreen(0, 2, sample_index=5))  # sample 5 of step 0 is in group 1
-        await _settle(app, pilot)
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, CompareScreen) and screen.tracing and screen.group == 1
         table = screen.query_one("#groups", VirtualTable)
@@ -227,7 +215,7 @@ async def test_compare_can_open_on_a_samples_group_across_steps(golden_copy: Gol
         steps = [row.cells[0].plain for row in table.rows if row.key[0] == "step"]  # type: ignore[index]
         assert steps == ["0 A", "1", "2 B"]
         await pilot.press("down", "enter")  # the first sample of group 1 in step 2
-        await _settle(app, pilot)
+        await settle(pilot)
         sample = app.screen
         assert isinstance(sample, SampleScreen) and sample.step.summary.rollout_id == 2
         assert sample.sample.row.group_index == 1
