@@ -7,6 +7,7 @@ model and forward the message to every screen on the stack.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,9 +18,11 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 
 from miles_tui.core.analysis.advisories import Advisory, ordered
 from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.step import OpenStep
 from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
 from miles_tui.tui.messages import (
     AdvisoriesChanged,
@@ -196,6 +199,54 @@ class MilesApp(App[None]):
         self.model.data_age = message.data_age
         self.model.quiet_after = message.quiet_after
         self._forward(message)
+
+    def show_sample(
+        self,
+        rollout_id: int,
+        evaluation: bool,
+        sample_index: int,
+        *,
+        cursor: int | Callable[[OpenStep], int | None] | None = None,
+        busy: Widget | None = None,
+    ) -> None:
+        """Open a sample's screen: the one way every view does it.
+
+        The step, its conversations and the tokenizer are read in one serialized thread call
+        (never on the event loop); ``busy`` shows a loading state meanwhile; a failure is a toast.
+        """
+        self._show_sample(rollout_id, evaluation, sample_index, cursor, busy)
+
+    @work(exclusive=True, group="show-sample", exit_on_error=False)
+    async def _show_sample(
+        self,
+        rollout_id: int,
+        evaluation: bool,
+        sample_index: int,
+        cursor: int | Callable[[OpenStep], int | None] | None,
+        busy: Widget | None,
+    ) -> None:
+        from miles_tui.tui.screens.sample_screen import SampleScreen
+
+        cold = self.reader.cached_open(rollout_id, evaluation) is None
+        if cold:
+            self.notify(f"loading step {rollout_id}'s per-token data…", timeout=3)
+            if busy is not None:
+                busy.loading = True
+        try:
+            context = await self.watcher.sample_context(rollout_id, evaluation, sample_index, cursor)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # a bad file or a vanished sample: say so, keep the current screen
+            self.notify(str(err), severity="error", timeout=8)
+            return
+        finally:
+            if busy is not None:
+                busy.loading = False
+        self.push_screen(
+            SampleScreen(
+                context.step, context.sample_index, context.detokenizer, context.sidecar, cursor=context.cursor
+            )
+        )
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

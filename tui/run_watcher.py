@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from miles_tui.core.analysis.advisories import Advisory, ordered, step_advisories, step_error
 from miles_tui.core.analysis.stream_advisories import stream_advisories
-from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.run import Run, SampleContext
 from miles_tui.core.dump.run_dir import RunDir, StepFiles
 from miles_tui.core.dump.step import OpenStep, StepSummary
 from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
@@ -126,6 +126,30 @@ class RunWatcher:
             opened = self.run.open(rollout_id, evaluation, now)
         _exempt_from_gc()
         return opened
+
+    async def sample_context(
+        self,
+        rollout_id: int,
+        evaluation: bool,
+        sample_index: int,
+        cursor: int | Callable[[OpenStep], int | None] | None = None,
+    ) -> SampleContext:
+        """A sample and all its view shows, read in one serialized thread call."""
+        return await self._serialized(
+            self.lock, self._sample_context_blocking, rollout_id, evaluation, sample_index, cursor
+        )
+
+    def _sample_context_blocking(
+        self,
+        rollout_id: int,
+        evaluation: bool,
+        sample_index: int,
+        cursor: int | Callable[[OpenStep], int | None] | None,
+    ) -> SampleContext:
+        with _gc_paused():
+            context = self.run.sample_context(rollout_id, evaluation, sample_index, self.clock(), cursor)
+        _exempt_from_gc()
+        return context
 
     async def summary(self, rollout_id: int, evaluation: bool) -> StepSummary:
         return await self._serialized(self.lock, self.run.summary, rollout_id, evaluation, self.clock())

@@ -13,7 +13,8 @@ interpreter start-up plus a little JSON).
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepF
 from miles_tui.core.dump.step_summary import ProblemKind, StepSummary
 from miles_tui.core.dump.summary_cache import load_summary, store_summary
 from miles_tui.core.dump.tokenizer import Detokenizer
+from miles_tui.core.dump.trajectory import Sidecar, read_sidecar
 from miles_tui.core.errors import MilesTuiError, StepNotFoundError, StillWritingError
 
 if TYPE_CHECKING:
@@ -38,6 +40,22 @@ def _reusable(summary: StepSummary) -> bool:
     ``Run._settled`` makes it final once the settling time has passed.
     """
     return summary.complete or not any(p.kind is ProblemKind.STILL_WRITING for p in summary.problems)
+
+
+@dataclass(frozen=True)
+class SampleContext:
+    """What the sample view needs of one sample, read in one go (so no view reads on its own)."""
+
+    step: OpenStep
+    """The open step (rows and per-token data)."""
+    sample_index: int
+    """The sample, present in ``step``."""
+    sidecar: Sidecar | None
+    """The step's recorded conversations, None when the run recorded none."""
+    detokenizer: Detokenizer
+    """The run's tokenizer (loading tokenizer.json can take a second: never on the UI thread)."""
+    cursor: int | None
+    """The token position to start at, when the caller asked for one."""
 
 
 class Run:
@@ -178,6 +196,21 @@ class Run:
                 continue
             parsed += 1
         return parsed
+
+    def sample_context(
+        self,
+        rollout_id: int,
+        evaluation: bool,
+        sample_index: int,
+        now: float,
+        cursor: int | Callable[[OpenStep], int | None] | None = None,
+    ) -> SampleContext:
+        """One sample with all a sample view shows; ``cursor`` may be computed from the open step."""
+        step = self.open(rollout_id, evaluation, now)
+        step.position_of(sample_index)  # a clear error for a sample the step does not have
+        position = cursor(step) if callable(cursor) else cursor
+        sidecar = read_sidecar(self.path, rollout_id, evaluation)
+        return SampleContext(step, sample_index, sidecar, self.detokenizer, position)
 
     def cached_open(self, rollout_id: int, evaluation: bool) -> OpenStep | None:
         """An already open step, without touching the disk."""

@@ -396,21 +396,5 @@ class CompareScreen(MonitorScreen):
         elif key[0] == "sample":
             self._open_sample(cast(int, key[1]), cast(int, key[2]))
 
-    @work(exclusive=True, group="compare-open", exit_on_error=False)
-    async def _open_sample(self, rid: int, sample_index: int) -> None:
-        from miles_tui.core.dump.trajectory import read_sidecar
-        from miles_tui.tui.screens.sample_screen import SampleScreen
-
-        table = self.query_one("#groups", VirtualTable)
-        reader = self.miles.reader
-        table.loading = reader.cached_open(rid, self.evaluation) is None
-        try:
-            opened = await asyncio.shield(self.miles.watcher.open(rid, self.evaluation))
-            sidecar = await asyncio.to_thread(read_sidecar, reader.path, rid, self.evaluation)
-            detokenizer = await asyncio.to_thread(lambda: reader.detokenizer)
-        except Exception as err:
-            table.loading = False
-            self.notify(str(err), severity="error", timeout=8)
-            return
-        table.loading = False
-        self.app.push_screen(SampleScreen(opened, sample_index, detokenizer, sidecar))
+    def _open_sample(self, rid: int, sample_index: int) -> None:
+        self.miles.show_sample(rid, self.evaluation, sample_index, busy=self.query_one("#groups", VirtualTable))

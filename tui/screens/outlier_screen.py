@@ -416,26 +416,10 @@ class OutlierScreen(MonitorScreen):
             _, rid, sample_index = cast(SampleKey, key)
             self._open_sample(rid, sample_index, None)
 
-    @work(exclusive=True, group="outlier-open", exit_on_error=False)
-    async def _open_sample(self, rid: int, sample_index: int, position: int | None) -> None:
-        from miles_tui.core.dump.trajectory import read_sidecar
-        from miles_tui.tui.screens.sample_screen import SampleScreen
-
-        table = self.query_one("#outliers", VirtualTable)
-        reader = self.miles.reader
-        if reader.cached_open(rid, self.evaluation) is None and not (rid == self.rollout_id and self._own_step):
-            table.loading = True
-        try:
-            opened = self._own_step if rid == self.rollout_id else None
-            if opened is None:
-                opened = await asyncio.shield(self.miles.watcher.open(rid, self.evaluation))
-            if position is None:
-                position = await asyncio.to_thread(peak_position, opened, sample_index, self.kind)
-            sidecar = await asyncio.to_thread(read_sidecar, reader.path, rid, self.evaluation)
-            detokenizer = await asyncio.to_thread(lambda: reader.detokenizer)
-        except Exception as err:
-            table.loading = False
-            self.notify(str(err), severity="error", timeout=8)
-            return
-        table.loading = False
-        self.app.push_screen(SampleScreen(opened, sample_index, detokenizer, sidecar, cursor=position))
+    def _open_sample(self, rid: int, sample_index: int, position: int | None) -> None:
+        """The sample screen with the cursor on ``position`` (None: on the sample's peak token)."""
+        kind = self.kind
+        cursor = position if position is not None else (lambda step: peak_position(step, sample_index, kind))
+        self.miles.show_sample(
+            rid, self.evaluation, sample_index, cursor=cursor, busy=self.query_one("#outliers", VirtualTable)
+        )

@@ -335,29 +335,9 @@ class StepScreen(MonitorScreen):
         self.open_sample(cast(int, message.key))
 
     def open_sample(self, sample_index: int) -> None:
-        """Load the step's per-token data (in the background) and show the sample."""
-        self._open_sample(sample_index)
-
-    @work(exclusive=True, group="open-sample", exit_on_error=False)
-    async def _open_sample(self, sample_index: int) -> None:
-        import asyncio
-
-        from miles_tui.core.dump.trajectory import read_sidecar
-        from miles_tui.tui.screens.sample_screen import SampleScreen
-
+        """Show the sample (its step's per-token data loads in the background)."""
         table = self.query_one("#samples", VirtualTable)
-        if self.miles.reader.cached_open(self.rollout_id, self.evaluation) is None:
-            table.loading = True
-            self.notify(f"loading step {self.rollout_id}'s per-token data…", timeout=3)
-        try:
-            opened = await self.miles.watcher.open(self.rollout_id, self.evaluation)
-            sidecar = await asyncio.to_thread(read_sidecar, self.miles.reader.path, self.rollout_id, self.evaluation)
-        except Exception as err:
-            table.loading = False
-            self.notify(str(err), severity="error", timeout=8)
-            return
-        table.loading = False
-        self.app.push_screen(SampleScreen(opened, sample_index, self.miles.reader.detokenizer, sidecar))
+        self.miles.show_sample(self.rollout_id, self.evaluation, sample_index, busy=table)
 
     def action_back(self) -> None:
         if self.query_one("#filter", Input).display:
