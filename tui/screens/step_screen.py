@@ -149,6 +149,7 @@ class StepScreen(MonitorScreen):
         Binding("e", "toggle_eval", "Train/eval", show=False),
         Binding("O", "outliers", "Outliers"),
         Binding("c", "compare", "Compare"),
+        Binding("p", "scatter", "Scatter"),
         Binding("y", "copy_row", "Copy row", show=False),
         Binding("ctrl+s", "save_csv", "Save CSV", show=False),
     ]
@@ -419,6 +420,12 @@ class StepScreen(MonitorScreen):
         from miles_tui.tui.screens.outlier_screen import OutlierScreen
 
         self.app.push_screen(OutlierScreen(self.rollout_id, self.evaluation))
+
+    def action_scatter(self) -> None:
+        """Reward against response length for this step; enter on a point opens that sample."""
+        from miles_tui.tui.screens.scatter_screen import ScatterScreen
+
+        self.app.push_screen(ScatterScreen(self.rollout_id, self.evaluation))
 
     def action_compare(self) -> None:
         """Compare this step (B) with the previous visible one (A), on the sample under the cursor."""
