@@ -60,8 +60,11 @@ class MilesApp(App[None]):
         poll_seconds: float = 2.0,
         follow: bool = True,
         clock: Callable[[], float] = time.time,
+        start: tuple[int, bool, int | None] | None = None,
     ) -> None:
         super().__init__()
+        self._start = start
+        """A deep link to open on: (step, eval, sample or None)."""
         self.watcher = RunWatcher(run, clock)
         self.model = RunModel(run_name=run.path.name)
         self.poll_seconds = poll_seconds
@@ -81,6 +84,8 @@ class MilesApp(App[None]):
 
     def on_mount(self) -> None:
         self.push_screen(OverviewScreen())
+        if self._start is not None:
+            self.open_step(*self._start)
         self.poll_now()
         if self.live:
             self.set_interval(self.poll_seconds, self.poll_now, name="poll")
@@ -200,6 +205,15 @@ class MilesApp(App[None]):
         self.model.quiet_after = message.quiet_after
         self._forward(message)
 
+    def open_step(self, rollout_id: int, evaluation: bool = False, sample_index: int | None = None) -> None:
+        """Go to a step (and a sample of it) with the overview and the step behind it, as if walked to."""
+        from miles_tui.tui.screens.step_screen import StepScreen
+
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, OverviewScreen):
+            self.pop_screen()
+        # With a sample, the step screen opens it once its rows are there (cursor on its row).
+        self.push_screen(StepScreen(rollout_id, evaluation, focus_sample=sample_index))
+
     def show_sample(
         self,
         rollout_id: int,
@@ -277,6 +291,8 @@ def make_app(
     follow: bool = True,
     clock: Callable[[], float] = time.time,
     use_cache: bool = True,
+    start: tuple[int, bool, int | None] | None = None,
 ) -> MilesApp:
     """The app for a run directory: shared by the CLI, tests and the screenshot script."""
-    return MilesApp(Run(run_dir, use_cache=use_cache), poll_seconds=poll_seconds, follow=follow, clock=clock)
+    run = Run(run_dir, use_cache=use_cache)
+    return MilesApp(run, poll_seconds=poll_seconds, follow=follow, clock=clock, start=start)

@@ -73,6 +73,10 @@ def _monitor_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="write a synthetic live run into DIR (a temp dir if omitted) and monitor it",
     )
+    # Deep links: open on a step or a sample, with the overview (and the step) behind it.
+    parser.add_argument("--step", type=int, metavar="N", help="open on step N")
+    parser.add_argument("--eval", action="store_true", help="with --step: the eval batch taken at step N")
+    parser.add_argument("--sample", type=int, metavar="I", help="with --step: open on sample I of that step")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
@@ -197,7 +201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _guarded(run_export, _export_parser().parse_args(argv[1:]))
     if argv and argv[0] == "report":
         return _guarded(run_report, _report_parser().parse_args(argv[1:]))
-    args = _monitor_parser().parse_args(argv)
+    parser = _monitor_parser()
+    args = parser.parse_args(argv)
+    if args.step is None and (args.sample is not None or args.eval):
+        parser.error("--sample and --eval go with --step N (e.g. --step 12 --sample 3)")
     if args.run_dir is None and args.demo is None:
         _monitor_parser().print_usage(sys.stderr)
         print("miles-tui: give a RUN_DIR, or try `miles-tui --demo`", file=sys.stderr)

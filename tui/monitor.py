@@ -60,6 +60,16 @@ def _wait_for_steps(run_dir: Path, writer: subprocess.Popen[bytes], count: int, 
         time.sleep(0.2)
 
 
+def _deep_link(args: argparse.Namespace, run_dir: Path | str) -> tuple[int, bool, int | None] | None:
+    """Where ``--step N [--eval] [--sample I]`` asks the monitor to open; checked before it starts."""
+    from miles_tui.core.dump.run import Run
+
+    if args.step is None:
+        return None
+    Run(run_dir).locate(args.step, args.eval, args.sample, time.time())
+    return args.step, args.eval, args.sample
+
+
 def run_monitor(args: argparse.Namespace) -> int:
     """Open the monitor on RUN_DIR (or on a fresh demo run); returns the exit status."""
     from miles_tui.tui.app import make_app
@@ -69,8 +79,9 @@ def run_monitor(args: argparse.Namespace) -> int:
     if args.demo is not None:
         run_dir, writer = _start_demo(args.demo)
         print(f"miles-tui: demo run in {run_dir}", file=sys.stderr)
+    start = _deep_link(args, run_dir)
     try:
-        app = make_app(run_dir, poll_seconds=max(0.2, float(args.poll)), follow=not args.no_follow)
+        app = make_app(run_dir, poll_seconds=max(0.2, float(args.poll)), follow=not args.no_follow, start=start)
         app.run()
     finally:
         if writer is not None:

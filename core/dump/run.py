@@ -212,6 +212,20 @@ class Run:
         sidecar = read_sidecar(self.path, rollout_id, evaluation)
         return SampleContext(step, sample_index, sidecar, self.detokenizer, position)
 
+    def locate(self, rollout_id: int, evaluation: bool, sample_index: int | None, now: float) -> None:
+        """Check that a step (and a sample of it) exists, with an error that says what does.
+
+        For deep links (``miles-tui RUN --step N --sample I``): reads only the step's summary.
+        """
+        summary = self.summary(rollout_id, evaluation, now)
+        if sample_index is None or any(row.sample_index == sample_index for row in summary.rows):
+            return
+        ids = [row.sample_index for row in summary.rows]
+        span = f"{min(ids)}–{max(ids)}" if ids else "none"
+        kind = "eval step" if evaluation else "step"
+        message = f"{kind} {rollout_id} has no sample {sample_index} (its {len(ids)} samples: {span})"
+        raise StepNotFoundError(message, self.dir.rollout_dir)
+
     def cached_open(self, rollout_id: int, evaluation: bool) -> OpenStep | None:
         """An already open step, without touching the disk."""
         return self._open.get((rollout_id, evaluation))
