@@ -18,12 +18,14 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import Widget
 
 from miles_tui.core.analysis.advisories import Advisory, ordered
 from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.step import OpenStep
 from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
+from miles_tui.tui.commands import RunCommands
 from miles_tui.tui.messages import (
     AdvisoriesChanged,
     FollowToggled,
@@ -45,6 +47,7 @@ class MilesApp(App[None]):
     TITLE = "miles-tui"
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {RunCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -65,6 +68,7 @@ class MilesApp(App[None]):
         super().__init__()
         self._start = start
         """A deep link to open on: (step, eval, sample or None)."""
+        self._poll_timer: Timer | None = None
         self.watcher = RunWatcher(run, clock)
         self.model = RunModel(run_name=run.path.name)
         self.poll_seconds = poll_seconds
@@ -88,7 +92,7 @@ class MilesApp(App[None]):
             self.open_step(*self._start)
         self.poll_now()
         if self.live:
-            self.set_interval(self.poll_seconds, self.poll_now, name="poll")
+            self._poll_timer = self.set_interval(self.poll_seconds, self.poll_now, name="poll")
 
     def poll_now(self) -> None:
         """Start a poll unless one is already running."""
@@ -261,6 +265,67 @@ class MilesApp(App[None]):
                 context.step, context.sample_index, context.detokenizer, context.sidecar, cursor=context.cursor
             )
         )
+
+    # -- navigation the palette and the screens share -----------------------------------
+
+    def context_step(self) -> tuple[int, bool] | None:
+        """The step the user is looking at: the current screen's, the overview's selection, else the newest."""
+        screen = self.screen
+        rid = getattr(screen, "rollout_id", None)
+        if isinstance(rid, int):
+            return rid, bool(getattr(screen, "evaluation", False))
+        step = getattr(screen, "step", None)
+        summary = getattr(step, "summary", None)
+        if summary is not None:
+            return summary.rollout_id, summary.evaluation
+        if isinstance(screen, OverviewScreen) and (selected := screen.selected_step()) is not None:
+            return selected
+        return None if self.model.latest is None else (self.model.latest, False)
+
+    def show_outliers(self) -> None:
+        from miles_tui.tui.screens.outlier_screen import OutlierScreen
+
+        if (key := self.context_step()) is not None:
+            self.push_screen(OutlierScreen(*key))
+
+    def show_scatter(self) -> None:
+        from miles_tui.tui.screens.scatter_screen import ScatterScreen
+
+        if (key := self.context_step()) is not None:
+            self.push_screen(ScatterScreen(*key))
+
+    def show_compare(self, rollout_id: int | None = None, evaluation: bool = False) -> None:
+        """Compare a step (default: the one in context) with the previous visible one of its kind."""
+        from miles_tui.tui.screens.compare_screen import CompareScreen
+
+        key = (rollout_id, evaluation) if rollout_id is not None else self.context_step()
+        if key is None:
+            return
+        rid, evaluation = key
+        earlier = [r for r in (self.model.evaluation if evaluation else self.model.train) if r < rid]
+        if not earlier:
+            self.notify("no earlier step to compare with", timeout=3)
+            return
+        self.push_screen(CompareScreen(earlier[-1], rid, evaluation))
+
+    def show_advisories(self) -> None:
+        """Back to the overview, with the advisory list focused."""
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, OverviewScreen):
+            self.pop_screen()
+        self.call_after_refresh(lambda: self.screen.run_action("focus_advisories"))
+
+    def set_follow(self, on: bool) -> None:
+        if on != self.follow_latest:
+            self.action_toggle_follow()
+
+    def set_poll(self, seconds: float) -> None:
+        """Poll every ``seconds`` from now on (live runs only)."""
+        self.poll_seconds = seconds
+        if self._poll_timer is not None:
+            self._poll_timer.stop()
+        if self.live:
+            self._poll_timer = self.set_interval(seconds, self.poll_now, name="poll")
+        self.notify(f"polling every {seconds:g} s", timeout=2)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

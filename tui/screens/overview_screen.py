@@ -241,27 +241,18 @@ class OverviewScreen(MonitorScreen):
     def action_focus_steps(self) -> None:
         self.query_one("#steps", VirtualTable).focus()
 
-    def _selected_step(self) -> tuple[int, bool] | None:
+    def selected_step(self) -> tuple[int, bool] | None:
         return cast("tuple[int, bool] | None", self.query_one("#steps", VirtualTable).cursor_key)
 
     def action_outliers(self) -> None:
         from miles_tui.tui.screens.outlier_screen import OutlierScreen
 
-        key = self._selected_step()
+        key = self.selected_step()
         if key is not None:
             self.app.push_screen(OutlierScreen(*key))
 
     def action_compare(self) -> None:
         """Compare the selected step with the previous one of its kind."""
-        from miles_tui.tui.screens.compare_screen import CompareScreen
-
-        key = self._selected_step()
-        if key is None:
-            return
-        rid, evaluation = key
-        model = self.miles.model
-        earlier = [r for r in (model.evaluation if evaluation else model.train) if r < rid]
-        if not earlier:
-            self.notify("no earlier step to compare with", timeout=3)
-            return
-        self.app.push_screen(CompareScreen(earlier[-1], rid, evaluation))
+        key = self.selected_step()
+        if key is not None:
+            self.miles.show_compare(*key)
