@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
 
-from miles_tui.core.analysis.advisories import Advisory, ordered
+from miles_tui.core.analysis.advisories import Advisory, Level, ordered
 from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.step import OpenStep
 from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
@@ -64,8 +64,14 @@ class MilesApp(App[None]):
         follow: bool = True,
         clock: Callable[[], float] = time.time,
         start: tuple[int, bool, int | None] | None = None,
+        bell: bool = True,
     ) -> None:
         super().__init__()
+        self.bell_on_critical = bell
+        """Ring the terminal bell once per new critical advisory (tmux then flags the window)."""
+        self._critical_seen: set[tuple[object, ...]] = set()
+        self._sources_reported: set[str] = set()
+        """Which advisory sources ('steps', 'streams') have reported once: what is there at start rings no bell."""
         self._start = start
         """A deep link to open on: (step, eval, sample or None)."""
         self._poll_timer: Timer | None = None
@@ -136,6 +142,7 @@ class MilesApp(App[None]):
         for rid, evaluation, message, still in result.failures:
             self.post_message(StepFailed(rid, evaluation, message, still))
         self.step_advisories = result.advisories
+        self._sources_reported.add("steps")
         self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
         self.step_data_age = result.data_age
         self.post_message(RunStatusChanged(result.run_name, result.latest, self._data_age(), result.quiet_after))
@@ -154,6 +161,7 @@ class MilesApp(App[None]):
             self.notify(f"telemetry poll failed: {err}", severity="warning", timeout=6)
             return
         self.stream_advisories = result.advisories
+        self._sources_reported.add("streams")
         self.stream_data_age = result.delta.data_age
         model = self.model
         self.post_message(RunStatusChanged(model.run_name, model.latest, self._data_age(), model.quiet_after))
@@ -194,7 +202,15 @@ class MilesApp(App[None]):
         """Replace the advisories."""
         if message.advisories != self.model.advisories:
             self.model.advisories = message.advisories
+            self._ring_for_new_critical(message.advisories)
             self._forward(message)
+
+    def _ring_for_new_critical(self, advisories: tuple[Advisory, ...]) -> None:
+        critical = {_identity(a) for a in advisories if a.level is Level.CRITICAL}
+        new = critical - self._critical_seen
+        self._critical_seen |= critical
+        if new and self.bell_on_critical and len(self._sources_reported) == 2:
+            self.bell()
 
     @on(TelemetryAppended)
     def _telemetry_appended(self, message: TelemetryAppended) -> None:
@@ -349,6 +365,11 @@ class MilesApp(App[None]):
         self.notify("following the newest step" if self.follow_latest else "follow paused", timeout=2)
 
 
+def _identity(advisory: Advisory) -> tuple[object, ...]:
+    """What makes an advisory the same one from poll to poll (its message may carry a changing age)."""
+    return advisory.code, advisory.rollout_id, advisory.evaluation, advisory.sample_index, advisory.path
+
+
 def make_app(
     run_dir: Path | str,
     *,
@@ -357,7 +378,8 @@ def make_app(
     clock: Callable[[], float] = time.time,
     use_cache: bool = True,
     start: tuple[int, bool, int | None] | None = None,
+    bell: bool = True,
 ) -> MilesApp:
     """The app for a run directory: shared by the CLI, tests and the screenshot script."""
     run = Run(run_dir, use_cache=use_cache)
-    return MilesApp(run, poll_seconds=poll_seconds, follow=follow, clock=clock, start=start)
+    return MilesApp(run, poll_seconds=poll_seconds, follow=follow, clock=clock, start=start, bell=bell)

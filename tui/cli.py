@@ -77,6 +77,7 @@ def _monitor_parser() -> argparse.ArgumentParser:
     parser.add_argument("--step", type=int, metavar="N", help="open on step N")
     parser.add_argument("--eval", action="store_true", help="with --step: the eval batch taken at step N")
     parser.add_argument("--sample", type=int, metavar="I", help="with --step: open on sample I of that step")
+    parser.add_argument("--no-bell", action="store_true", help="do not ring the bell when a critical advisory appears")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 

@@ -81,7 +81,13 @@ def run_monitor(args: argparse.Namespace) -> int:
         print(f"miles-tui: demo run in {run_dir}", file=sys.stderr)
     start = _deep_link(args, run_dir)
     try:
-        app = make_app(run_dir, poll_seconds=max(0.2, float(args.poll)), follow=not args.no_follow, start=start)
+        app = make_app(
+            run_dir,
+            poll_seconds=max(0.2, float(args.poll)),
+            follow=not args.no_follow,
+            start=start,
+            bell=not args.no_bell,
+        )
         app.run()
     finally:
         if writer is not None:
