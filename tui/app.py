@@ -226,6 +226,11 @@ def make_app(
     follow: bool = True,
     clock: Callable[[], float] = time.time,
     use_cache: bool = True,
+    low_mfu_threshold: float | None = None,
 ) -> MilesApp:
-    """The app for a run directory: shared by the CLI, tests and the screenshot script."""
-    return MilesApp(Run(run_dir, use_cache=use_cache), poll_seconds=poll_seconds, follow=follow, clock=clock)
+    """The app for a run directory: shared by the CLI, tests and the screenshot script
+    (``low_mfu_threshold``: ``--low-mfu-threshold``; None keeps the rule's default)."""
+    app = MilesApp(Run(run_dir, use_cache=use_cache), poll_seconds=poll_seconds, follow=follow, clock=clock)
+    if low_mfu_threshold is not None:
+        app.watcher.low_mfu_threshold = low_mfu_threshold
+    return app

@@ -11,6 +11,7 @@ import argparse
 import functools
 import gc
 import json
+import math
 import sys
 import time
 import traceback
@@ -25,6 +26,41 @@ EXIT_STILL_WRITING = 75
 """sysexits' EX_TEMPFAIL: the step is still being written; try again shortly."""
 
 SUBCOMMANDS = ("export", "report")
+
+
+# -- --low-mfu-threshold (engines helper: the MFU rule's threshold, on the monitor and `report`) --------
+
+
+def _mfu_threshold(text: str) -> float:
+    """``--low-mfu-threshold X``: a fraction of the device peak in [0, 1); 0 turns the low-MFU advice off."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction in [0, 1) such as 0.15 (0 turns the check off)")
+    return value
+
+
+def _add_mfu_threshold(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--low-mfu-threshold",
+        type=_mfu_threshold,
+        metavar="X",
+        help="advise when mean MFU stays under this fraction of the device peak (default 0.15; 0: off)",
+    )
+
+
+def _low_mfu_threshold(args: argparse.Namespace) -> float:
+    """The threshold given, else the rule's default (imported late: the headless path stays light)."""
+    if args.low_mfu_threshold is not None:
+        return float(args.low_mfu_threshold)
+    from core.stream_advisories import LOW_MFU
+
+    return LOW_MFU
+
+
+# ---------------------------------------------------------------------------------------------------
 
 
 def _export_parser() -> argparse.ArgumentParser:
@@ -52,6 +88,7 @@ def _report_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="miles-tui report", description="Summarize a run's health.")
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_mfu_threshold(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
@@ -73,6 +110,7 @@ def _monitor_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="write a synthetic live run into DIR (a temp dir if omitted) and monitor it",
     )
+    _add_mfu_threshold(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
@@ -149,7 +187,7 @@ def run_report(args: argparse.Namespace) -> int:
     from core.report import build_report, render_report
 
     try:
-        report = build_report(Path(args.run_dir), time.time())
+        report = build_report(Path(args.run_dir), time.time(), low_mfu_threshold=_low_mfu_threshold(args))
     except RunDirError as err:
         print(f"miles-tui: {err}", file=sys.stderr)
         return 3

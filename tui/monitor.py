@@ -70,7 +70,12 @@ def run_monitor(args: argparse.Namespace) -> int:
         run_dir, writer = _start_demo(args.demo)
         print(f"miles-tui: demo run in {run_dir}", file=sys.stderr)
     try:
-        app = make_app(run_dir, poll_seconds=max(0.2, float(args.poll)), follow=not args.no_follow)
+        app = make_app(
+            run_dir,
+            poll_seconds=max(0.2, float(args.poll)),
+            follow=not args.no_follow,
+            low_mfu_threshold=getattr(args, "low_mfu_threshold", None),
+        )
         app.run()
     finally:
         if writer is not None:

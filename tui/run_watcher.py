@@ -26,7 +26,7 @@ from core.run import Run
 from core.run_dir import RunDir, StepFiles
 from core.run_state import RunDelta, RunFollower
 from core.step import OpenStep, StepSummary
-from core.stream_advisories import stream_advisories
+from core.stream_advisories import LOW_MFU, stream_advisories
 from core.tail import StreamReset
 
 T = TypeVar("T")
@@ -93,6 +93,8 @@ class RunWatcher:
         self.stream_lock = asyncio.Lock()
         self._stream_problems: list[StreamError] = []
         self._stream_resets: list[StreamReset] = []
+        self.low_mfu_threshold = LOW_MFU
+        """``--low-mfu-threshold``: mean MFU under it is advised on (0: never)."""
 
     # -- async API (event loop side) -------------------------------------------
 
@@ -247,7 +249,13 @@ class RunWatcher:
         # A poll reports a problem once; keep the recent ones so the advisory stays up.
         self._stream_problems = [*self._stream_problems, *delta.problems][-KEEP_PROBLEMS:]
         self._stream_resets = [*self._stream_resets, *delta.resets][-KEEP_PROBLEMS:]
-        advisories = stream_advisories(self.follower, now, problems=self._stream_problems, resets=self._stream_resets)
+        advisories = stream_advisories(
+            self.follower,
+            now,
+            problems=self._stream_problems,
+            resets=self._stream_resets,
+            low_mfu_threshold=self.low_mfu_threshold,
+        )
         return StreamPoll(delta, tuple(advisories))
 
     def _advisories(self, result: PollResult, meta: dict[str, Any]) -> list[Advisory]:

@@ -1,0 +1,218 @@
+"""Inference-engine telemetry (``engine_series/``) as time series: per engine, per label set, per DP rank.
+
+Contract:
+
+- :class:`EngineTable` takes :class:`~core.stream_records.EngineSample`
+  records once (one pass) and answers :meth:`EngineTable.series` for any
+  metric. Metric names are normalized: ``sglang:x`` (a raw engine) equals
+  ``sglang_x`` (the router aggregation), as miles' scraper writes both.
+  A value that is not a finite number (a bool, a string, NaN, ±inf) is
+  skipped and counted in :attr:`EngineTable.skipped`, never read as 0.
+- Engine level, as miles aggregates it: the samples of every DP rank of one
+  engine (``dp_rank`` label; dp-attention engines export one per rank) that
+  share a scrape time fold into one value, summed, or averaged for the
+  intensive metrics of :data:`MEAN_AGGREGATED` (token usage, cache hit
+  rate). ``per_dp_rank=True`` keeps the ranks apart. Label sets other than
+  ``dp_rank`` stay separate series; labels whose value is null are ignored.
+- Cumulative counters (``*_total``): :func:`counter_delta` sums the increase of
+  each interval and drops an interval whose counter fell (the engine
+  restarted and counts from 0 again: miles' rule, which neither invents nor
+  double-counts requests); :func:`interval_rates` gives the per-interval rate
+  with those intervals left out; :func:`restart_times` says when they happened.
+- Pure: records in, arrays out. Never reads files, never formats, reads no clock.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from core.gpu_samples import natural_key
+from core.stream_records import EngineSample, StreamRecord
+
+FloatArray: TypeAlias = npt.NDArray[np.float64]
+LabelKey: TypeAlias = tuple[tuple[str, str], ...]
+"""A label set without ``dp_rank``: sorted (name, JSON of value) pairs."""
+
+RUNNING: Final = "sglang_num_running_reqs"
+"""Requests running on an engine (gauge)."""
+QUEUED: Final = "sglang_num_queue_reqs"
+"""Requests waiting in an engine's queue (gauge)."""
+TOKEN_USAGE: Final = "sglang_token_usage"
+"""Used fraction of the KV token pool (gauge)."""
+CACHE_HIT_RATE: Final = "sglang_cache_hit_rate"
+"""Prefix-cache hit rate (gauge, a fraction)."""
+GEN_THROUGHPUT: Final = "sglang_gen_throughput"
+"""Generated tokens per second (gauge)."""
+REQUESTS: Final = ("sglang_num_requests_total", "sglang_num_requests")
+"""Cumulative finished requests (``_total`` may be stripped by a Prometheus parser), in order of preference."""
+ABORTED: Final = ("sglang_num_aborted_requests_total", "sglang_num_aborted_requests")
+"""Cumulative aborted requests, likewise."""
+
+MEAN_AGGREGATED: Final = frozenset({TOKEN_USAGE, CACHE_HIT_RATE, "sglang_kv_transfer_latency_ms"})
+"""Intensive metrics: DP ranks are averaged into the engine's value; every other metric is summed."""
+
+DP_RANK_LABEL: Final = "dp_rank"
+
+
+def normalize(metric: str) -> str:
+    """``sglang:token_usage`` -> ``sglang_token_usage`` (both spellings are the same metric)."""
+    return metric.replace(":", "_")
+
+
+@dataclass(frozen=True, eq=False)
+class EngineSeries:
+    """One metric of one engine (and label set, and DP rank when kept apart), ordered by time."""
+
+    addr: str | None
+    """Engine address."""
+    labels: LabelKey
+    """Its other labels."""
+    dp_rank: str | None
+    """The DP rank (None: engine level, or an engine without DP attention)."""
+    ts: FloatArray
+    """Scrape times, ascending."""
+    value: FloatArray
+    """Values (finite)."""
+
+
+def _label_key(labels: Any) -> tuple[LabelKey, str | None]:
+    if not isinstance(labels, Mapping) or not labels:
+        return (), None
+    rank = labels.get(DP_RANK_LABEL)
+    pairs = tuple(
+        sorted(
+            (str(k), json.dumps(v, sort_keys=True, default=str))
+            for k, v in labels.items()
+            if k != DP_RANK_LABEL and v is not None
+        )
+    )
+    return pairs, None if rank is None else str(rank)
+
+
+_Key = tuple[str | None, LabelKey, str | None]
+
+
+class EngineTable:
+    """Every engine sample of a run (or a window), grouped by metric, engine, labels and DP rank."""
+
+    def __init__(self, samples: Iterable[StreamRecord]) -> None:
+        self.skipped = 0
+        """Samples left out because their value is not a finite number."""
+        groups: dict[str, dict[_Key, tuple[list[float], list[float]]]] = {}
+        label_cache: dict[Any, tuple[LabelKey, str | None]] = {}
+        for sample in samples:
+            if not isinstance(sample, EngineSample):
+                continue
+            value = sample.value
+            if type(value) not in (int, float) or not math.isfinite(value):
+                self.skipped += 1
+                continue
+            labels = sample.labels
+            try:
+                cache_key: Any = tuple(labels.items()) if isinstance(labels, Mapping) else None
+                parsed = label_cache.get(cache_key)
+                if parsed is None:
+                    parsed = label_cache[cache_key] = _label_key(labels)
+            except TypeError:  # an unhashable label value: no caching for it
+                parsed = _label_key(labels)
+            key = (sample.addr, parsed[0], parsed[1])
+            columns = groups.setdefault(normalize(sample.metric), {}).get(key)
+            if columns is None:
+                columns = groups[normalize(sample.metric)][key] = ([], [])
+            columns[0].append(float(sample.ts))
+            columns[1].append(float(value))
+        self._groups = groups
+
+    def metrics(self) -> tuple[str, ...]:
+        """Metric names seen (normalized), sorted."""
+        return tuple(sorted(self._groups))
+
+    def addrs(self) -> tuple[str | None, ...]:
+        """Engines seen, in natural order."""
+        seen = {key[0] for parts in self._groups.values() for key in parts}
+        return tuple(sorted(seen, key=lambda addr: natural_key(addr or "")))
+
+    def dp_ranks(self, addr: str | None) -> tuple[str, ...]:
+        """The DP ranks an engine labelled, in natural order (empty: no DP attention)."""
+        ranks = {key[2] for parts in self._groups.values() for key in parts if key[0] == addr and key[2] is not None}
+        return tuple(sorted(ranks, key=natural_key))
+
+    def time_range(self) -> tuple[float, float] | None:
+        """Earliest and latest scrape time held."""
+        times = [t for parts in self._groups.values() for ts, _ in parts.values() for t in (min(ts), max(ts))]
+        return (min(times), max(times)) if times else None
+
+    def first_present(self, names: Iterable[str]) -> str | None:
+        """The first of ``names`` that has samples."""
+        return next((name for name in names if name in self._groups), None)
+
+    def series(self, metric: str, *, per_dp_rank: bool = False) -> tuple[EngineSeries, ...]:
+        """``metric`` per engine and label set (engine level: DP ranks folded), by engine then labels."""
+        parts = self._groups.get(normalize(metric), {})
+        out: list[EngineSeries] = []
+        if per_dp_rank:
+            for (addr, labels, rank), (ts, values) in parts.items():
+                t, v = np.asarray(ts), np.asarray(values)
+                order = np.argsort(t, kind="stable")
+                out.append(EngineSeries(addr, labels, rank, t[order], v[order]))
+        else:
+            folded: dict[tuple[str | None, LabelKey], tuple[list[float], list[float]]] = {}
+            for (addr, labels, _), (ts, values) in parts.items():
+                into = folded.setdefault((addr, labels), ([], []))
+                into[0].extend(ts)
+                into[1].extend(values)
+            mean = normalize(metric) in MEAN_AGGREGATED
+            for (addr, labels), (ts, values) in folded.items():
+                times, inverse = np.unique(np.asarray(ts), return_inverse=True)
+                sums = np.bincount(inverse, weights=np.asarray(values), minlength=len(times)).astype(np.float64)
+                if mean:
+                    sums = sums / np.bincount(inverse, minlength=len(times))
+                out.append(EngineSeries(addr, labels, None, times.astype(np.float64), sums))
+        out.sort(key=lambda s: (natural_key(s.addr or ""), s.labels, natural_key(s.dp_rank or "")))
+        return tuple(out)
+
+
+def _kept_intervals(series: EngineSeries, since: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(end time, increase, duration) of each interval ending at or after ``since`` whose counter did not fall."""
+    if len(series.ts) < 2:
+        empty = np.empty(0)
+        return empty, empty, empty
+    ends, deltas, spans = series.ts[1:], np.diff(series.value), np.diff(series.ts)
+    keep = (ends >= since) & (deltas >= 0)
+    return ends[keep], deltas[keep], spans[keep]
+
+
+def counter_delta(series: Iterable[EngineSeries], since: float = -math.inf) -> float:
+    """How much cumulative counters grew over the intervals ending at or after ``since``, summed over series.
+
+    An interval whose counter fell (a restart) is dropped: the increase inside
+    it is unknown, and neither 0 nor the new value is right (miles' rule).
+    """
+    return float(sum(float(_kept_intervals(one, since)[1].sum()) for one in series))
+
+
+def restart_times(series: EngineSeries) -> FloatArray:
+    """Scrape times at which a cumulative counter was lower than at the previous scrape (the engine restarted)."""
+    if len(series.ts) < 2:
+        return np.empty(0)
+    return series.ts[1:][np.diff(series.value) < 0]
+
+
+def interval_rates(series: EngineSeries) -> tuple[FloatArray, FloatArray]:
+    """(end time, increase per second) of each interval of a counter; restarts and zero-length intervals left out."""
+    ends, deltas, spans = _kept_intervals(series, -math.inf)
+    keep = spans > 0
+    return ends[keep], deltas[keep] / spans[keep]
+
+
+def flat_values(series: Iterable[EngineSeries]) -> FloatArray:
+    """Every value of every series, as one array."""
+    parts = [one.value for one in series]
+    return np.concatenate(parts) if parts else np.empty(0)
