@@ -74,6 +74,9 @@ def _export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--per-token", action="store_true", help="add each sample's resolved per-token arrays")
     parser.add_argument("--sample", type=int, metavar="I", help="a sample index (with --tokens)")
     parser.add_argument("--tokens", action="store_true", help="print one sample's token payload")
+    parser.add_argument(
+        "--conversation", action="store_true", help="print one sample's recorded conversation (with --sample I)"
+    )
     parser.add_argument("--start", type=int, metavar="A", help="first token position (with --tokens)")
     parser.add_argument("--end", type=int, metavar="B", help="end token position, exclusive (with --tokens)")
     parser.add_argument("--metrics", nargs="*", metavar="KEY", help="metric series from dashboard/metrics.jsonl")
@@ -165,9 +168,14 @@ def run_export(args: argparse.Namespace) -> int:
         return 0
     run = Run(args.run_dir, use_cache=not args.no_cache)
     if args.step is None:
-        if args.tokens or args.sample is not None or args.per_token or args.eval:
-            raise SystemExit("miles-tui export: --sample/--tokens/--per-token/--eval need --step N")
+        if args.tokens or args.conversation or args.sample is not None or args.per_token or args.eval:
+            raise SystemExit("miles-tui export: --sample/--tokens/--conversation/--per-token/--eval need --step N")
         _emit(export.step_list(run, now))
+        return 0
+    if args.conversation:
+        if args.sample is None or args.tokens:
+            raise SystemExit("miles-tui export: --conversation needs --sample I (and not --tokens)")
+        _emit(export.conversation_export(run, args.step, args.eval, args.sample, now))
         return 0
     if args.tokens or args.sample is not None:
         if args.sample is None or not args.tokens:
