@@ -19,7 +19,9 @@ Contract:
   restarted and counts from 0 again: miles' rule, which neither invents nor
   double-counts requests); :func:`interval_rates` gives the per-interval rate
   with those intervals left out; :func:`restart_times` says when they happened.
-- Pure: records in, arrays out. Never reads files, never formats, reads no clock.
+- A table does not change once built (series are computed once per metric and
+  cached). Pure: records in, arrays out. Never reads files, never formats,
+  reads no clock.
 """
 
 from __future__ import annotations
@@ -129,6 +131,7 @@ class EngineTable:
             columns[0].append(float(sample.ts))
             columns[1].append(float(value))
         self._groups = groups
+        self._series: dict[tuple[str, bool], tuple[EngineSeries, ...]] = {}
 
     def metrics(self) -> tuple[str, ...]:
         """Metric names seen (normalized), sorted."""
@@ -155,7 +158,14 @@ class EngineTable:
 
     def series(self, metric: str, *, per_dp_rank: bool = False) -> tuple[EngineSeries, ...]:
         """``metric`` per engine and label set (engine level: DP ranks folded), by engine then labels."""
-        parts = self._groups.get(normalize(metric), {})
+        key = (normalize(metric), per_dp_rank)
+        cached = self._series.get(key)
+        if cached is None:
+            cached = self._series[key] = self._build(*key)
+        return cached
+
+    def _build(self, metric: str, per_dp_rank: bool) -> tuple[EngineSeries, ...]:
+        parts = self._groups.get(metric, {})
         out: list[EngineSeries] = []
         if per_dp_rank:
             for (addr, labels, rank), (ts, values) in parts.items():
@@ -168,7 +178,7 @@ class EngineTable:
                 into = folded.setdefault((addr, labels), ([], []))
                 into[0].extend(ts)
                 into[1].extend(values)
-            mean = normalize(metric) in MEAN_AGGREGATED
+            mean = metric in MEAN_AGGREGATED
             for (addr, labels), (ts, values) in folded.items():
                 times, inverse = np.unique(np.asarray(ts), return_inverse=True)
                 sums = np.bincount(inverse, weights=np.asarray(values), minlength=len(times)).astype(np.float64)

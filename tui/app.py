@@ -48,6 +48,7 @@ class MilesApp(App[None]):
         Binding("f", "toggle_follow", "Follow"),
         Binding("m", "metrics", "Metrics"),
         Binding("u", "compute", "GPUs"),
+        Binding("E", "engines", "Engines", key_display="E"),
     ]
 
     def __init__(
@@ -212,6 +213,12 @@ class MilesApp(App[None]):
 
         if not isinstance(self.screen, ComputeScreen):
             self.push_screen(ComputeScreen(self.telemetry_columns))
+
+    def action_engines(self) -> None:
+        from tui.screens.engines_screen import EnginesScreen
+
+        if not isinstance(self.screen, EnginesScreen):
+            self.push_screen(EnginesScreen())
 
     def action_toggle_follow(self) -> None:
         self.follow_latest = not self.follow_latest
