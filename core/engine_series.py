@@ -107,29 +107,41 @@ class EngineTable:
     def __init__(self, samples: Iterable[StreamRecord]) -> None:
         self.skipped = 0
         """Samples left out because their value is not a finite number."""
-        groups: dict[str, dict[_Key, tuple[list[float], list[float]]]] = {}
-        label_cache: dict[Any, tuple[LabelKey, str | None]] = {}
+        # One pass keyed on the raw (metric, addr, labels) as logged; the keys are normalized after, once each.
+        raw: dict[Any, tuple[list[float], list[float]]] = {}
+        odd: list[tuple[EngineSample, float]] = []  # labels that are not a mapping of hashable values
+        isfinite = math.isfinite
         for sample in samples:
-            if not isinstance(sample, EngineSample):
+            if type(sample) is not EngineSample:
                 continue
             value = sample.value
-            if type(value) not in (int, float) or not math.isfinite(value):
+            kind = type(value)
+            if (kind is not float and kind is not int) or not isfinite(value):
                 self.skipped += 1
                 continue
             labels = sample.labels
             try:
-                cache_key: Any = tuple(labels.items()) if isinstance(labels, Mapping) else None
-                parsed = label_cache.get(cache_key)
-                if parsed is None:
-                    parsed = label_cache[cache_key] = _label_key(labels)
-            except TypeError:  # an unhashable label value: no caching for it
-                parsed = _label_key(labels)
-            key = (sample.addr, parsed[0], parsed[1])
-            columns = groups.setdefault(normalize(sample.metric), {}).get(key)
+                key = (sample.metric, sample.addr, tuple(labels.items()) if labels else ())
+                columns = raw.get(key)
+            except (TypeError, AttributeError):
+                odd.append((sample, float(value)))
+                continue
             if columns is None:
-                columns = groups[normalize(sample.metric)][key] = ([], [])
-            columns[0].append(float(sample.ts))
-            columns[1].append(float(value))
+                columns = raw[key] = ([], [])
+            columns[0].append(sample.ts)
+            columns[1].append(value)
+        groups: dict[str, dict[_Key, tuple[list[float], list[float]]]] = {}
+
+        def add(metric: str, addr: str | None, labels: Any, ts: list[float], values: list[float]) -> None:
+            label_key, rank = _label_key(labels)
+            into = groups.setdefault(normalize(metric), {}).setdefault((addr, label_key, rank), ([], []))
+            into[0].extend(ts)
+            into[1].extend(values)
+
+        for (metric, addr, pairs), (ts, values) in raw.items():
+            add(metric, addr, dict(pairs), ts, values)
+        for sample, value in odd:
+            add(sample.metric, sample.addr, sample.labels, [sample.ts], [value])
         self._groups = groups
         self._series: dict[tuple[str, bool], tuple[EngineSeries, ...]] = {}
 
@@ -169,7 +181,7 @@ class EngineTable:
         out: list[EngineSeries] = []
         if per_dp_rank:
             for (addr, labels, rank), (ts, values) in parts.items():
-                t, v = np.asarray(ts), np.asarray(values)
+                t, v = np.asarray(ts, dtype=np.float64), np.asarray(values, dtype=np.float64)
                 order = np.argsort(t, kind="stable")
                 out.append(EngineSeries(addr, labels, rank, t[order], v[order]))
         else:
@@ -180,8 +192,9 @@ class EngineTable:
                 into[1].extend(values)
             mean = metric in MEAN_AGGREGATED
             for (addr, labels), (ts, values) in folded.items():
-                times, inverse = np.unique(np.asarray(ts), return_inverse=True)
-                sums = np.bincount(inverse, weights=np.asarray(values), minlength=len(times)).astype(np.float64)
+                times, inverse = np.unique(np.asarray(ts, dtype=np.float64), return_inverse=True)
+                weights = np.asarray(values, dtype=np.float64)
+                sums = np.bincount(inverse, weights=weights, minlength=len(times)).astype(np.float64)
                 if mean:
                     sums = sums / np.bincount(inverse, minlength=len(times))
                 out.append(EngineSeries(addr, labels, None, times.astype(np.float64), sums))

@@ -42,12 +42,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from core.advisories import Advisory, Level, ordered
-from core.engine_advisories import engine_alarms, engine_figures, engine_tuning, tiered
-from core.engine_series import EngineTable
+from core.engine_advisories import engine_alarms, engine_tuning, tiered
+from core.engine_feed import reader_engine_figures
 from core.errors import StreamError
 from core.metrics import MetricStore
 from core.run_state import RunFollower
-from core.stream_records import EngineSample, Phase
+from core.stream_records import Phase
 from core.tail import MalformedLineError, StreamReset
 
 STALL_FACTOR: Final = 6.0
@@ -296,9 +296,8 @@ def stream_advisories(
     state = follower.state()
     args = reader.meta.args if reader.meta is not None else {}
     phases = [r for r in reader.loaded_records("phases") if isinstance(r, Phase)]
-    engine = [r for r in reader.loaded_records("engine_series") if isinstance(r, EngineSample)]
     step_key, times = step_times(follower.metrics)
-    figures = engine_figures(EngineTable(engine))
+    figures = reader_engine_figures(reader)
     alarms = [
         *stalled_phases(phases, state.attempt_start, now),
         *engine_alarms(figures, args),

@@ -32,6 +32,7 @@ from core.engine_advisories import (
     low_prefix_cache_hit,
     tiered,
 )
+from core.engine_feed import reader_engine_figures
 from core.engine_series import EngineSeries, EngineTable, counter_delta, interval_rates, restart_times
 from core.report import build_report
 from core.run_state import RunFollower
@@ -95,6 +96,14 @@ def test_values_that_are_not_numbers_are_skipped_never_zero() -> None:
     table = EngineTable(samples)
     [series] = table.series("sglang_num_running_reqs")  # a null label does not split the series
     assert series.value.tolist() == [3.0, 5.0] and table.skipped == 3
+    odd = [
+        EngineSample(T, "e1", "sglang_num_running_reqs", {"b": 2, "a": 1}, 1.0),
+        EngineSample(T + 1, "e1", "sglang_num_running_reqs", {"a": 1, "b": 2}, 2.0),  # the same label set
+        EngineSample(T + 2, "e1", "sglang_num_running_reqs", {"a": [1]}, 3.0),  # an unhashable label value
+        EngineSample(T + 3, "e1", "sglang_num_running_reqs", ["not", "a", "mapping"], 4.0),  # type: ignore[arg-type]
+    ]
+    by_labels = {s.labels: s.value.tolist() for s in EngineTable(odd).series("sglang_num_running_reqs")}
+    assert by_labels == {(): [4.0], (("a", "1"), ("b", "2")): [1.0, 2.0], (("a", "[1]"),): [3.0]}
 
 
 def test_a_counter_reset_drops_its_interval() -> None:
@@ -290,6 +299,26 @@ def test_a_kv_alarm_suppresses_low_mfu_and_the_threshold_turns_it_off(tmp_path: 
     follower = RunFollower(run)
     follower.poll(newest + 5)
     assert [a.code for a in stream_advisories(follower, newest + 5)] == ["kv_cache_pool_bound"]
+
+
+def test_engine_figures_are_recomputed_only_when_scrapes_arrive(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    dashboard = run / "dashboard"
+    write_json(dashboard / "meta.json", {"run_name": "r", "start_ts": T, "args": CAP, "schema_version": 1})
+    path = dashboard / "engine_series" / "20260820_10.jsonl"
+    engine = [
+        {"ts": s.ts, "addr": s.addr, "metric": s.metric, "labels": {}, "value": s.value} for s in _engine(0.5, 55.0)
+    ]
+    append_jsonl(path, engine)
+    follower = RunFollower(run)
+    follower.poll(T + 600)
+    first = reader_engine_figures(follower.dashboard)
+    assert first.peak_running == 55.0
+    follower.poll(T + 602)  # nothing new
+    assert reader_engine_figures(follower.dashboard) is first
+    append_jsonl(path, [{**engine[-1], "ts": T + 900, "metric": "sglang_num_running_reqs", "value": 80.0}])
+    follower.poll(T + 904)
+    assert reader_engine_figures(follower.dashboard).peak_running == 80.0
 
 
 # --- the golden live_engines case -----------------------------------------------------------------------------
