@@ -132,6 +132,43 @@ def tokens_export(
     return payload
 
 
+def conversation_export(run: Run, rollout_id: int, evaluation: bool, sample_index: int, now: float) -> dict[str, Any]:
+    """The ``--sample I --conversation`` document: the sample's recorded conversation (what the sample
+    screen's conversation view shows), from ``trajectory/{rid}.jsonl``.
+
+    A step that is not visible, a step without a sidecar and a sample the sidecar does not hold each raise
+    :class:`~miles_tui.core.errors.StepNotFoundError` naming what is missing.
+    """
+    from miles_tui.core.dump.trajectory import conversation_document, read_sidecar, sidecar_path
+    from miles_tui.core.errors import StepNotFoundError
+
+    ids = run.step_ids(now)
+    if rollout_id not in (ids.evaluation if evaluation else ids.train):
+        kind = "eval step" if evaluation else "step"
+        raise StepNotFoundError(f"{kind} {rollout_id} is not in this run (see `miles-tui export RUN_DIR`)", run.path)
+    sidecar = read_sidecar(run.path, rollout_id, evaluation)
+    if sidecar is None:
+        path = sidecar_path(run.path, rollout_id, evaluation)
+        raise StepNotFoundError("no such file: the run recorded no conversations for this step", path)
+    conversation = sidecar.conversations.get(sample_index)
+    if conversation is None:
+        held = sorted(sidecar.conversations)
+        some = ", ".join(map(str, held[:8])) + (" …" if len(held) > 8 else "")
+        raise StepNotFoundError(
+            f"no conversation recorded for sample {sample_index} (samples with one: {some or 'none'})", sidecar.path
+        )
+    document: dict[str, Any] = clean(
+        {
+            "rollout_id": rollout_id,
+            "evaluation": evaluation,
+            **conversation_document(conversation),
+            "file": str(sidecar.path),
+            "malformed_lines": list(sidecar.bad_lines),
+        }
+    )
+    return document
+
+
 def rows_csv(document: dict[str, Any]) -> str:
     """ROW columns of a step document as CSV, one line per sample (empty cell for null)."""
     out = io.StringIO()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from miles_tui.core.analysis.advisories import Advisory, Level, ordered, step_advisories, step_error, worst_level
-from miles_tui.core.analysis.stream_advisories import stream_advisories
+from miles_tui.core.analysis.stream_advisories import LOW_MFU, stream_advisories
 from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.step import StepSummary
 from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError
@@ -69,8 +69,8 @@ class Report:
         }
 
 
-def build_report(run_dir: Path, now: float) -> Report:
-    """Read the run and apply every advisory rule."""
+def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MFU) -> Report:
+    """Read the run and apply every advisory rule (``low_mfu_threshold``: ``--low-mfu-threshold``, 0: off)."""
     run = Run(run_dir)
     # One telemetry read serves both meta.json (run name, arguments) and the stream advisories.
     follower = RunFollower(run.dir) if run.dir.dashboard_dir.is_dir() else None
@@ -93,7 +93,9 @@ def build_report(run_dir: Path, now: float) -> Report:
         advisories += step_advisories(summary, meta.args if meta is not None else None)
     mtimes = [files.newest_mtime for files in visible.values()]
     if follower is not None and delta is not None:
-        advisories += stream_advisories(follower, now, problems=delta.problems, resets=delta.resets)
+        advisories += stream_advisories(
+            follower, now, problems=delta.problems, resets=delta.resets, low_mfu_threshold=low_mfu_threshold
+        )
     return Report(
         run_dir=run.path,
         run_name=str((meta.run_name if meta is not None else None) or run.path.name),

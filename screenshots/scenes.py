@@ -49,6 +49,58 @@ def build_golden(case: str, root: Path) -> Path:
     return root
 
 
+def build_engines(root: Path) -> Path:
+    """A run of engine telemetry only: a dp-attention engine (4 ranks, load piled on two) that restarts
+    eight minutes before the end, beside a plain engine; scraped every 15 s for 40 minutes up to half a
+    minute ago."""
+    from datetime import UTC, datetime
+
+    from miles_tui.core.synth.dump_files import append_jsonl, write_json
+
+    rng = np.random.default_rng(12)
+    args = {"sglang_max_running_requests": 128, "sglang_mem_fraction_static": 0.8, "colocate": False}
+    write_json(root / "dashboard" / "meta.json", {"run_name": "engines", "start_ts": EPOCH - 3600, "args": args})
+    start, scrapes, restart = EPOCH - 30 - 160 * 15, 161, 128
+    engines = {"http://10.0.0.1:30000": ("0", "1", "2", "3"), "http://10.0.0.2:30000": (None,)}
+    counters: dict[tuple[str, str | None], list[float]] = {}
+    records: dict[str, list[dict[str, object]]] = {}
+    for i in range(scrapes):
+        ts = start + 15 * i
+        hour = datetime.fromtimestamp(ts, UTC).strftime("%Y%m%d_%H")
+        for addr, ranks in engines.items():
+            for rank in ranks:
+                load = {"0": 22.0, "1": 18.0, "2": 3.0, "3": 1.0}.get(rank or "", 30.0)
+                down = addr.endswith("1:30000") and restart <= i < restart + 3  # coming back up
+                running = 0.0 if down else max(0.0, load + rng.normal(0, load / 6))
+                done, aborted = counters.setdefault((addr, rank), [0.0, 0.0])
+                if addr.endswith("1:30000") and i == restart:
+                    done, aborted = 0.0, 0.0  # the engine restarted: its counters begin again
+                done += 0.0 if down else running * 0.2 + rng.uniform(0, 1)
+                aborted += 0.0 if down else float(rng.uniform() < 0.05 + 0.1 * (rank == "0"))
+                counters[(addr, rank)] = [done, aborted]
+                gauges = {
+                    "sglang_num_running_reqs": round(running),
+                    "sglang_num_queue_reqs": 0.0 if down else round(max(0.0, running / 3 + rng.normal(0, 2))),
+                    "sglang_token_usage": 0.0 if down else round(min(0.99, 0.5 + running / 60), 4),
+                    "sglang_cache_hit_rate": round(0.35 + rng.normal(0, 0.03), 4),
+                    "sglang_gen_throughput": 0.0 if down else round(running * 38 + rng.normal(0, 40), 1),
+                    "sglang_num_requests_total": round(done),
+                    "sglang_num_aborted_requests_total": aborted,
+                }
+                labels = {} if rank is None else {"dp_rank": rank}
+                records.setdefault(hour, []).extend(
+                    {"ts": ts, "addr": addr, "metric": m, "labels": labels, "value": v} for m, v in gauges.items()
+                )
+    for hour, lines in records.items():
+        append_jsonl(root / "dashboard" / "engine_series" / f"{hour}.jsonl", lines)
+    _stamp(root, EPOCH - 30)
+    return root
+
+
+SYNTHETIC = {"engines_dp": build_engines}
+"""Sources built here (beside ``demo`` and the golden cases)."""
+
+
 @dataclass(frozen=True)
 class Scene:
     """One screen state to show."""
@@ -66,7 +118,14 @@ class Scene:
             return target
         if self.source == "demo":
             return build_demo(target)
+        if self.source in SYNTHETIC:
+            return SYNTHETIC[self.source](target)
         return build_golden(self.source, target)
+
+    @property
+    def needs_golden(self) -> bool:
+        """Whether the scene is built from ../shared/golden."""
+        return self.source != "demo" and self.source not in SYNTHETIC
 
     def app(self, workdir: Path) -> MilesApp:
         return frozen_app(self.build(workdir))
@@ -96,6 +155,8 @@ SCENES = (
     Scene("help", "demo", ("question_mark",)),
     Scene("metrics", "live_streams", ("m", "~")),
     Scene("compute", "live_streams", ("u", "~")),
+    Scene("engines", "live_engines", ("E", "~")),
+    Scene("engines_dp", "engines_dp", ("E", "~")),
     Scene("outliers", "demo", ("O", "~")),
     Scene("compare", "demo", ("c", "~")),
     Scene("advisories", "degenerate", ()),

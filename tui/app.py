@@ -54,6 +54,7 @@ class MilesApp(App[None]):
         Binding("f", "toggle_follow", "Follow"),
         Binding("m", "metrics", "Metrics"),
         Binding("u", "compute", "GPUs"),
+        Binding("E", "engines", "Engines", key_display="E"),
     ]
 
     def __init__(
@@ -359,6 +360,12 @@ class MilesApp(App[None]):
         if not isinstance(self.screen, ComputeScreen):
             self.push_screen(ComputeScreen(self.telemetry_columns))
 
+    def action_engines(self) -> None:
+        from miles_tui.tui.screens.engines_screen import EnginesScreen
+
+        if not isinstance(self.screen, EnginesScreen):
+            self.push_screen(EnginesScreen())
+
     def action_toggle_follow(self) -> None:
         self.follow_latest = not self.follow_latest
         self._forward(FollowToggled(self.follow_latest))
@@ -379,7 +386,12 @@ def make_app(
     use_cache: bool = True,
     start: tuple[int, bool, int | None] | None = None,
     bell: bool = True,
+    low_mfu_threshold: float | None = None,
 ) -> MilesApp:
-    """The app for a run directory: shared by the CLI, tests and the screenshot script."""
+    """The app for a run directory: shared by the CLI, tests and the screenshot script
+    (``low_mfu_threshold``: ``--low-mfu-threshold``; None keeps the rule's default)."""
     run = Run(run_dir, use_cache=use_cache)
-    return MilesApp(run, poll_seconds=poll_seconds, follow=follow, clock=clock, start=start, bell=bell)
+    app = MilesApp(run, poll_seconds=poll_seconds, follow=follow, clock=clock, start=start, bell=bell)
+    if low_mfu_threshold is not None:
+        app.watcher.low_mfu_threshold = low_mfu_threshold
+    return app

@@ -11,6 +11,7 @@ import argparse
 import functools
 import gc
 import json
+import math
 import sys
 import time
 import traceback
@@ -27,6 +28,41 @@ EXIT_STILL_WRITING = 75
 SUBCOMMANDS = ("export", "report")
 
 
+# -- --low-mfu-threshold (engines helper: the MFU rule's threshold, on the monitor and `report`) --------
+
+
+def _mfu_threshold(text: str) -> float:
+    """``--low-mfu-threshold X``: a fraction of the device peak in [0, 1); 0 turns the low-MFU advice off."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction in [0, 1) such as 0.15 (0 turns the check off)")
+    return value
+
+
+def _add_mfu_threshold(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--low-mfu-threshold",
+        type=_mfu_threshold,
+        metavar="X",
+        help="advise when mean MFU stays under this fraction of the device peak (default 0.15; 0: off)",
+    )
+
+
+def _low_mfu_threshold(args: argparse.Namespace) -> float:
+    """The threshold given, else the rule's default (imported late: the headless path stays light)."""
+    if args.low_mfu_threshold is not None:
+        return float(args.low_mfu_threshold)
+    from miles_tui.core.analysis.stream_advisories import LOW_MFU
+
+    return LOW_MFU
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
 def _export_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="miles-tui export",
@@ -38,6 +74,9 @@ def _export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--per-token", action="store_true", help="add each sample's resolved per-token arrays")
     parser.add_argument("--sample", type=int, metavar="I", help="a sample index (with --tokens)")
     parser.add_argument("--tokens", action="store_true", help="print one sample's token payload")
+    parser.add_argument(
+        "--conversation", action="store_true", help="print one sample's recorded conversation (with --sample I)"
+    )
     parser.add_argument("--start", type=int, metavar="A", help="first token position (with --tokens)")
     parser.add_argument("--end", type=int, metavar="B", help="end token position, exclusive (with --tokens)")
     parser.add_argument("--metrics", nargs="*", metavar="KEY", help="metric series from dashboard/metrics.jsonl")
@@ -52,6 +91,7 @@ def _report_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="miles-tui report", description="Summarize a run's health.")
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_mfu_threshold(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
@@ -78,6 +118,7 @@ def _monitor_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval", action="store_true", help="with --step: the eval batch taken at step N")
     parser.add_argument("--sample", type=int, metavar="I", help="with --step: open on sample I of that step")
     parser.add_argument("--no-bell", action="store_true", help="do not ring the bell when a critical advisory appears")
+    _add_mfu_threshold(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
@@ -132,9 +173,14 @@ def run_export(args: argparse.Namespace) -> int:
         return 0
     run = Run(args.run_dir, use_cache=not args.no_cache)
     if args.step is None:
-        if args.tokens or args.sample is not None or args.per_token or args.eval:
-            raise SystemExit("miles-tui export: --sample/--tokens/--per-token/--eval need --step N")
+        if args.tokens or args.conversation or args.sample is not None or args.per_token or args.eval:
+            raise SystemExit("miles-tui export: --sample/--tokens/--conversation/--per-token/--eval need --step N")
         _emit(export.step_list(run, now))
+        return 0
+    if args.conversation:
+        if args.sample is None or args.tokens:
+            raise SystemExit("miles-tui export: --conversation needs --sample I (and not --tokens)")
+        _emit(export.conversation_export(run, args.step, args.eval, args.sample, now))
         return 0
     if args.tokens or args.sample is not None:
         if args.sample is None or not args.tokens:
@@ -154,7 +200,7 @@ def run_report(args: argparse.Namespace) -> int:
     from miles_tui.core.report import build_report, render_report
 
     try:
-        report = build_report(Path(args.run_dir), time.time())
+        report = build_report(Path(args.run_dir), time.time(), low_mfu_threshold=_low_mfu_threshold(args))
     except RunDirError as err:
         print(f"miles-tui: {err}", file=sys.stderr)
         return 3

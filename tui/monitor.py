@@ -87,6 +87,7 @@ def run_monitor(args: argparse.Namespace) -> int:
             follow=not args.no_follow,
             start=start,
             bell=not args.no_bell,
+            low_mfu_threshold=getattr(args, "low_mfu_threshold", None),
         )
         app.run()
     finally:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from miles_tui.core.analysis.advisories import Advisory, ordered, step_advisories, step_error
-from miles_tui.core.analysis.stream_advisories import stream_advisories
+from miles_tui.core.analysis.stream_advisories import LOW_MFU, stream_advisories
 from miles_tui.core.dump.run import Run, SampleContext
 from miles_tui.core.dump.run_dir import RunDir, StepFiles
 from miles_tui.core.dump.step import OpenStep, StepSummary
@@ -93,6 +93,8 @@ class RunWatcher:
         self.stream_lock = asyncio.Lock()
         self._stream_problems: list[StreamError] = []
         self._stream_resets: list[StreamReset] = []
+        self.low_mfu_threshold = LOW_MFU
+        """``--low-mfu-threshold``: mean MFU under it is advised on (0: never)."""
 
     # -- async API (event loop side) -------------------------------------------
 
@@ -271,7 +273,13 @@ class RunWatcher:
         # A poll reports a problem once; keep the recent ones so the advisory stays up.
         self._stream_problems = [*self._stream_problems, *delta.problems][-KEEP_PROBLEMS:]
         self._stream_resets = [*self._stream_resets, *delta.resets][-KEEP_PROBLEMS:]
-        advisories = stream_advisories(self.follower, now, problems=self._stream_problems, resets=self._stream_resets)
+        advisories = stream_advisories(
+            self.follower,
+            now,
+            problems=self._stream_problems,
+            resets=self._stream_resets,
+            low_mfu_threshold=self.low_mfu_threshold,
+        )
         return StreamPoll(delta, tuple(advisories))
 
     def _advisories(self, result: PollResult, meta: dict[str, Any]) -> list[Advisory]:

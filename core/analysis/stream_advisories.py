@@ -1,4 +1,4 @@
-"""Advisories from the ``dashboard/`` telemetry: alarms about a live run, then MFU tuning advice.
+"""Advisories from the ``dashboard/`` telemetry: alarms about a live run, then tuning advice when none is active.
 
 Contract:
 
@@ -10,20 +10,25 @@ Contract:
 - :func:`stream_advisories` collects each rule's input from a
   :class:`~miles_tui.core.follow.RunFollower` that the caller has already polled,
   and returns alarms first, tuning advice last. It reads only what the
-  follower holds in memory.
-- The thresholds are the module constants below. Engine metric names are
-  normalized (``sglang:x`` from a raw engine equals ``sglang_x`` from the
-  router aggregation, as miles' scraper writes them).
+  follower holds in memory. The engine rules (abort storm, KV cache,
+  concurrency, prefix cache, DP balance) live in :mod:`.engine_advisories`.
+- Tiers, as in miles: alarms (``stalled_phase`` and the engine alarms) suppress
+  tuning advice (``low_mfu`` and the engine tuning rules) while one is active;
+  advisories about the data itself (no new data, malformed or rewritten
+  streams) are always reported and suppress nothing.
+- The thresholds are the module constants below.
 
 | code | level | fires when |
 |---|---|---|
 | ``stalled_phase`` | critical | a phase of the current attempt is open > max(6 × median closed duration, 30 min) |
 | ``no_new_data`` | warning / critical | data age > max(5 × median step interval, 10 min) / > max(20 ×, 2 h) |
-| ``engine_abort_storm`` | warning | aborted > 5 % of ≥ 100 engine requests in the last 30 min of engine data |
-| ``kv_cache_pegged`` | warning | KV usage ≥ 95 % in ≥ 75 % of the window while running requests < ¼ of the cap |
+| engine alarms | warning | see :mod:`.engine_advisories` (abort storm, KV cache pool-bound / high) |
 | ``malformed_stream_lines`` | warning | complete stream lines that do not parse (per file: count, first byte offset) |
 | ``stream_reset`` / ``stream_unreadable`` | warning | a stream file rewritten under the reader / not readable |
 | ``low_mfu`` | warning | mean ``perf/actor_train_mfu`` < 15 % over ≥ 3 steps (the first, warm-up, step left out) |
+| engine tuning | info / warning | see :mod:`.engine_advisories` (concurrency, prefix cache, DP balance) |
+
+``--low-mfu-threshold`` replaces the 15 % (0 turns the rule off).
 """
 
 from __future__ import annotations
@@ -37,10 +42,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from miles_tui.core.analysis.advisories import Advisory, Level, ordered
+from miles_tui.core.analysis.engine_advisories import engine_alarms, engine_tuning, tiered
+from miles_tui.core.analysis.engine_feed import reader_engine_figures
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.telemetry.metrics import MetricStore
-from miles_tui.core.telemetry.stream_records import EngineSample, Phase
+from miles_tui.core.telemetry.stream_records import Phase
 from miles_tui.core.telemetry.tail import MalformedLineError, StreamReset
 
 STALL_FACTOR: Final = 6.0
@@ -49,23 +56,6 @@ STALL_MIN_OPEN_S: Final = 1800.0
 """... and never before it has been open this long (short phases would false-positive)."""
 STALL_MIN_CLOSED: Final = 3
 """Closed runs of a phase needed for a baseline; phases open by design never close and are not judged."""
-
-ENGINE_WINDOW_S: Final = 1800.0
-"""Engine rules judge the last this-many seconds before the newest engine sample (not the wall clock:
-when the engines die the window must not slide past their data)."""
-ABORT_RATIO: Final = 0.05
-"""Aborted requests above this fraction of all requests in the window are a storm ..."""
-ABORT_MIN_REQUESTS: Final = 100.0
-"""... once the window holds at least this many requests (1 of 12 aborted is no storm)."""
-
-KV_PEGGED_USAGE: Final = 0.95
-"""KV cache usage (fraction of the token pool) counted as pegged."""
-KV_PEGGED_SHARE: Final = 0.75
-"""Share of an engine's usage samples in the window that must be pegged."""
-KV_LOW_RUNNING_RATIO: Final = 0.25
-"""Running requests below this fraction of the cap (or of the peak seen) count as low concurrency."""
-KV_MIN_SAMPLES: Final = 5
-"""Usage samples an engine needs in the window to be judged."""
 
 LOW_MFU: Final = 0.15
 """Mean MFU (fraction of the device peak) under which training is called slow."""
@@ -83,23 +73,12 @@ NO_DATA_MIN_INTERVALS: Final = 3
 STEP_KEYS: Final = ("train/step", "rollout/step")
 """Step keys whose record times give the usual interval, in order of preference."""
 
-REQUEST_COUNTERS: Final = frozenset({"sglang_num_requests_total", "sglang_num_requests"})
-"""Cumulative counters of requests an engine finished (``_total`` may be stripped by a Prometheus parser)."""
-ABORT_COUNTERS: Final = frozenset({"sglang_num_aborted_requests_total", "sglang_num_aborted_requests"})
-"""Cumulative counters of requests an engine aborted."""
-RUNNING_GAUGES: Final = frozenset({"sglang_num_running_reqs"})
-"""Requests running on an engine now."""
-TOKEN_USAGE_GAUGES: Final = frozenset({"sglang_token_usage"})
-"""Used fraction of an engine's KV token pool (a percent series is detected and scaled)."""
-
 _STALL_HINTS: Final = {
     "train_wait": "training is starved of rollout data: check the engines and the data buffer",
     "rollout": "check the inference engines (aborts, KV cache) and the reward / agent side",
     "actor_train": "check the training ranks for a hung collective, an OOM or a lost node",
     "update_weights": "weight sync is hanging: check the engines and the NCCL group between them and the trainer",
 }
-
-Points = list[tuple[float, float]]
 
 
 @dataclass(frozen=True)
@@ -179,120 +158,6 @@ def stalled_phases(phases: Iterable[Phase], attempt_start: float | None, now: fl
     return out
 
 
-def _series(samples: Iterable[EngineSample], names: frozenset[str], *, by_labels: bool) -> dict[Any, Points]:
-    """Numeric samples of the named metrics, per engine (and label set), ordered by time."""
-    out: dict[Any, Points] = {}
-    for sample in samples:
-        value = _number(sample.value)
-        if value is None or sample.metric.replace(":", "_") not in names:
-            continue
-        key: Any = sample.addr
-        if by_labels:
-            key = (sample.addr, tuple(sorted((str(k), str(v)) for k, v in sample.labels.items())))
-        out.setdefault(key, []).append((sample.ts, value))
-    for points in out.values():
-        points.sort(key=lambda point: point[0])
-    return out
-
-
-def _edge(*groups: Mapping[Any, Points]) -> float | None:
-    return max((points[-1][0] for group in groups for points in group.values() if points), default=None)
-
-
-def counter_increase(points: Sequence[tuple[float, float]], since: float = -math.inf) -> float:
-    """How much a cumulative counter grew over the intervals ending at or after ``since``.
-
-    A drop means the engine restarted and the counter began again from 0, so
-    that interval adds the new value (Prometheus' ``increase`` rule).
-    """
-    total = 0.0
-    for (_, before), (ts, after) in pairwise(points):
-        if ts >= since:
-            total += after - before if after >= before else after
-    return total
-
-
-def abort_storm(samples: Sequence[EngineSample], args: Mapping[str, Any]) -> list[Advisory]:
-    """Many engine requests aborted in the last :data:`ENGINE_WINDOW_S` of engine data.
-
-    Reads the counters in :data:`REQUEST_COUNTERS` and :data:`ABORT_COUNTERS`
-    (``sglang:num_requests_total`` / ``sglang:num_aborted_requests_total`` and
-    their ``sglang_`` spellings), taking each series' increase.
-    """
-    requests = _series(samples, REQUEST_COUNTERS, by_labels=True)
-    aborts = _series(samples, ABORT_COUNTERS, by_labels=True)
-    edge = _edge(requests, aborts)
-    if edge is None:
-        return []
-    since = edge - ENGINE_WINDOW_S
-    total = sum(counter_increase(points, since) for points in requests.values())
-    per_engine: dict[Any, float] = {}
-    for (addr, _), points in aborts.items():
-        per_engine[addr] = per_engine.get(addr, 0.0) + counter_increase(points, since)
-    aborted = sum(per_engine.values())
-    if total < ABORT_MIN_REQUESTS or aborted <= ABORT_RATIO * total:
-        return []
-    message = (
-        f"{aborted:.0f} of {total:.0f} engine requests ({aborted / total:.0%}) were aborted in the "
-        f"{_duration(ENGINE_WINDOW_S)} up to the newest engine sample"
-    )
-    if len(per_engine) > 1:
-        worst = max(per_engine, key=lambda addr: per_engine[addr])
-        message += f", {per_engine[worst]:.0f} of them on {worst}"
-    message += ": requests are timing out or being cancelled, and their samples are lost"
-    group = _number(args.get("n_samples_per_prompt"))
-    if group is not None and group > 1:
-        message += f" (with {group:g} samples per prompt one abort can cost a whole group)"
-    message += "; check engine health and the request timeout before tuning anything else"
-    return [Advisory(Level.WARNING, "engine_abort_storm", message)]
-
-
-def kv_cache_pegged(samples: Sequence[EngineSample], args: Mapping[str, Any]) -> list[Advisory]:
-    """KV cache full for most of the last :data:`ENGINE_WINDOW_S` while few requests run.
-
-    Reads :data:`TOKEN_USAGE_GAUGES` (``sglang:token_usage``) and
-    :data:`RUNNING_GAUGES` (``sglang:num_running_reqs``) per engine. Low means
-    below :data:`KV_LOW_RUNNING_RATIO` of ``--sglang-max-running-requests``
-    when the run recorded it, else of the most requests any engine ran in
-    ``samples``.
-    """
-    usage = _series(samples, TOKEN_USAGE_GAUGES, by_labels=False)
-    running = _series(samples, RUNNING_GAUGES, by_labels=False)
-    edge = _edge(usage, running)
-    if edge is None or not running:
-        return []
-    since = edge - ENGINE_WINDOW_S
-    cap = _number(args.get("sglang_max_running_requests"))
-    seen = max(value for points in running.values() for _, value in points)
-    reference = cap if cap is not None and cap > 0 else seen
-    if reference <= 0:
-        return []
-    hits = []
-    for addr in sorted(usage, key=str):
-        used = [value for ts, value in usage[addr] if ts >= since]
-        busy = [value for ts, value in running.get(addr, []) if ts >= since]
-        if len(used) < KV_MIN_SAMPLES or not busy:
-            continue
-        scale = 100.0 if max(used) > 1.0 else 1.0
-        share = sum(value / scale >= KV_PEGGED_USAGE for value in used) / len(used)
-        if share >= KV_PEGGED_SHARE and max(busy) < KV_LOW_RUNNING_RATIO * reference:
-            hits.append((addr, share, max(busy)))
-    if not hits:
-        return []
-    addr, share, peak = max(hits, key=lambda hit: hit[1])
-    engines = f"engine {addr}" if len(hits) == 1 else f"{len(hits)} engines (worst {addr})"
-    of = f"--sglang-max-running-requests ({cap:g})" if reference == cap else f"the {seen:g} seen at peak"
-    mem = _number(args.get("sglang_mem_fraction_static"))
-    message = (
-        f"KV cache of {engines} was at least {KV_PEGGED_USAGE:.0%} full for {share:.0%} of the last "
-        f"{_duration(ENGINE_WINDOW_S)} of engine samples while at most {peak:g} requests ran, under a quarter "
-        f"of {of}: concurrency is bound by KV memory, not by the request cap. The cache is too small for these "
-        f"context lengths: raise --sglang-mem-fraction-static{f' (now {mem:g})' if mem is not None else ''}, "
-        "shorten the contexts or add engines; lowering the request cap will not help"
-    )
-    return [Advisory(Level.WARNING, "kv_cache_pegged", message)]
-
-
 def mfu_summary(values: Sequence[float], peak_tflops: float | None = None) -> MfuSummary | None:
     """MFU per step in log order -> its summary without the first (warm-up) step; None without steps.
 
@@ -307,8 +172,9 @@ def mfu_summary(values: Sequence[float], peak_tflops: float | None = None) -> Mf
 
 
 def low_mfu(summary: MfuSummary | None, threshold: float = LOW_MFU) -> list[Advisory]:
-    """Training computes slowly: mean MFU under ``threshold`` over at least :data:`MFU_MIN_STEPS` steps."""
-    if summary is None or summary.steps < MFU_MIN_STEPS or summary.mean >= threshold:
+    """Training computes slowly: mean MFU under ``threshold`` over at least :data:`MFU_MIN_STEPS` steps
+    (a threshold of 0 or less turns the rule off)."""
+    if threshold <= 0 or summary is None or summary.steps < MFU_MIN_STEPS or summary.mean >= threshold:
         return []
     peak = summary.peak_tflops
     against = f" against a {peak:g} TFLOP/s per-GPU peak (about {summary.mean * peak:.0f} TFLOP/s)" if peak else ""
@@ -417,23 +283,28 @@ def stream_advisories(
     *,
     problems: Sequence[StreamError] = (),
     resets: Sequence[StreamReset] = (),
+    low_mfu_threshold: float = LOW_MFU,
 ) -> list[Advisory]:
-    """Every telemetry rule over what ``follower`` holds after its last poll, alarms first.
+    """Every telemetry rule over what ``follower`` holds after its last poll, alarms first; tuning advice
+    only while no alarm is active (:func:`~miles_tui.core.analysis.engine_advisories.tiered`).
 
     ``problems`` and ``resets`` are what the caller's polls reported (a poll
     reports each once); malformed-line counts come from the reader's totals.
+    ``low_mfu_threshold`` is ``--low-mfu-threshold`` (0: the MFU rule is off).
     """
     reader = follower.dashboard
     state = follower.state()
     args = reader.meta.args if reader.meta is not None else {}
     phases = [r for r in reader.loaded_records("phases") if isinstance(r, Phase)]
-    engine = [r for r in reader.loaded_records("engine_series") if isinstance(r, EngineSample)]
     step_key, times = step_times(follower.metrics)
+    figures = reader_engine_figures(reader)
     alarms = [
         *stalled_phases(phases, state.attempt_start, now),
+        *engine_alarms(figures, args),
+    ]
+    always = [
         *no_new_data(state.newest_write, times, now, step_key),
-        *abort_storm(engine, args),
-        *kv_cache_pegged(engine, args),
         *stream_corruption(problems, resets, reader.malformed_counts()),
     ]
-    return ordered([*alarms, *low_mfu(run_mfu(follower.metrics, args))])
+    tuning = [*low_mfu(run_mfu(follower.metrics, args), low_mfu_threshold), *engine_tuning(figures, args)]
+    return ordered(tiered(alarms, tuning, always))

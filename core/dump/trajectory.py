@@ -4,6 +4,10 @@ Contract: one JSON object per line (sample_index, group_index, status, reward,
 prompt, messages). Reads only complete lines: a half-written last line is left
 for later, a malformed complete line is counted and skipped. No file means the
 run recorded no conversations (an empty result, not an error).
+:func:`tool_call` reads a tool call in either shape a run records (OpenAI's
+``{"function": {"name", "arguments"}}`` or a flat ``{"name", "arguments"}``);
+:func:`conversation_document` is one conversation as plain JSON values, in the
+order and with the parts the sample screen's conversation view shows.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ class Message:
     role: str
     """system, user, assistant, tool ..."""
     content: str
-    """The text (non-string content is rendered as JSON)."""
+    """The text (non-string content is rendered as JSON; none recorded, e.g. beside tool calls, is empty)."""
     reasoning_content: str | None
     """The model's reasoning, when recorded."""
     tool_calls: tuple[Mapping[str, Any], ...]
@@ -61,6 +65,52 @@ class Sidecar:
     """Byte offsets of complete lines that did not parse."""
 
 
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call as a person reads it: ``name(arguments)``."""
+
+    name: str | None
+    """The function called (None: not recorded)."""
+    arguments: Any
+    """Its arguments as recorded (usually a JSON string)."""
+
+
+def tool_call(call: Mapping[str, Any]) -> ToolCall:
+    """The name and arguments of a recorded tool call (OpenAI style nests them under ``function``)."""
+    inner = call.get("function")
+    function = inner if isinstance(inner, Mapping) else call
+    name = function.get("name")
+    return ToolCall(None if name is None else str(name), function.get("arguments"))
+
+
+def conversation_document(conversation: Conversation) -> dict[str, Any]:
+    """One conversation as JSON-ready values: its header figures and each message with its tool calls
+    (``name``/``arguments`` read as the conversation view reads them, ``call`` the call as recorded)."""
+    messages = []
+    for message in conversation.messages:
+        calls = []
+        for raw in message.tool_calls:
+            call = tool_call(raw)
+            calls.append({"name": call.name, "arguments": call.arguments, "call": dict(raw)})
+        messages.append(
+            {
+                "role": message.role,
+                "name": message.name,
+                "content": message.content,
+                "reasoning_content": message.reasoning_content,
+                "tool_calls": calls,
+            }
+        )
+    return {
+        "sample_index": conversation.sample_index,
+        "group_index": conversation.group_index,
+        "status": conversation.status,
+        "reward": conversation.reward,
+        "prompt": conversation.prompt,
+        "messages": messages,
+    }
+
+
 def sidecar_path(run_dir: Path, rollout_id: int, evaluation: bool) -> Path:
     """Where a step's sidecar lives."""
     return run_dir / "trajectory" / f"{'eval_' if evaluation else ''}{rollout_id}.jsonl"
@@ -71,7 +121,7 @@ def _message(raw: Mapping[str, Any]) -> Message:
     reasoning = raw.get("reasoning_content")
     return Message(
         role=str(raw.get("role", "?")),
-        content=content if isinstance(content, str) else json.dumps(content),
+        content=content if isinstance(content, str) else "" if content is None else json.dumps(content),
         reasoning_content=None if reasoning is None else str(reasoning),
         tool_calls=tuple(c for c in (raw.get("tool_calls") or []) if isinstance(c, Mapping)),
         name=None if raw.get("name") is None else str(raw.get("name")),

@@ -14,6 +14,6 @@ from screenshots.scenes import GOLDEN, SCENES, SIZES, Scene
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 @pytest.mark.parametrize("scene", SCENES, ids=[s.name for s in SCENES])
 def test_screen(scene: Scene, size: tuple[int, int], snap_compare: Callable[..., Any], tmp_path: Path) -> None:
-    if scene.source != "demo" and not (GOLDEN / scene.source).is_dir():
+    if scene.needs_golden and not (GOLDEN / scene.source).is_dir():
         pytest.skip("../shared/golden is not present")
     assert snap_compare(scene.app(tmp_path), terminal_size=size, run_before=scene.driver())

@@ -13,7 +13,6 @@ exist, so a key costs the same on a 32k-token response as on a short one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -33,7 +32,7 @@ from miles_tui.core.dump.step import OpenStep
 from miles_tui.core.dump.summary import SampleRow
 from miles_tui.core.dump.token_view import SERIES, TokenView, token_view
 from miles_tui.core.dump.tokenizer import Detokenizer
-from miles_tui.core.dump.trajectory import Conversation, Sidecar
+from miles_tui.core.dump.trajectory import Conversation, Sidecar, tool_call
 from miles_tui.core.dump.trajectory import Message as ChatMessage
 from miles_tui.tui.clipboard import copy_sample_row, copy_token_window
 from miles_tui.tui.formatting import MISSING, number, version_span
@@ -570,10 +569,10 @@ def _message_widget(message: ChatMessage) -> Static:
     if message.reasoning_content:
         parts += [("reasoning: ", "italic $text-muted"), (message.reasoning_content + "\n", "italic $text-muted")]
     parts.append(message.content)
-    for call in message.tool_calls:
-        inner = call.get("function")
-        function = inner if isinstance(inner, Mapping) else call  # OpenAI style nests name/arguments
-        parts.append((f"\n→ {function.get('name', '?')}({function.get('arguments', '')})", "$text-accent"))
+    for raw in message.tool_calls:
+        call = tool_call(raw)
+        arguments = "" if call.arguments is None else call.arguments
+        parts.append((f"\n→ {call.name or '?'}({arguments})", "$text-accent"))
     role_class = "".join(c if c.isalnum() else "-" for c in message.role.lower())
     widget = Static(Content.assemble(*parts), classes=f"message -{role_class}")
     widget.border_title = Content(message.role + (f" · {message.name}" if message.name else ""))  # not markup
