@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.cp import QkvFormat
+from core.demo_cleanup import delete_when_orphaned
 from core.writer import (
     ParallelLayout,
     Writers,
@@ -495,15 +496,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--parent-pid", type=int, default=None, help="stop when this process exits (the monitor that started us)"
     )
+    parser.add_argument(
+        "--delete-with-parent",
+        type=Path,
+        default=None,
+        metavar="TEMP_DIR",
+        help="a miles-tui-demo-* temp folder to delete once --parent-pid has exited (it died without cleaning up)",
+    )
     args = parser.parse_args(argv)
     config = DemoConfig(
         layout=ParallelLayout.parse(args.layout), qkv_format=args.qkv_format, writers=args.writers, seed=args.seed
     )
+    parent_alive = _parent_alive(args.parent_pid)
     try:
         run_demo(
-            args.run_dir, args.initial, args.interval, args.max_steps, config=config,
-            keep_going=_parent_alive(args.parent_pid),
+            args.run_dir, args.initial, args.interval, args.max_steps, config=config, keep_going=parent_alive,
         )  # fmt: skip
+        if args.delete_with_parent is not None and args.parent_pid is not None:
+            delete_when_orphaned(args.delete_with_parent, parent_alive, time.sleep)
     except KeyboardInterrupt:
         return 0
     return 0
