@@ -8,6 +8,7 @@
     │   └── UnsafePickleError     ... because it reaches for code (never executed)
     ├── InconsistentDumpError     files that contradict each other (lengths, ids)
     ├── StepNotFoundError         a step or sample id the run does not have
+    ├── MetricNotFoundError       a metric or step key the run never logged
     ├── CpLayoutError             CP slices that cannot be placed (partial group)
     └── StreamError               a telemetry JSONL line that does not parse
 
@@ -69,6 +70,10 @@ class InconsistentDumpError(MilesTuiError):
 
 class StepNotFoundError(MilesTuiError):
     """The requested step or sample does not exist in this run."""
+
+
+class MetricNotFoundError(MilesTuiError):
+    """A metric (or step key) asked for by name that the run's metrics.jsonl never logged."""
 
 
 class CpLayoutError(MilesTuiError):

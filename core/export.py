@@ -9,14 +9,17 @@ metric series through :class:`miles_tui.core.telemetry.streams.DashboardReader`.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.run_dir import RunDir
 from miles_tui.core.dump.step_summary import ROW_COLUMNS, StepSummary
+from miles_tui.core.errors import MetricNotFoundError, StepNotFoundError
 
 if TYPE_CHECKING:
     from miles_tui.core.dump.step import OpenStep
@@ -51,9 +54,11 @@ def step_list(run: Run, now: float) -> dict[str, Any]:
 def metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | None) -> dict[str, Any]:
     """The ``--metrics [KEY ...] [--x STEP_KEY]`` document, read once from ``RUN_DIR/dashboard/``.
 
-    A run without a dashboard folder has no metrics: ``{"metrics": {}}`` (a named
-    key still gets its empty lists, as for any key never logged). A missing or
-    unusable RUN_DIR raises :class:`~miles_tui.core.errors.RunDirError`.
+    A run without a dashboard folder has no metrics: ``{"metrics": {}}``. A key
+    (or ``x_key``) the run never logged raises :class:`~miles_tui.core.errors.MetricNotFoundError`
+    naming it (a mistyped key must not look like an empty series); a known key
+    never logged against ``x_key`` gets empty lists. A missing or unusable
+    RUN_DIR raises :class:`~miles_tui.core.errors.RunDirError`.
     """
     dashboard = RunDir(run_dir).dashboard_dir
     from miles_tui.core.telemetry.metrics import export_metrics
@@ -62,8 +67,26 @@ def metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | None) -> 
     reader = DashboardReader(dashboard)
     if dashboard.is_dir():
         reader.poll()
+    logged = reader.metrics.keys()
+    for key in keys or ():
+        if key not in logged:
+            raise MetricNotFoundError(_unknown("metric", key, logged), dashboard / "metrics.jsonl")
+    if x_key is not None and x_key not in (step_keys := reader.metrics.step_keys()):
+        raise MetricNotFoundError(_unknown("step key", x_key, step_keys), dashboard / "metrics.jsonl")
     document: dict[str, Any] = clean(export_metrics(reader.metrics, keys, x_key))
     return document
+
+
+def _unknown(kind: str, name: str, known: Sequence[str]) -> str:
+    """'no metric X in this run ...' with the closest names, and how to list them all."""
+    if not known:
+        return f"no {kind} {name!r}: this run has logged no metrics yet"
+    close = difflib.get_close_matches(name, known, n=3)
+    if close:
+        hint = f" (did you mean {', '.join(close)}?)"
+    else:
+        hint = f" (logged: {', '.join(known)})" if len(known) <= 5 else f" ({len(known)} logged)"
+    return f"no {kind} {name!r} in this run{hint}; list them with `miles-tui export RUN_DIR --metrics`"
 
 
 def _problems(summary: StepSummary) -> list[dict[str, Any]]:
@@ -123,12 +146,19 @@ def tokens_export(
     start: int | None = None,
     end: int | None = None,
 ) -> dict[str, Any]:
-    """The ``--sample I --tokens`` payload."""
+    """The ``--sample I --tokens`` payload; a window ``[start, end)`` holding no token is an error."""
     opened = run.open(rollout_id, evaluation, now)
     from miles_tui.core.dump.token_view import find_view, token_payload
 
     view = find_view(opened, sample_index)
     payload: dict[str, Any] = clean(token_payload(view, run.detokenizer, start, end))
+    if (start is not None or end is not None) and payload["start"] >= payload["end"]:
+        asked = f"[{'0' if start is None else start}, {'end' if end is None else end})"
+        raise StepNotFoundError(
+            f"sample {sample_index} of step {rollout_id} has no token in {asked}: it has {view.total_length} "
+            f"tokens, so give --start/--end within 0..{view.total_length}",
+            None,
+        )
     return payload
 
 

@@ -4,7 +4,10 @@ Contract: reads the run once (the newest train step's summary, via the cache,
 and the dashboard streams), applies every advisory rule and returns a
 :class:`Report` whose ``exit_status`` is 0 (nothing worse than info), 1 (a
 warning) or 2 (a critical advisory). A run directory that cannot be read at
-all raises :class:`RunDirError` (the CLI exits 3). The JSON shape is the
+all, or is not a ``--dump-details`` folder (neither ``rollout_data/`` nor
+``dashboard/``), raises :class:`RunDirError` (the CLI exits 3). ``data_age``
+is ``now`` minus the newest write seen in dump files and telemetry streams,
+the same input as the ``no_new_data`` rule. The JSON shape is the
 contract of ``cli.md``; keys may be added, never renamed or dropped.
 """
 
@@ -72,6 +75,7 @@ class Report:
 def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MFU) -> Report:
     """Read the run and apply every advisory rule (``low_mfu_threshold``: ``--low-mfu-threshold``, 0: off)."""
     run = Run(run_dir)
+    run.dir.require_dump_folder()
     # One telemetry read serves both meta.json (run name, arguments) and the stream advisories.
     follower = RunFollower(run.dir) if run.dir.dashboard_dir.is_dir() else None
     delta = follower.poll(now) if follower is not None else None
@@ -91,7 +95,10 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
             advisories.append(step_error(latest, False, str(err), err.path, still_writing=False))
     if summary is not None:
         advisories += step_advisories(summary, meta.args if meta is not None else None)
-    mtimes = [files.newest_mtime for files in visible.values()]
+    # The newest write in dump files and streams (the data-age rule's own input), else in the step files.
+    writes = [files.newest_mtime for files in visible.values()]
+    if delta is not None and delta.newest_write is not None:
+        writes.append(delta.newest_write)
     if follower is not None and delta is not None:
         advisories += stream_advisories(
             follower, now, problems=delta.problems, resets=delta.resets, low_mfu_threshold=low_mfu_threshold
@@ -103,7 +110,7 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
         eval_steps=len(evaluation),
         latest=latest,
         latest_summary=summary,
-        data_age=now - max(mtimes) if mtimes else None,
+        data_age=now - max(writes) if writes else None,
         advisories=tuple(ordered(advisories)),
     )
 

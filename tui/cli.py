@@ -17,15 +17,48 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from miles_tui.core.errors import MilesTuiError, RunDirError, StillWritingError
 
 EXIT_ERROR = 1
+EXIT_USAGE = 2
+"""argparse's status for a command line it cannot parse (unknown option, bad value)."""
 EXIT_STILL_WRITING = 75
 """sysexits' EX_TEMPFAIL: the step is still being written; try again shortly."""
 
 SUBCOMMANDS = ("export", "report")
+MIN_POLL_SECONDS = 0.2
+"""The shortest ``--poll`` interval: faster polling only burns the shared filesystem."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with errors on one line (what is wrong, and where to look), not usage + message."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"miles-tui {version('miles-tui')}"
+    except PackageNotFoundError:
+        return "miles-tui (version unknown: not installed as a package)"
+
+
+def _poll_seconds(text: str) -> float:
+    """``--poll``: a finite number of seconds, at least MIN_POLL_SECONDS."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= MIN_POLL_SECONDS):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a poll interval: give seconds, at least {MIN_POLL_SECONDS:g} (e.g. --poll 10)"
+        )
+    return seconds
 
 
 # -- --low-mfu-threshold (engines helper: the MFU rule's threshold, on the monitor and `report`) --------
@@ -64,7 +97,7 @@ def _low_mfu_threshold(args: argparse.Namespace) -> float:
 
 
 def _export_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="miles-tui export",
         description="Print a run's steps, a step's samples, or one sample's tokens as JSON (or CSV).",
     )
@@ -88,7 +121,7 @@ def _export_parser() -> argparse.ArgumentParser:
 
 
 def _report_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="miles-tui report", description="Summarize a run's health.")
+    parser = _Parser(prog="miles-tui report", description="Summarize a run's health.")
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     _add_mfu_threshold(parser)
@@ -97,7 +130,7 @@ def _report_parser() -> argparse.ArgumentParser:
 
 
 def _monitor_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="miles-tui",
         description="Monitor a miles --dump-details run directory live in the terminal.",
         epilog="Headless: `miles-tui export RUN_DIR ...` and `miles-tui report RUN_DIR` "
@@ -105,13 +138,19 @@ def _monitor_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", nargs="?")
     parser.add_argument("--no-follow", action="store_true", help="read once; do not poll for new data")
-    parser.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="poll interval (default 2)")
+    parser.add_argument(
+        "--poll",
+        type=_poll_seconds,
+        default=2.0,
+        metavar="SECONDS",
+        help=f"poll interval (default 2, at least {MIN_POLL_SECONDS:g})",
+    )
     parser.add_argument(
         "--demo",
         nargs="?",
         const="",
         metavar="DIR",
-        help="write a synthetic live run into DIR (a temp dir if omitted) and monitor it",
+        help="write a synthetic live run into DIR and monitor it (without DIR: a temp dir, deleted on exit)",
     )
     # Deep links: open on a step or a sample, with the overview (and the step) behind it.
     parser.add_argument("--step", type=int, metavar="N", help="open on step N")
@@ -119,6 +158,7 @@ def _monitor_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sample", type=int, metavar="I", help="with --step: open on sample I of that step")
     parser.add_argument("--no-bell", action="store_true", help="do not ring the bell when a critical advisory appears")
     _add_mfu_threshold(parser)
+    parser.add_argument("-V", "--version", action="version", version=_version())
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
@@ -160,11 +200,42 @@ def _without_cyclic_gc(action: Callable[[argparse.Namespace], int]) -> Callable[
     return run
 
 
+class UsageError(Exception):
+    """Options that parse but do not go together (or ask for nothing); exits 1 with one line."""
+
+
+def _check_export_options(args: argparse.Namespace) -> None:
+    """Refuse option combinations that would print something other than what was asked for."""
+    if args.metrics is not None:
+        if args.format == "csv":
+            raise UsageError("--format csv is for a step's rows: give --step N, not --metrics")
+        return
+    if args.format == "csv" and (args.step is None or args.tokens or args.sample is not None):
+        raise UsageError("--format csv writes a step's rows: give --step N (without --sample/--tokens)")
+    if args.step is None and (
+        args.tokens or args.conversation or args.sample is not None or args.per_token or args.eval
+    ):
+        raise UsageError("--sample/--tokens/--conversation/--per-token/--eval need --step N")
+    if args.conversation:
+        if args.sample is None or args.tokens or args.format == "csv":
+            raise UsageError("--conversation prints one sample's messages as JSON: give --sample I (not --tokens)")
+        return
+    if (args.tokens or args.sample is not None) and (args.sample is None or not args.tokens):
+        raise UsageError("one sample's tokens need both --sample I and --tokens (or --conversation)")
+    if (args.start is not None or args.end is not None) and not args.tokens:
+        raise UsageError("--start/--end cut a token window: use them with --sample I --tokens")
+    if args.start is not None and args.end is not None and args.start >= args.end:
+        raise UsageError(f"--start {args.start} --end {args.end} is an empty window: --end must be above --start")
+
+
 @_without_cyclic_gc
 def run_export(args: argparse.Namespace) -> int:
     from miles_tui.core import export
     from miles_tui.core.dump.run import Run
+    from miles_tui.core.dump.run_dir import RunDir
 
+    _check_export_options(args)
+    RunDir(args.run_dir).require_dump_folder()
     now = time.time()
     if args.metrics is not None:
         from miles_tui.core.export import metrics_export
@@ -173,18 +244,12 @@ def run_export(args: argparse.Namespace) -> int:
         return 0
     run = Run(args.run_dir, use_cache=not args.no_cache)
     if args.step is None:
-        if args.tokens or args.conversation or args.sample is not None or args.per_token or args.eval:
-            raise SystemExit("miles-tui export: --sample/--tokens/--conversation/--per-token/--eval need --step N")
         _emit(export.step_list(run, now))
         return 0
     if args.conversation:
-        if args.sample is None or args.tokens:
-            raise SystemExit("miles-tui export: --conversation needs --sample I (and not --tokens)")
         _emit(export.conversation_export(run, args.step, args.eval, args.sample, now))
         return 0
-    if args.tokens or args.sample is not None:
-        if args.sample is None or not args.tokens:
-            raise SystemExit("miles-tui export: one sample's tokens need both --sample I and --tokens")
+    if args.tokens:
         _emit(export.tokens_export(run, args.step, args.eval, args.sample, now, args.start, args.end))
         return 0
     document = export.step_export(run, args.step, args.eval, now, per_token=args.per_token)
@@ -217,9 +282,12 @@ def run_monitor(args: argparse.Namespace) -> int:
     return launch(args)
 
 
-def _guarded(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+def _guarded(action: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
     try:
         return action(args)
+    except UsageError as err:
+        print(f"{prog}: error: {err} (see {prog} --help)", file=sys.stderr)
+        return EXIT_ERROR
     except StillWritingError as err:
         print(f"miles-tui: {err}", file=sys.stderr)
         return EXIT_STILL_WRITING
@@ -242,21 +310,40 @@ def _guarded(action: Callable[[argparse.Namespace], int], args: argparse.Namespa
         return EXIT_ERROR
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace | int:
+    """Parsed arguments, or the exit status of --help, --version or a command line that does not parse."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "export":
-        return _guarded(run_export, _export_parser().parse_args(argv[1:]))
-    if argv and argv[0] == "report":
-        return _guarded(run_report, _report_parser().parse_args(argv[1:]))
+    if argv and argv[0] in SUBCOMMANDS:
+        parser = _export_parser() if argv[0] == "export" else _report_parser()
+        args = _parse(parser, argv[1:])
+        if isinstance(args, int):
+            return args
+        return _guarded(run_export if argv[0] == "export" else run_report, args, parser.prog)
     parser = _monitor_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
+    if isinstance(args, int):
+        return args
     if args.step is None and (args.sample is not None or args.eval):
-        parser.error("--sample and --eval go with --step N (e.g. --step 12 --sample 3)")
+        print("miles-tui: error: --sample and --eval go with --step N (e.g. --step 12 --sample 3)", file=sys.stderr)
+        return EXIT_USAGE
     if args.run_dir is None and args.demo is None:
-        _monitor_parser().print_usage(sys.stderr)
-        print("miles-tui: give a RUN_DIR, or try `miles-tui --demo`", file=sys.stderr)
-        return 2
-    return _guarded(run_monitor, args)
+        print("miles-tui: error: give a RUN_DIR to monitor, or try `miles-tui --demo`", file=sys.stderr)
+        return EXIT_USAGE
+    if args.run_dir is not None and args.demo is not None:
+        print(
+            f"miles-tui: error: --demo writes its own run, so it takes no RUN_DIR ({args.run_dir!r}): "
+            "give `miles-tui RUN_DIR` or `miles-tui --demo [DIR]`",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return _guarded(run_monitor, args, parser.prog)
 
 
 if __name__ == "__main__":

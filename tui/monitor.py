@@ -1,4 +1,11 @@
-"""Start the live monitor from the command line, optionally on a demo run written beside it."""
+"""Start the live monitor from the command line, optionally on a demo run written beside it.
+
+``--demo`` without DIR writes into a fresh temp folder (``miles-tui-demo-*``
+holding ``run/`` and the writer's log) that is deleted on exit: the writer is
+stopped first, then the folder removed. Should the monitor die without
+cleaning up (SIGKILL, a closed SSH session), the writer notices its parent is
+gone and deletes the folder itself. ``--demo DIR`` is never deleted.
+"""
 
 from __future__ import annotations
 
@@ -6,45 +13,42 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from miles_tui.core.errors import RunDirError
+from miles_tui.core.synth.demo_cleanup import make_temp_demo, remove_temp_demo
 
 DEMO_MAX_STEPS = 500
 """A demo left running adds a step every 5 s; stop at ~40 minutes of steps (about 150 MB)."""
+WRITER_STOP_SECONDS = 10.0
+"""How long a terminated demo writer may take to exit before it is killed."""
 
 
-def _start_demo(target: str) -> tuple[Path, subprocess.Popen[bytes]]:
-    run_dir = Path(target) if target else Path(tempfile.mkdtemp(prefix="miles-tui-demo-"))
+def _start_demo(run_dir: Path, log_path: Path, temporary: Path | None) -> subprocess.Popen[bytes]:
+    """Start the writer into ``run_dir``; ``temporary``: the folder it deletes should the monitor die."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    log = open(run_dir.parent / f".{run_dir.name}.demo.log", "ab")  # noqa: SIM115 - lives as long as the writer
-    writer = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "miles_tui.core.synth.demo",
-            str(run_dir),
-            "--initial",
-            "6",
-            "--interval",
-            "5",
-            "--max-steps",
-            str(DEMO_MAX_STEPS),
-            "--parent-pid",
-            str(os.getpid()),
-        ],
-        stdout=log,
-        stderr=log,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    _wait_for_steps(run_dir, writer, count=2, timeout=90.0)
-    return run_dir, writer
+    command = [
+        sys.executable,
+        "-m",
+        "miles_tui.core.synth.demo",
+        str(run_dir),
+        "--initial",
+        "6",
+        "--interval",
+        "5",
+        "--max-steps",
+        str(DEMO_MAX_STEPS),
+        "--parent-pid",
+        str(os.getpid()),
+    ]
+    if temporary is not None:
+        command += ["--delete-with-parent", str(temporary)]
+    with open(log_path, "ab") as log:  # the child keeps its own descriptor
+        return subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
 
 
-def _wait_for_steps(run_dir: Path, writer: subprocess.Popen[bytes], count: int, timeout: float) -> None:
+def _wait_for_steps(run_dir: Path, writer: subprocess.Popen[bytes], log_path: Path, count: int, timeout: float) -> None:
     """Block until the demo writer has made ``count`` steps visible, so the monitor never opens empty."""
     from miles_tui.core.dump.run_dir import RunDir
 
@@ -54,10 +58,21 @@ def _wait_for_steps(run_dir: Path, writer: subprocess.Popen[bytes], count: int, 
         if len(run.step_ids(time.time()).train) >= count:
             return
         if writer.poll() is not None:
-            raise RunDirError(
-                f"the demo writer stopped (exit {writer.returncode}); see its log beside the run", run_dir
-            )
+            raise RunDirError(f"the demo writer stopped (exit {writer.returncode}); see its log {log_path}", run_dir)
         time.sleep(0.2)
+    raise RunDirError(f"the demo writer made no {count} steps in {timeout:.0f}s; see its log {log_path}", run_dir)
+
+
+def _stop(writer: subprocess.Popen[bytes]) -> None:
+    """Terminate the writer and wait until it has exited (killed if it lingers), so nothing writes after."""
+    if writer.poll() is not None:
+        return
+    writer.terminate()
+    try:
+        writer.wait(WRITER_STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        writer.kill()
+        writer.wait()
 
 
 def _deep_link(args: argparse.Namespace, run_dir: Path | str) -> tuple[int, bool, int | None] | None:
@@ -75,12 +90,21 @@ def run_monitor(args: argparse.Namespace) -> int:
     from miles_tui.tui.app import make_app
 
     writer = None
+    temporary: Path | None = None
     run_dir = args.run_dir
     if args.demo is not None:
-        run_dir, writer = _start_demo(args.demo)
-        print(f"miles-tui: demo run in {run_dir}", file=sys.stderr)
-    start = _deep_link(args, run_dir)
+        if args.demo:
+            run_dir = Path(args.demo)
+            log_path = run_dir.parent / f".{run_dir.name}.demo.log"
+        else:
+            temporary = make_temp_demo()
+            run_dir, log_path = temporary / "run", temporary / "demo.log"
     try:
+        if args.demo is not None:
+            writer = _start_demo(run_dir, log_path, temporary)
+            _wait_for_steps(run_dir, writer, log_path, count=2, timeout=90.0)
+            print(f"miles-tui: demo run in {run_dir}", file=sys.stderr)
+        start = _deep_link(args, run_dir)
         app = make_app(
             run_dir,
             poll_seconds=max(0.2, float(args.poll)),
@@ -90,9 +114,22 @@ def run_monitor(args: argparse.Namespace) -> int:
             low_mfu_threshold=getattr(args, "low_mfu_threshold", None),
         )
         app.run()
+    except BaseException:
+        if writer is not None and writer.poll() is not None and writer.returncode != 0:
+            temporary = None  # the writer failed: keep its log for the message that names it
+        raise
     finally:
         if writer is not None:
-            writer.terminate()
-    if args.demo is not None:
+            _stop(writer)
+        if temporary is not None:
+            _remove(temporary)
+    if args.demo:
         print(f"miles-tui: the demo run is kept in {run_dir} (delete it when done)", file=sys.stderr)
     return int(app.return_code or 0)
+
+
+def _remove(folder: Path) -> None:
+    try:
+        remove_temp_demo(folder)
+    except OSError as err:
+        print(f"miles-tui: could not delete the demo run {folder} ({err}); delete it by hand", file=sys.stderr)

@@ -7,6 +7,9 @@ Contract:
   depends on the clock, ``now`` passed in. It returns zero or more
   :class:`~miles_tui.core.analysis.advisories.Advisory` with a stable code. Rules never read
   files, never read the clock and never poll.
+- Time-based alarms are judged at the newest data timestamp of the run, never
+  the wall clock (a stalled phase's age is newest data − phase start); only
+  ``no_new_data`` compares with ``now``.
 - :func:`stream_advisories` collects each rule's input from a
   :class:`~miles_tui.core.follow.RunFollower` that the caller has already polled,
   and returns alarms first, tuning advice last. It reads only what the
@@ -117,9 +120,12 @@ def _where(phase: Phase) -> str:
     return f"{node} rank {phase.rank}"
 
 
-def stalled_phases(phases: Iterable[Phase], attempt_start: float | None, now: float) -> list[Advisory]:
-    """Phases open far beyond their usual duration, one critical advisory per phase name.
+def stalled_phases(phases: Iterable[Phase], attempt_start: float | None, at: float) -> list[Advisory]:
+    """Phases open far beyond their usual duration at time ``at``, one critical advisory per phase name.
 
+    ``at`` is the newest data timestamp of the run (as miles judges it), not the
+    wall clock: a run that stopped an hour ago is not "stalled for an hour" in a
+    phase that was open for a minute when it stopped (``no_new_data`` says that).
     ``phases`` are raw records: open markers (``t1 == -1``) and closing records.
     A marker whose closing record (same name, node, rank, t0) is present is not
     open. Only the current attempt counts: records that start before
@@ -142,10 +148,10 @@ def stalled_phases(phases: Iterable[Phase], attempt_start: float | None, now: fl
             continue
         usual = statistics.median(closed)
         limit = max(STALL_FACTOR * usual, STALL_MIN_OPEN_S)
-        stuck = sorted((p for p in open_markers.values() if p.name == name and now - p.t0 > limit), key=lambda p: p.t0)
+        stuck = sorted((p for p in open_markers.values() if p.name == name and at - p.t0 > limit), key=lambda p: p.t0)
         if not stuck:
             continue
-        age = now - stuck[0].t0
+        age = at - stuck[0].t0
         where = ", ".join(_where(p) for p in stuck[:3]) + (f" and {len(stuck) - 3} more" if len(stuck) > 3 else "")
         times = f", {age / usual:.0f}× its usual {_duration(usual)}" if usual > 0 else ""
         message = (
@@ -298,8 +304,9 @@ def stream_advisories(
     phases = [r for r in reader.loaded_records("phases") if isinstance(r, Phase)]
     step_key, times = step_times(follower.metrics)
     figures = reader_engine_figures(reader)
+    span = reader.time_range()  # stalls are judged at the newest data timestamp, never the wall clock
     alarms = [
-        *stalled_phases(phases, state.attempt_start, now),
+        *stalled_phases(phases, state.attempt_start, span[1] if span is not None else now),
         *engine_alarms(figures, args),
     ]
     always = [

@@ -136,6 +136,19 @@ class RunDir:
     def dashboard_dir(self) -> Path:
         return self.path / "dashboard"
 
+    def is_dump_folder(self) -> bool:
+        """The spec's test for a ``--dump-details`` folder: it has ``rollout_data/`` or ``dashboard/``."""
+        return self.rollout_dir.is_dir() or self.dashboard_dir.is_dir()
+
+    def require_dump_folder(self) -> None:
+        """Raise :class:`RunDirError` unless :meth:`is_dump_folder` (headless commands refuse other folders)."""
+        if not self.is_dump_folder():
+            raise RunDirError(
+                "not a --dump-details folder (it has neither rollout_data/ nor dashboard/): "
+                "give the directory miles was started with --dump-details",
+                self.path,
+            )
+
     def looks_like_a_run(self) -> bool:
         """Whether the folder has any of the directories a miles dump writes."""
         return any((self.path / name).is_dir() for name in ("rollout_data", "train_data", "dashboard", "trajectory"))

@@ -75,7 +75,7 @@ class SampleRow:
     adv_mean: float | None
     """Advantage mean over trained positions."""
     adv_std: float | None
-    """Advantage standard deviation over trained positions."""
+    """Advantage sample standard deviation over trained positions (None with fewer than two)."""
     return_mean: float | None
     """Return mean over trained positions."""
     alignment_failed: bool
@@ -100,13 +100,13 @@ class GroupRow:
     reward_mean: float | None
     """Mean reward (raw_reward for train steps, reward for eval steps)."""
     reward_std: float | None
-    """Sample standard deviation of the rewards."""
+    """Sample standard deviation of the rewards (None with fewer than two)."""
     response_length_mean: float
     """Mean response length."""
     truncated_frac: float
     """Fraction of truncated samples."""
     zero_std: bool
-    """Degenerate: reward data with std <= 1e-12 (contributes no policy gradient)."""
+    """Degenerate: reward data with std <= 1e-12, or a single reward (contributes no policy gradient)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The fields by name (the values are plain scalars: nothing to copy deeply)."""

@@ -5,19 +5,22 @@ Contract:
   values (None where a value does not exist, never 0 or NaN). The row, group
   and aggregate classes live in :mod:`miles_tui.core.dump.step_summary` (numpy-free, for the
   cache) and are re-exported here.
-- Staleness is ``rollout_id - min(numeric weight versions)``; per-token
+- Staleness is ``rollout_id - min(numeric weight versions)``, numeric meaning
+  decimal digits only (miles' rule: "+3", " 3 ", "-1" are not); per-token
   statistics use only positions with ``loss_mask > 0``; an empty selection
   gives None. Views never recompute any of these.
+- A standard deviation (a group's ``reward_std``, a sample's ``adv_std``) is
+  the sample standard deviation: None with fewer than two values, never 0.
 - Groups are degenerate (``zero_std``) when they have reward data and the
-  sample standard deviation of their rewards is <= 1e-12 (a one-sample group
-  counts); a group without reward data is not.
+  sample standard deviation of their rewards is <= 1e-12 (a group with one
+  reward counts, although its ``reward_std`` is None); a group without reward
+  data is not.
 This module reads no files.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,17 +46,23 @@ __all__ = [
 ]
 
 ZERO_STD_EPS = 1e-12
-_NUMERIC_VERSION = re.compile(r"^\s*[+-]?\d+\s*$")
 
 
 def numeric_versions(weight_versions: Sequence[Any]) -> list[int]:
-    """The weight versions that are integers ("12", 12), ignoring "default", "v12", ""."""
+    """The weight versions whose text is decimal digits only ("12", or 12), as miles counts them.
+
+    "+3", " 3 ", "-1", "v12", "default" and "" are not numeric (miles tests
+    ``str(v).isdigit()``; digits that ``int`` cannot read, such as "²", are
+    left out here where miles would raise).
+    """
     out = []
     for version in weight_versions:
-        if isinstance(version, bool):
-            continue
-        if isinstance(version, int | np.integer) or (isinstance(version, str) and _NUMERIC_VERSION.match(version)):
-            out.append(int(version))
+        text = str(version)
+        if text.isdecimal():
+            try:
+                out.append(int(text))
+            except ValueError:  # more digits than int() converts: no real version
+                continue
     return out
 
 
@@ -88,7 +97,8 @@ def _max(values: npt.NDArray[np.float64]) -> float | None:
 
 
 def _std(values: npt.NDArray[np.float64]) -> float | None:
-    return float(values.std(ddof=1)) if values.size > 1 else (0.0 if values.size == 1 else None)
+    """The sample standard deviation; None with fewer than two values (undefined, not 0)."""
+    return float(values.std(ddof=1)) if values.size > 1 else None
 
 
 def trained_positions(train: TrainRow) -> npt.NDArray[np.bool_]:
@@ -227,7 +237,7 @@ def group_rows(rows: Sequence[SampleRow], evaluation: bool) -> list[GroupRow]:
                 reward_std=std,
                 response_length_mean=float(np.mean([m.response_length for m in members])),
                 truncated_frac=float(np.mean([m.truncated for m in members])),
-                zero_std=bool(rewards.size > 0 and std is not None and std <= ZERO_STD_EPS),
+                zero_std=bool(rewards.size == 1 or (std is not None and std <= ZERO_STD_EPS)),
             )
         )
     return out
@@ -248,7 +258,7 @@ def step_aggregate(
         evaluation=evaluation,
         n_samples=n,
         reward_mean=_mean(rewards),
-        reward_std=_std(rewards) if rewards.size > 1 else None,
+        reward_std=_std(rewards),
         response_length_mean=float(np.mean([r.response_length for r in rows])) if n else None,
         truncated_frac=float(np.mean([r.truncated for r in rows])) if n else None,
         zero_std_group_frac=float(np.mean([g.zero_std for g in groups])) if groups else None,

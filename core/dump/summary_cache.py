@@ -20,7 +20,7 @@ from typing import Any
 from miles_tui.core.dump.run_dir import StepFiles
 from miles_tui.core.dump.step_summary import GroupRow, ProblemKind, SampleRow, StepAggregate, StepProblem, StepSummary
 
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 """Bump when a derived value's definition changes, so stale summaries are not served."""
 
 

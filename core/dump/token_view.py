@@ -5,7 +5,10 @@ its full-response loss mask and every per-token series over the response,
 with values at loss-masked positions set to NaN-free *None* in the payload
 (the engine never scored them: a gap, never 0). ``lp_diff`` and
 ``imp_ratio`` are derived here and nowhere else. Windows ``[start, end)`` of
-token positions cut ids and the response overlap consistently.
+token positions cut ids and the response overlap consistently;
+``response_offset`` (where the response starts within the window's ids) is
+clamped to the number of ids returned (miles' rule), so a window that ends
+inside the prompt has ``response_offset == len(token_ids)``.
 """
 
 from __future__ import annotations
@@ -183,7 +186,8 @@ def token_payload(
         "prompt_len": prompt,
         "start": lo,
         "end": hi,
-        "response_offset": max(prompt - lo, 0),
+        # where the response starts in token_ids: never past them when the window ends in the prompt
+        "response_offset": min(max(prompt - lo, 0), hi - lo),
         "token_ids": ids,
         "token_text": detokenizer.texts(ids) if detokenizer is not None else None,
         "loss_mask": None if mask is None else mask.astype(np.int64).tolist(),

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from miles_tui.core.synth.demo_batch import EVAL_INDEX_BASE, DemoBatch, DemoConfig, generate_batch
+from miles_tui.core.synth.demo_cleanup import delete_when_orphaned
 from miles_tui.core.synth.dump_files import append_jsonl, save_rollout, write_json, write_trajectory
 from miles_tui.core.synth.layout import ParallelLayout
 from miles_tui.core.synth.writer import write_step
@@ -256,15 +257,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--parent-pid", type=int, default=None, help="stop when this process exits (the monitor that started us)"
     )
+    parser.add_argument(
+        "--delete-with-parent",
+        type=Path,
+        default=None,
+        metavar="TEMP_DIR",
+        help="a miles-tui-demo-* temp folder to delete once --parent-pid has exited (it died without cleaning up)",
+    )
     args = parser.parse_args(argv)
     config = DemoConfig(
         layout=ParallelLayout.parse(args.layout), qkv_format=args.qkv_format, writers=args.writers, seed=args.seed
     )
+    parent_alive = _parent_alive(args.parent_pid)
     try:
         run_demo(
-            args.run_dir, args.initial, args.interval, args.max_steps, config=config,
-            keep_going=_parent_alive(args.parent_pid),
+            args.run_dir, args.initial, args.interval, args.max_steps, config=config, keep_going=parent_alive,
         )  # fmt: skip
+        if args.delete_with_parent is not None and args.parent_pid is not None:
+            delete_when_orphaned(args.delete_with_parent, parent_alive, time.sleep)
     except KeyboardInterrupt:
         return 0
     return 0

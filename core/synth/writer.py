@@ -243,6 +243,37 @@ def _shard_columns(
     return cols
 
 
+def rank_columns(
+    samples: Sequence[Mapping[str, Any]],
+    per_token: Mapping[str, Sequence[npt.ArrayLike]],
+    layout: ParallelLayout,
+    *,
+    dp_rank: int,
+    cp_rank: int,
+    qkv_format: QkvFormat = "thd",
+    advantage_estimator: str = "grpo",
+    data_pad_size_multiplier: int = 128,
+) -> dict[str, Any]:
+    """What one training rank holds when it dumps: DP shard ``dp_rank`` as CP rank ``cp_rank`` sees it.
+
+    The same columns :func:`write_step` saves for that rank, for a caller that
+    runs as the rank itself (one process per rank) and saves them with
+    :func:`save_train_shard`, whose gate decides whether the rank writes.
+    """
+    batch = _batch_columns(samples, per_token, rewards=None, reward_key=None, advantage_estimator=advantage_estimator)
+    shards = balanced_partitions([len(s["tokens"]) for s in samples], layout.dp)
+    return _shard_columns(
+        samples,
+        shards[dp_rank],
+        per_token,
+        batch,
+        cp_rank=cp_rank,
+        cp_size=layout.cp,
+        qkv_format=qkv_format,
+        pad_size=layout.tp * data_pad_size_multiplier,
+    )
+
+
 def write_step(
     run_dir: Path | str,
     rollout_id: int,

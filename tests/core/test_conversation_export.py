@@ -59,10 +59,10 @@ def test_missing_step_sample_or_sidecar_is_one_clear_error(
     plain = golden_copy("pp2")  # a run that recorded no conversations
     status, _, err = _export(capsys, str(plain), "--step", "0", "--sample", "0", "--conversation")
     assert status == 1 and "trajectory/0.jsonl" in err and "recorded no conversations" in err
-    with pytest.raises(SystemExit, match="--conversation needs --sample"):
-        main(["export", str(root), "--step", "0", "--conversation"])
-    with pytest.raises(SystemExit, match="need --step"):
-        main(["export", str(root), "--conversation"])
+    status, _, err = _export(capsys, str(root), "--step", "0", "--conversation")
+    assert status == 1 and "--conversation prints one sample's messages as JSON: give --sample I" in err
+    status, _, err = _export(capsys, str(root), "--conversation")
+    assert status == 1 and "--conversation/--per-token/--eval need --step N" in err
 
 
 def test_both_tool_call_shapes_reasoning_and_non_finite_values(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from miles_tui.core.errors import RunDirError
+from miles_tui.core.errors import MetricNotFoundError, RunDirError
 from miles_tui.core.export import metrics_export
 from miles_tui.tui.cli import main
 from tests.conftest import GOLDEN, stamp
@@ -61,9 +61,19 @@ def test_every_key_and_an_explicit_step_key(live_streams: Path, capsys: pytest.C
 def test_without_a_dashboard_and_without_a_run_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "run" / "rollout_data").mkdir(parents=True)
     assert metrics_export(tmp_path / "run", None, None) == {"metrics": {}}
-    empty = {"x_key": None, "step": [], "value": [], "ts": []}
-    assert metrics_export(tmp_path / "run", ["train/loss"], None) == {"metrics": {"train/loss": empty}}
+    with pytest.raises(MetricNotFoundError, match="no metric 'train/loss': this run has logged no metrics yet"):
+        metrics_export(tmp_path / "run", ["train/loss"], None)
     with pytest.raises(RunDirError, match="no such run directory"):
         metrics_export(tmp_path / "missing", None, None)
     code, document, err = _export(capsys, str(tmp_path / "missing"), "--metrics")
     assert code == 1 and document is None and "no such run directory" in err
+
+
+def test_an_unknown_key_is_an_error_naming_it(live_streams: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a mistyped key used to print empty lists and exit 0: a script plotted nothing, silently
+    code, document, err = _export(capsys, str(live_streams), "--metrics", "train/loss", "perf/actor_train_mfx")
+    assert code == 1 and document is None
+    [line] = err.splitlines()
+    assert "'perf/actor_train_mfx'" in line and "metrics.jsonl" in line and "did you mean perf/actor_train_mfu" in line
+    code, document, err = _export(capsys, str(live_streams), "--metrics", "train/loss", "--x", "rollout/stp")
+    assert code == 1 and document is None and "no step key 'rollout/stp'" in err and len(err.splitlines()) == 1

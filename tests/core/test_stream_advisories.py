@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from miles_tui.core.analysis.advisories import Level
@@ -57,7 +58,7 @@ def _history(steps: int = 10) -> list[Phase]:
 def test_stall_fires_on_a_phase_open_far_beyond_its_usual_duration() -> None:
     stuck = T + 500
     phases = [*_history(), _train(stuck, -1, rank=1)]
-    [advisory] = stalled_phases(phases, T, now=stuck + 2 * 3600)
+    [advisory] = stalled_phases(phases, T, at=stuck + 2 * 3600)
     assert advisory.level is Level.CRITICAL and advisory.code == "stalled_phase"
     assert "'actor_train'" in advisory.message and "10.0.0.7 rank 1" in advisory.message
     assert "2.0h" in advisory.message and "usual 20s" in advisory.message and "360×" in advisory.message
@@ -66,11 +67,11 @@ def test_stall_fires_on_a_phase_open_far_beyond_its_usual_duration() -> None:
 def test_stall_quiet_under_the_floor_for_closed_markers_and_without_a_baseline() -> None:
     stuck = T + 500
     # 25 min open: beyond 6 × 20 s, but under the 30 min floor
-    assert stalled_phases([*_history(), _train(stuck, -1)], T, now=stuck + 25 * 60) == []
+    assert stalled_phases([*_history(), _train(stuck, -1)], T, at=stuck + 25 * 60) == []
     # every open marker has its closing record
-    assert stalled_phases(_history(), T, now=T + 10 * 3600) == []
+    assert stalled_phases(_history(), T, at=T + 10 * 3600) == []
     # two closed runs are no baseline
-    assert stalled_phases([*_history(2), _train(stuck, -1)], T, now=stuck + 10 * 3600) == []
+    assert stalled_phases([*_history(2), _train(stuck, -1)], T, at=stuck + 10 * 3600) == []
 
 
 def test_stall_counts_only_the_current_attempt() -> None:
@@ -78,11 +79,11 @@ def test_stall_counts_only_the_current_attempt() -> None:
     resumed = [
         Phase(p.name, p.t0 + 600, p.t1 + 600 if p.t1 != -1 else -1, p.node, p.gpus, p.rank, p.role) for p in _history()
     ]
-    assert stalled_phases([*_history(), dead, *resumed], T + 600, now=T + 10 * 3600) == []
-    assert len(stalled_phases([*_history(), dead, *resumed], None, now=T + 10 * 3600)) == 1  # without the attempt
+    assert stalled_phases([*_history(), dead, *resumed], T + 600, at=T + 10 * 3600) == []
+    assert len(stalled_phases([*_history(), dead, *resumed], None, at=T + 10 * 3600)) == 1  # without the attempt
     # ... nor is the dead attempt a baseline: a resumed run with one closed phase is not judged yet
     again = _train(T + 700, -1)
-    assert stalled_phases([*_history(), again, *resumed[:2]], T + 600, now=T + 10 * 3600) == []
+    assert stalled_phases([*_history(), again, *resumed[:2]], T + 600, at=T + 10 * 3600) == []
 
 
 # --- low_mfu ----------------------------------------------------------------
@@ -167,9 +168,10 @@ def test_resets_warn_and_a_clean_stream_is_quiet(tmp_path: Path) -> None:
 # --- gathering from a follower ---------------------------------------------
 
 
-def test_stream_advisories_gathers_every_rule_alarms_first(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    dashboard = _dashboard(run)
+def _hung_run(root: Path, *, sampled_for: float) -> Path:
+    """Ten steps (MFU 5 %), then actor_train opens at T + 500 and never closes while the GPU
+    sampler keeps writing for ``sampled_for`` seconds; every file is stamped at the last sample."""
+    dashboard = _dashboard(root)
     rows = []
     for step in range(10):
         rows.append({"ts": T + 50 * step, "step_key": "train/step", "step": step, "metrics": {"train/step": step}})
@@ -179,20 +181,45 @@ def test_stream_advisories_gathers_every_rule_alarms_first(tmp_path: Path) -> No
     phases = [{"name": p.name, "t0": p.t0, "t1": p.t1, "node": p.node, "gpus": [0], "rank": 0} for p in _history()]
     phases.append({"name": "actor_train", "t0": T + 500, "t1": -1, "node": "10.0.0.7", "gpus": [0], "rank": 0})
     append_jsonl(dashboard / "phases" / "20260820_10.jsonl", phases)
-    stamp(run, T + 520)
+    newest = T + 510
+    for ts in np.arange(T + 510, T + 510 + sampled_for, 60.0).tolist():
+        hour = time.strftime("%Y%m%d_%H", time.gmtime(ts))
+        sample = {"ts": ts, "node": "10.0.0.7", "gpu": 0, "util": 0.0, "mem_mb": 1000.0, "power_w": 80.0}
+        append_jsonl(dashboard / "gpu_util" / f"{hour}.jsonl", [sample])
+        newest = ts
+    stamp(root, newest)
+    return root
+
+
+def test_stream_advisories_gathers_every_rule_alarms_first(tmp_path: Path) -> None:
+    # hung in actor_train: the sampler wrote for 2 h more, then everything stopped 3 h ago
+    run = _hung_run(tmp_path / "run", sampled_for=2 * 3600)
+    newest = T + 510 + 2 * 3600 - 60
     follower = RunFollower(run)
-    delta = follower.poll(T + 3 * 3600)
-    advisories = stream_advisories(follower, T + 3 * 3600, problems=delta.problems)
+    delta = follower.poll(newest + 3 * 3600)
+    advisories = stream_advisories(follower, newest + 3 * 3600, problems=delta.problems)
     # the stall is an alarm: the MFU tuning advice waits until it clears (issue 8 item 7)
     assert [(a.code, a.level) for a in advisories] == [
         ("stalled_phase", Level.CRITICAL),
         ("no_new_data", Level.CRITICAL),
     ]
+    assert "open for 2.0h" in advisories[0].message  # newest data − phase start, not now − phase start
     assert step_times(follower.metrics)[0] == "train/step"
-    # the same run, polled right after it wrote: nothing is stalled or stale; MFU is still low
+    # the same run, polled right after it wrote: stalled (so the low-MFU advice still waits), not stale
     fresh = RunFollower(run)
-    fresh.poll(T + 530)
-    assert [a.code for a in stream_advisories(fresh, T + 530)] == ["low_mfu"]
+    fresh.poll(newest + 30)
+    assert [a.code for a in stream_advisories(fresh, newest + 30)] == ["stalled_phase"]
+
+
+def test_stall_is_judged_at_the_newest_data_not_the_wall_clock(tmp_path: Path) -> None:
+    # everything stopped 20 s after actor_train opened: looked at hours (or months) later, the
+    # phase was open for 20 s when the data ends; that the run stopped is no_new_data's to say
+    run = _hung_run(tmp_path / "run", sampled_for=20)
+    for later in (3 * 3600, 2459 * 3600):
+        follower = RunFollower(run)
+        follower.poll(T + 530 + later)
+        codes = [a.code for a in stream_advisories(follower, T + 530 + later)]
+        assert "stalled_phase" not in codes and codes[0] == "no_new_data", codes
 
 
 # --- the golden live_streams case ------------------------------------------
