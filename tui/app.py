@@ -3,16 +3,23 @@
 The app owns the :class:`RunWatcher` (all reads of the run) and the
 :class:`RunModel` (what is known); workers post messages, handlers update the
 model and forward the message to every screen on the stack.
+
+Once :meth:`MilesApp.exit` has begun (``q``), the app only winds down: keys and
+clicks already queued behind the ``q`` are dropped, and no action runs, no
+screen is pushed and no message is forwarded to a screen, so nothing mounts
+into an app being torn down (typing ``qu`` quickly used to push the GPUs screen
+mid-teardown: a traceback and exit status 1).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -70,6 +77,8 @@ class MilesApp(App[None]):
         self.stream_data_age: float | None = None
         self.telemetry_columns = TelemetryColumns(self.watcher.follower.dashboard)
         """GPU/phase columns kept for the session, so the compute view converts records once."""
+        self.exiting = False
+        """Set by :meth:`exit`: from then on no input, action, screen push or forwarded message is handled."""
 
     @property
     def reader(self) -> Run:
@@ -81,6 +90,31 @@ class MilesApp(App[None]):
         self.poll_now()
         if self.live:
             self.set_interval(self.poll_seconds, self.poll_now, name="poll")
+
+    def exit(self, result: None = None, return_code: int = 0, message: Any = None) -> None:
+        """Begin exiting; what is still queued behind it is dropped (see the module docstring)."""
+        self.exiting = True
+        super().exit(result, return_code, message)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Drop keys and clicks that arrive once exit has begun (``q`` then ``u`` typed quickly)."""
+        if self.exiting and isinstance(event, events.InputEvent):
+            return
+        await super().on_event(event)
+
+    async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
+        """Run an action, unless exit has begun."""
+        if self.exiting:
+            return False
+        return await super().run_action(action, default_namespace, namespaces)
+
+    def push_screen(self, *args: Any, **kwargs: Any) -> Any:
+        """Push a screen, unless exit has begun (then nothing mounts; the awaitable is already done)."""
+        if self.exiting:
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
+        return super().push_screen(*args, **kwargs)
 
     def poll_now(self) -> None:
         """Start a poll unless one is already running."""
@@ -151,6 +185,8 @@ class MilesApp(App[None]):
 
     def _forward(self, message: Message) -> None:
         # The default blank screen under ours never needs them (and would pass them on).
+        if self.exiting:
+            return
         for screen in self.screen_stack:
             if type(screen) is not Screen:
                 screen.post_message(message)
