@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.errors import CorruptFileError
 from core.run import Run
 from core.run_dir import RunDir
 from core.step_summary import ROW_COLUMNS, StepSummary
@@ -70,8 +71,8 @@ def _problems(summary: StepSummary) -> list[dict[str, Any]]:
     return [{"file": str(p.path), "kind": p.kind.value, "message": p.message} for p in summary.problems]
 
 
-def _per_token(opened: OpenStep, sample_index: int) -> dict[str, Any]:
-    """A sample's loss mask and resolved per-token arrays, as lists (None: blank)."""
+def _per_token(opened: OpenStep, sample_index: int, problems: list[dict[str, Any]]) -> dict[str, Any]:
+    """A sample's loss mask and resolved per-token arrays, as lists (None: blank; unreadable: also a problem)."""
     from core.resolve import PER_TOKEN_FIELDS
 
     train = opened.train_rows.get(sample_index)
@@ -79,7 +80,14 @@ def _per_token(opened: OpenStep, sample_index: int) -> dict[str, Any]:
     if train is not None and train.loss_mask is not None:
         mask = train.loss_mask.tolist()
     elif opened.sample(sample_index).get("loss_mask") is not None:
-        mask = [int(m) for m in opened.sample(sample_index)["loss_mask"]]
+        import numpy as np
+
+        from core.token_view import sample_array
+
+        try:
+            mask = sample_array(opened, sample_index, "loss_mask", np.int64).tolist()
+        except CorruptFileError as err:  # that sample's mask only: the rest of the step goes on
+            problems.append({"file": str(err.path), "kind": "corrupt", "message": str(err)})
     values: dict[str, Any] = {"loss_mask": mask}
     for name in PER_TOKEN_FIELDS:
         array = None if train is None else train.per_token.get(name)
@@ -95,10 +103,11 @@ def step_export(run: Run, rollout_id: int, evaluation: bool, now: float, per_tok
     else:
         summary = run.summary(rollout_id, evaluation, now)
     samples = []
+    problems = _problems(summary)
     for row in summary.rows:
         record = row.to_dict()
         if per_token:
-            record["per_token"] = _per_token(opened, row.sample_index)
+            record["per_token"] = _per_token(opened, row.sample_index, problems)
         samples.append(record)
     document: dict[str, Any] = clean(
         {
@@ -108,7 +117,7 @@ def step_export(run: Run, rollout_id: int, evaluation: bool, now: float, per_tok
             "groups": [g.to_dict() for g in summary.groups],
             "aggregate": summary.aggregate.to_dict(),
             "complete": summary.complete,
-            "problems": _problems(summary),
+            "problems": problems,
         }
     )
     return document

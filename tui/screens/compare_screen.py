@@ -408,9 +408,10 @@ class CompareScreen(MonitorScreen):
             opened = await asyncio.shield(self.miles.watcher.open(rid, self.evaluation))
             sidecar = await asyncio.to_thread(read_sidecar, reader.path, rid, self.evaluation)
             detokenizer = await asyncio.to_thread(lambda: reader.detokenizer)
+            screen = SampleScreen(opened, sample_index, detokenizer, sidecar)
         except Exception as err:
             table.loading = False
             self.notify(str(err), severity="error", timeout=8)
             return
         table.loading = False
-        self.app.push_screen(SampleScreen(opened, sample_index, detokenizer, sidecar))
+        self.app.push_screen(screen)

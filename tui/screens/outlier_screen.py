@@ -433,9 +433,10 @@ class OutlierScreen(MonitorScreen):
                 position = await asyncio.to_thread(peak_position, opened, sample_index, self.kind)
             sidecar = await asyncio.to_thread(read_sidecar, reader.path, rid, self.evaluation)
             detokenizer = await asyncio.to_thread(lambda: reader.detokenizer)
+            screen = SampleScreen(opened, sample_index, detokenizer, sidecar, cursor=position)
         except Exception as err:
             table.loading = False
             self.notify(str(err), severity="error", timeout=8)
             return
         table.loading = False
-        self.app.push_screen(SampleScreen(opened, sample_index, detokenizer, sidecar, cursor=position))
+        self.app.push_screen(screen)

@@ -28,6 +28,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
+from core.errors import MilesTuiError
 from core.resolve import FieldState
 from core.step import OpenStep
 from core.summary import SampleRow
@@ -438,7 +439,11 @@ class SampleScreen(Screen[None]):
         if not 0 <= index < len(members):
             self.notify(f"{'first' if step < 0 else 'last'} sample of group {group}", timeout=2)
             return
-        self.sample = _Sample.load(self.step, members[index], self.detokenizer)
+        try:
+            self.sample = _Sample.load(self.step, members[index], self.detokenizer)
+        except MilesTuiError as err:  # e.g. the sibling's token ids are unreadable
+            self.notify(str(err), severity="error", markup=False, timeout=8)
+            return
         self._show_sample()
         summary = self.step.summary
         self.post_message(self.SampleShown(summary.rollout_id, summary.evaluation, self.sample_index))

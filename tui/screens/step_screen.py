@@ -352,12 +352,13 @@ class StepScreen(MonitorScreen):
         try:
             opened = await self.miles.watcher.open(self.rollout_id, self.evaluation)
             sidecar = await asyncio.to_thread(read_sidecar, self.miles.reader.path, self.rollout_id, self.evaluation)
+            screen = SampleScreen(opened, sample_index, self.miles.reader.detokenizer, sidecar)
         except Exception as err:
             table.loading = False
             self.notify(str(err), severity="error", timeout=8)
             return
         table.loading = False
-        self.app.push_screen(SampleScreen(opened, sample_index, self.miles.reader.detokenizer, sidecar))
+        self.app.push_screen(screen)
 
     def action_back(self) -> None:
         if self.query_one("#filter", Input).display:
