@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import CorruptFileError
+from core.inert_text import inert
 from core.run import Run
 from core.run_dir import RunDir
 from core.step_summary import ROW_COLUMNS, StepSummary
@@ -142,7 +143,7 @@ def tokens_export(
 
 
 def rows_csv(document: dict[str, Any]) -> str:
-    """ROW columns of a step document as CSV, one line per sample (empty cell for null)."""
+    """ROW columns of a step document as CSV, one line per sample (empty cell for null; text made inert)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(ROW_COLUMNS)
@@ -155,6 +156,6 @@ def rows_csv(document: dict[str, Any]) -> str:
             elif isinstance(value, bool):
                 cells.append("true" if value else "false")
             else:
-                cells.append(str(value))
+                cells.append(inert(str(value)))
         writer.writerow(cells)
     return out.getvalue()

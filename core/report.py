@@ -16,6 +16,7 @@ from typing import Any
 
 from core.advisories import Advisory, Level, ordered, step_advisories, step_error, worst_level
 from core.errors import DumpLoadError, MilesTuiError, StillWritingError
+from core.inert_text import inert
 from core.run import Run
 from core.run_state import RunFollower
 from core.step import StepSummary
@@ -115,7 +116,7 @@ def _number(value: Any, digits: int = 3) -> str:
 
 
 def render_report(report: Report) -> str:
-    """The human text of a report."""
+    """The human text of a report; every line made inert (run names, messages and paths come from the run)."""
     lines = [f"run {report.run_name}  ({report.run_dir})"]
     steps = f"steps: {report.train_steps} train, {report.eval_steps} eval"
     if report.latest is not None:
@@ -136,4 +137,4 @@ def render_report(report: Report) -> str:
         lines.append("no advisories: nothing needs attention")
     for advisory in report.advisories:
         lines.append(f"[{advisory.level.label.upper()}] {advisory.code}: {advisory.message}")
-    return "\n".join(lines) + "\n"
+    return "".join(inert(line) + "\n" for line in lines)

@@ -4,6 +4,11 @@ The app owns the :class:`RunWatcher` (all reads of the run) and the
 :class:`RunModel` (what is known); workers post messages, handlers update the
 model and forward the message to every screen on the stack.
 
+Strings from the run are made inert where they become text
+(:func:`core.inert_text.inert`); the app adds :class:`InertLineFilter` to
+Textual's line filters, so a control character a view let through is removed
+from the drawn line before anything reaches the terminal.
+
 Once :meth:`MilesApp.exit` has begun (``q``), the app only winds down: keys and
 clicks already queued behind the ``q`` are dropped, and no action runs, no
 screen is pushed and no message is forwarded to a screen, so nothing mounts
@@ -15,19 +20,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.filter import LineFilter
 from textual.message import Message
 from textual.screen import Screen
 
 from core.advisories import Advisory, ordered
+from core.inert_text import inert
 from core.run import Run
 from core.telemetry_columns import TelemetryColumns
+from tui.inert_line_filter import InertLineFilter
 from tui.messages import (
     AdvisoriesChanged,
     FollowToggled,
@@ -79,6 +87,7 @@ class MilesApp(App[None]):
         """GPU/phase columns kept for the session, so the compute view converts records once."""
         self.exiting = False
         """Set by :meth:`exit`: from then on no input, action, screen push or forwarded message is handled."""
+        self._inert_filter = InertLineFilter()
 
     @property
     def reader(self) -> Run:
@@ -90,6 +99,10 @@ class MilesApp(App[None]):
         self.poll_now()
         if self.live:
             self.set_interval(self.poll_seconds, self.poll_now, name="poll")
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then :class:`InertLineFilter` (no control character reaches the terminal)."""
+        return [*super().get_line_filters(), self._inert_filter]
 
     def exit(self, result: None = None, return_code: int = 0, message: Any = None) -> None:
         """Begin exiting; what is still queued behind it is dropped (see the module docstring)."""
@@ -132,7 +145,7 @@ class MilesApp(App[None]):
                 result = await self.watcher.poll(summarize=True)
                 self._report(result)
         except Exception as err:  # the monitor keeps running whatever the filesystem does
-            self.notify(f"poll failed: {err}", severity="error", timeout=6)
+            self.notify(inert(f"poll failed: {err}"), severity="error", markup=False, timeout=6)
             return
         if result.pending:
             self.call_later(self.poll_now)
@@ -173,7 +186,7 @@ class MilesApp(App[None]):
         try:
             result = await self.watcher.poll_streams()
         except Exception as err:  # telemetry problems never stop the monitor
-            self.notify(f"telemetry poll failed: {err}", severity="warning", timeout=6)
+            self.notify(inert(f"telemetry poll failed: {err}"), severity="warning", markup=False, timeout=6)
             return
         self.stream_advisories = result.advisories
         self.stream_data_age = result.delta.data_age

@@ -20,6 +20,7 @@ from typing import Any
 from textual.app import App
 
 from core.export import clean, rows_csv
+from core.inert_text import inert
 from core.step_summary import ROW_COLUMNS, SampleRow
 from core.token_view import SERIES, TokenView, token_payload
 
@@ -31,13 +32,13 @@ TOKEN_COLUMNS: tuple[str, ...] = ("position", "response_position", "token_id", "
 
 
 def _cell(value: Any) -> str:
-    """One TSV cell: empty for None, true/false for booleans, tabs and newlines escaped."""
+    """One TSV cell: empty for None, true/false for booleans, tabs and newlines escaped, controls made inert."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     text = str(value)
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return inert(text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r"))
 
 
 def _tsv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

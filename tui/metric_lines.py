@@ -11,6 +11,7 @@ from typing import Literal
 
 from rich.text import Text
 
+from core.inert_text import inert
 from core.metric_view import PointAt
 from tui.formatting import MISSING
 from tui.widgets.metric_chart import ChartView, metric_value, step_label
@@ -47,7 +48,7 @@ def inspector_line(cursor: float | None, points: Mapping[str, PointAt | None]) -
     text.append(f"step {step_label(cursor)}", style="bold reverse")
     for key, point in points.items():
         text.append("  ")
-        text.append(key, style="dim")
+        text.append(inert(key), style="dim")
         text.append(" ")
         if point is None:
             text.append(MISSING, style="dim")

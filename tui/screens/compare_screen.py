@@ -32,6 +32,7 @@ from core.compare import (
     group_across_steps,
     group_of,
 )
+from core.inert_text import inert
 from core.step import StepSummary
 from core.summary import group_reward
 from tui.formatting import MISSING, number, percent
@@ -209,7 +210,7 @@ def trace_rows(trace: tuple[GroupInStep, ...], a: int, b: int, evaluation: bool)
                         Text(str(row.response_length)),
                         Text.styled("yes" if row.truncated else "no", "yellow" if row.truncated else "dim"),
                         Text(number(row.staleness)),
-                        Text.styled(row.status or MISSING, "" if row.status == "completed" else "yellow"),
+                        Text.styled(inert(row.status or MISSING), "" if row.status == "completed" else "yellow"),
                     ),
                     "dim" if row.remove_sample else "",
                 )
@@ -411,7 +412,7 @@ class CompareScreen(MonitorScreen):
             screen = SampleScreen(opened, sample_index, detokenizer, sidecar)
         except Exception as err:
             table.loading = False
-            self.notify(str(err), severity="error", timeout=8)
+            self.notify(inert(str(err)), severity="error", markup=False, timeout=8)
             return
         table.loading = False
         self.app.push_screen(screen)

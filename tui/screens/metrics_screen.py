@@ -24,6 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical, VerticalScroll
 from textual.widgets import Footer, Input, Label, Static
 
+from core.inert_text import inert
 from core.metric_view import (
     SMOOTHING_LEVELS,
     FloatArray,
@@ -129,7 +130,7 @@ class MetricsScreen(MonitorScreen):
             for chart in charts:
                 chart.set_reactive(MetricChart.cursor, self.cursor)
             self.charts.update(zip(keys, charts, strict=True))
-            title = Label(f"{name} · {len(keys)}", classes="category-title")
+            title = Label(Text(f"{inert(name)} · {len(keys)}"), classes="category-title")
             sections.append(Vertical(title, Grid(*charts, classes="category-grid"), classes="category"))
         await container.mount_all(sections)
         self._apply_filter()

@@ -24,6 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Footer, Label, ProgressBar, Tab, Tabs
 
+from core.inert_text import inert
 from core.outliers import (
     KINDS,
     LAST_STEPS,
@@ -122,7 +123,7 @@ def _sample_stat(outlier: TokenOutlier | SampleOutlier) -> float | None:
 
 def _figures(outlier: TokenOutlier | SampleOutlier) -> tuple[Text, ...]:
     row = outlier.row
-    status = Text.styled(row.status or MISSING, "" if row.status == "completed" else "yellow")
+    status = Text.styled(inert(row.status or MISSING), "" if row.status == "completed" else "yellow")
     if row.remove_sample:
         status.append("✗", style="red")
     return (
@@ -351,7 +352,7 @@ class OutlierScreen(MonitorScreen):
             text.append(f" · top {shown} of {population:,} {what}")
         for rid in steps:
             if rid in self.failures:
-                text.append(f"\n✗ step {rid}: {self.failures[rid]}", style="red")
+                text.append(f"\n✗ step {rid}: {inert(self.failures[rid])}", style="red")
         self.query_one("#title", Label).update(text)
 
     @on(StepsChanged)
@@ -436,7 +437,7 @@ class OutlierScreen(MonitorScreen):
             screen = SampleScreen(opened, sample_index, detokenizer, sidecar, cursor=position)
         except Exception as err:
             table.loading = False
-            self.notify(str(err), severity="error", timeout=8)
+            self.notify(inert(str(err)), severity="error", markup=False, timeout=8)
             return
         table.loading = False
         self.app.push_screen(screen)

@@ -29,6 +29,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
 from core.errors import MilesTuiError
+from core.inert_text import inert
 from core.resolve import FieldState
 from core.step import OpenStep
 from core.summary import SampleRow
@@ -346,7 +347,7 @@ class SampleScreen(Screen[None]):
             parts.append("\n")
             parts += _context(sample.texts, view.prompt_length, position, view.trained(), self.size.width - 2)
         elif self.detokenizer is not None and self.detokenizer.status.reason:
-            parts += ["\n", (self.detokenizer.status.reason, "$text-muted")]
+            parts += ["\n", (inert(self.detokenizer.status.reason), "$text-muted")]
         rows = self._value_rows()
         unreadable = [SHORT_LABELS[n] for n in SERIES if view.states[n] is FieldState.UNREADABLE]
         for index in range(max(len(rows), 1 if unreadable else 0)):
@@ -442,7 +443,7 @@ class SampleScreen(Screen[None]):
         try:
             self.sample = _Sample.load(self.step, members[index], self.detokenizer)
         except MilesTuiError as err:  # e.g. the sibling's token ids are unreadable
-            self.notify(str(err), severity="error", markup=False, timeout=8)
+            self.notify(inert(str(err)), severity="error", markup=False, timeout=8)
             return
         self._show_sample()
         summary = self.step.summary
@@ -498,7 +499,7 @@ def _chips(step: OpenStep, sample: _Sample) -> list[tuple[str, str]]:
             + (f" {members.index(row.sample_index) + 1}/{len(members)}" if row.group_index is not None else ""),
             "",
         ),
-        (row.status or MISSING, status_style),
+        (inert(row.status or MISSING), status_style),
         (f"reward {number(row.reward)}", ""),
         (f"staleness {MISSING if row.staleness is None else row.staleness}", ""),
         (version_span(row) + (" mixed" if row.mixed_version else ""), "$text-warning" if row.mixed_version else ""),
@@ -561,7 +562,7 @@ def _conversation_widgets(conversation: Conversation | None) -> list[Static]:
         return [Static("this run recorded no conversation for this sample", classes="no-conversation")]
     header = Content.assemble(
         ("recorded conversation", "bold"),
-        f" · status {conversation.status or MISSING} · reward {conversation.reward!r}"
+        f" · status {inert(conversation.status or MISSING)} · reward {inert(repr(conversation.reward))}"
         f" · {len(conversation.messages)} messages",
     )
     widgets = [Static(header, classes="conversation-header")]
@@ -573,13 +574,15 @@ def _conversation_widgets(conversation: Conversation | None) -> list[Static]:
 def _message_widget(message: ChatMessage) -> Static:
     parts: list[str | tuple[str, str]] = []
     if message.reasoning_content:
-        parts += [("reasoning: ", "italic $text-muted"), (message.reasoning_content + "\n", "italic $text-muted")]
-    parts.append(message.content)
+        reasoning = inert(message.reasoning_content, multiline=True)
+        parts += [("reasoning: ", "italic $text-muted"), (reasoning + "\n", "italic $text-muted")]
+    parts.append(inert(message.content, multiline=True))
     for call in message.tool_calls:
         inner = call.get("function")
         function = inner if isinstance(inner, Mapping) else call  # OpenAI style nests name/arguments
-        parts.append((f"\n→ {function.get('name', '?')}({function.get('arguments', '')})", "$text-accent"))
+        call_text = inert(f"{function.get('name', '?')}({function.get('arguments', '')})", multiline=True)
+        parts.append((f"\n→ {call_text}", "$text-accent"))
     role_class = "".join(c if c.isalnum() else "-" for c in message.role.lower())
     widget = Static(Content.assemble(*parts), classes=f"message -{role_class}")
-    widget.border_title = Content(message.role + (f" · {message.name}" if message.name else ""))  # not markup
+    widget.border_title = Content(inert(message.role + (f" · {message.name}" if message.name else "")))  # not markup
     return widget

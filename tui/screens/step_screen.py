@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Label
 
+from core.inert_text import inert
 from core.step import StepSummary
 from core.summary import GroupRow, SampleRow
 from tui.formatting import MISSING, number, percent, version_span
@@ -81,7 +82,7 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool
     group = Text(MISSING if row.group_index is None else str(row.group_index))
     if row.group_index in zero_std_groups:
         group.append(" 0σ", style="yellow")
-    status = Text(row.status or MISSING, style=STATUS_STYLE.get(row.status or "", ""))
+    status = Text(inert(row.status or MISSING), style=STATUS_STYLE.get(row.status or "", ""))
     if row.remove_sample:
         status.append("✗", style="red")
     if row.alignment_failed and pending:
@@ -212,6 +213,7 @@ class StepScreen(MonitorScreen):
         self._show(summary)
 
     def _show_failure(self, message: str, still_writing: bool) -> None:
+        message = inert(message)
         table = self.query_one("#samples", VirtualTable)
         table.placeholder = ("⏳ " if still_writing else "✗ ") + message
         table.set_rows([])
@@ -247,7 +249,7 @@ class StepScreen(MonitorScreen):
             text.append(" · still being written: fills in when complete", style="yellow")
         for problem in summary.problems:
             if problem.kind.value != "still_writing":
-                text.append(f"\n✗ {problem.message}", style="red")
+                text.append(f"\n✗ {inert(problem.message)}", style="red")
         self.query_one("#step-title", Label).update(text)
 
     def _render_rows(self) -> None:
@@ -355,7 +357,7 @@ class StepScreen(MonitorScreen):
             screen = SampleScreen(opened, sample_index, self.miles.reader.detokenizer, sidecar)
         except Exception as err:
             table.loading = False
-            self.notify(str(err), severity="error", timeout=8)
+            self.notify(inert(str(err)), severity="error", markup=False, timeout=8)
             return
         table.loading = False
         self.app.push_screen(screen)
