@@ -169,7 +169,7 @@ def open_step(files: StepFiles, now: float, load: Loader = RunDir.load) -> OpenS
         if index in rollout.bad_fields:
             row = replace(row, alignment_failed=True)
             described = ", ".join(p.describe() for p in rollout.bad_fields[index])
-            reasons.append((index, f"the sample is unreadable in {files.rollout.path.name}: {described}"))
+            reasons.append((index, f"its rollout record is unreadable ({files.rollout.path.name}: {described})"))
         elif index in unreadable:
             row = replace(row, alignment_failed=True)
             reasons.append((index, f"its train data is in a file that failed to load: {failed_names}"))
