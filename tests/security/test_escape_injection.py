@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -210,10 +209,10 @@ async def test_the_line_filter_catches_a_string_no_view_made_inert(demo_run: Pat
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_tmux_gets_no_paste_buffer_no_title_and_a_visible_escape(hostile: Path, tmp_path: Path) -> None:
     """A private tmux server with set-clipboard on: an OSC 52 from the app would create a paste buffer."""
-    socket = f"miles-tui-esc-{uuid.uuid4().hex[:8]}"
+    socket = str(tmp_path / "tmux.sock")  # a private server (and no socket file left in /tmp/tmux-UID)
 
     def tmux(*args: str) -> str:
-        done = subprocess.run(["tmux", "-L", socket, "-f", "/dev/null", *args], check=False, capture_output=True)
+        done = subprocess.run(["tmux", "-S", socket, "-f", "/dev/null", *args], check=False, capture_output=True)
         return done.stdout.decode(errors="replace")
 
     def wait_for(text: str) -> str:

@@ -6,7 +6,6 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -53,10 +52,10 @@ async def test_no_screen_is_pushed_once_exit_has_begun(demo_run: Path) -> None:
 @pytest.mark.parametrize("second", ["u", "m", "Enter"])
 def test_typing_q_and_a_key_at_once_in_a_terminal_exits_cleanly(demo_run: Path, tmp_path: Path, second: str) -> None:
     """The real thing: tmux types ``q`` and a second key in one write, as a fast typist does."""
-    socket = f"miles-tui-quit-{uuid.uuid4().hex[:8]}"
+    socket = str(tmp_path / "tmux.sock")  # a private server (and no socket file left in /tmp/tmux-UID)
 
     def tmux(*args: str) -> str:
-        done = subprocess.run(["tmux", "-L", socket, "-f", "/dev/null", *args], check=False, capture_output=True)
+        done = subprocess.run(["tmux", "-S", socket, "-f", "/dev/null", *args], check=False, capture_output=True)
         return done.stdout.decode(errors="replace")
 
     def wait_for(text: str) -> str:
