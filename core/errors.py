@@ -14,12 +14,15 @@
 
 Each error carries the path it is about (and a byte offset where one applies)
 and says what the user can do, so a caller can print ``str(err)`` as the one
-line a user sees. Core never prints; the CLI and the app decide how to show it.
+line a user sees: it is made inert (:func:`miles_tui.core.inert_text.inert`), since file
+names and quoted values come from the run. Core never prints; the CLI and the app decide how to show it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from miles_tui.core.inert_text import inert
 
 
 class MilesTuiError(Exception):
@@ -41,7 +44,7 @@ class MilesTuiError(Exception):
             if self.offset is not None:
                 where += f" (byte {self.offset})"
             where += ": "
-        return f"{where}{self.message}"
+        return inert(f"{where}{self.message}")
 
 
 class RunDirError(MilesTuiError):

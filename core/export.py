@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.run_dir import RunDir
 from miles_tui.core.dump.step_summary import ROW_COLUMNS, StepSummary
-from miles_tui.core.errors import MetricNotFoundError, StepNotFoundError
+from miles_tui.core.errors import CorruptFileError, MetricNotFoundError, StepNotFoundError
+from miles_tui.core.inert_text import inert
 
 if TYPE_CHECKING:
     from miles_tui.core.dump.step import OpenStep
@@ -93,8 +94,8 @@ def _problems(summary: StepSummary) -> list[dict[str, Any]]:
     return [{"file": str(p.path), "kind": p.kind.value, "message": p.message} for p in summary.problems]
 
 
-def _per_token(opened: OpenStep, sample_index: int) -> dict[str, Any]:
-    """A sample's loss mask and resolved per-token arrays, as lists (None: blank)."""
+def _per_token(opened: OpenStep, sample_index: int, problems: list[dict[str, Any]]) -> dict[str, Any]:
+    """A sample's loss mask and resolved per-token arrays, as lists (None: blank; unreadable: also a problem)."""
     from miles_tui.core.dump.resolve import PER_TOKEN_FIELDS
 
     train = opened.train_rows.get(sample_index)
@@ -102,7 +103,14 @@ def _per_token(opened: OpenStep, sample_index: int) -> dict[str, Any]:
     if train is not None and train.loss_mask is not None:
         mask = train.loss_mask.tolist()
     elif opened.sample(sample_index).get("loss_mask") is not None:
-        mask = [int(m) for m in opened.sample(sample_index)["loss_mask"]]
+        import numpy as np
+
+        from miles_tui.core.dump.token_view import sample_array
+
+        try:
+            mask = sample_array(opened, sample_index, "loss_mask", np.int64).tolist()
+        except CorruptFileError as err:  # that sample's mask only: the rest of the step goes on
+            problems.append({"file": str(err.path), "kind": "corrupt", "message": str(err)})
     values: dict[str, Any] = {"loss_mask": mask}
     for name in PER_TOKEN_FIELDS:
         array = None if train is None else train.per_token.get(name)
@@ -118,10 +126,11 @@ def step_export(run: Run, rollout_id: int, evaluation: bool, now: float, per_tok
     else:
         summary = run.summary(rollout_id, evaluation, now)
     samples = []
+    problems = _problems(summary)
     for row in summary.rows:
         record = row.to_dict()
         if per_token:
-            record["per_token"] = _per_token(opened, row.sample_index)
+            record["per_token"] = _per_token(opened, row.sample_index, problems)
         samples.append(record)
     document: dict[str, Any] = clean(
         {
@@ -131,7 +140,7 @@ def step_export(run: Run, rollout_id: int, evaluation: bool, now: float, per_tok
             "groups": [g.to_dict() for g in summary.groups],
             "aggregate": summary.aggregate.to_dict(),
             "complete": summary.complete,
-            "problems": _problems(summary),
+            "problems": problems,
         }
     )
     return document
@@ -200,7 +209,7 @@ def conversation_export(run: Run, rollout_id: int, evaluation: bool, sample_inde
 
 
 def rows_csv(document: dict[str, Any]) -> str:
-    """ROW columns of a step document as CSV, one line per sample (empty cell for null)."""
+    """ROW columns of a step document as CSV, one line per sample (empty cell for null; text made inert)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(ROW_COLUMNS)
@@ -213,6 +222,6 @@ def rows_csv(document: dict[str, Any]) -> str:
             elif isinstance(value, bool):
                 cells.append("true" if value else "false")
             else:
-                cells.append(str(value))
+                cells.append(inert(str(value)))
         writer.writerow(cells)
     return out.getvalue()

@@ -23,6 +23,7 @@ from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.step import StepSummary
 from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError
 from miles_tui.core.follow import RunFollower
+from miles_tui.core.inert_text import inert
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def _number(value: Any, digits: int = 3) -> str:
 
 
 def render_report(report: Report) -> str:
-    """The human text of a report."""
+    """The human text of a report; every line made inert (run names, messages and paths come from the run)."""
     lines = [f"run {report.run_name}  ({report.run_dir})"]
     steps = f"steps: {report.train_steps} train, {report.eval_steps} eval"
     if report.latest is not None:
@@ -145,4 +146,4 @@ def render_report(report: Report) -> str:
         lines.append("no advisories: nothing needs attention")
     for advisory in report.advisories:
         lines.append(f"[{advisory.level.label.upper()}] {advisory.code}: {advisory.message}")
-    return "\n".join(lines) + "\n"
+    return "".join(inert(line) + "\n" for line in lines)

@@ -3,19 +3,31 @@
 The app owns the :class:`RunWatcher` (all reads of the run) and the
 :class:`RunModel` (what is known); workers post messages, handlers update the
 model and forward the message to every screen on the stack.
+
+Strings from the run are made inert where they become text
+(:func:`miles_tui.core.inert_text.inert`); the app adds :class:`InertLineFilter` to
+Textual's line filters, so a control character a view let through is removed
+from the drawn line before anything reaches the terminal.
+
+Once :meth:`MilesApp.exit` has begun (``q``), the app only winds down: keys and
+clicks already queued behind the ``q`` are dropped, and no action runs, no
+screen is pushed and no message is forwarded to a screen, so nothing mounts
+into an app being torn down (typing ``qu`` quickly used to push the GPUs screen
+mid-teardown: a traceback and exit status 1).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.filter import LineFilter
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
@@ -24,8 +36,10 @@ from textual.widget import Widget
 from miles_tui.core.analysis.advisories import Advisory, Level, ordered
 from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.step import OpenStep
+from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
 from miles_tui.tui.commands import RunCommands
+from miles_tui.tui.inert_line_filter import InertLineFilter
 from miles_tui.tui.messages import (
     AdvisoriesChanged,
     FollowToggled,
@@ -87,6 +101,9 @@ class MilesApp(App[None]):
         self.stream_data_age: float | None = None
         self.telemetry_columns = TelemetryColumns(self.watcher.follower.dashboard)
         """GPU/phase columns kept for the session, so the compute view converts records once."""
+        self.exiting = False
+        """Set by :meth:`exit`: from then on no input, action, screen push or forwarded message is handled."""
+        self._inert_filter = InertLineFilter()
 
     @property
     def reader(self) -> Run:
@@ -100,6 +117,35 @@ class MilesApp(App[None]):
         self.poll_now()
         if self.live:
             self._poll_timer = self.set_interval(self.poll_seconds, self.poll_now, name="poll")
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then :class:`InertLineFilter` (no control character reaches the terminal)."""
+        return [*super().get_line_filters(), self._inert_filter]
+
+    def exit(self, result: None = None, return_code: int = 0, message: Any = None) -> None:
+        """Begin exiting; what is still queued behind it is dropped (see the module docstring)."""
+        self.exiting = True
+        super().exit(result, return_code, message)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Drop keys and clicks that arrive once exit has begun (``q`` then ``u`` typed quickly)."""
+        if self.exiting and isinstance(event, events.InputEvent):
+            return
+        await super().on_event(event)
+
+    async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
+        """Run an action, unless exit has begun."""
+        if self.exiting:
+            return False
+        return await super().run_action(action, default_namespace, namespaces)
+
+    def push_screen(self, *args: Any, **kwargs: Any) -> Any:
+        """Push a screen, unless exit has begun (then nothing mounts; the awaitable is already done)."""
+        if self.exiting:
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
+        return super().push_screen(*args, **kwargs)
 
     def poll_now(self) -> None:
         """Start a poll unless one is already running."""
@@ -117,7 +163,7 @@ class MilesApp(App[None]):
                 result = await self.watcher.poll(summarize=True)
                 self._report(result)
         except Exception as err:  # the monitor keeps running whatever the filesystem does
-            self.notify(f"poll failed: {err}", severity="error", timeout=6)
+            self.notify(inert(f"poll failed: {err}"), severity="error", markup=False, timeout=6)
             return
         if result.pending:
             self.call_later(self.poll_now)
@@ -159,7 +205,7 @@ class MilesApp(App[None]):
         try:
             result = await self.watcher.poll_streams()
         except Exception as err:  # telemetry problems never stop the monitor
-            self.notify(f"telemetry poll failed: {err}", severity="warning", timeout=6)
+            self.notify(inert(f"telemetry poll failed: {err}"), severity="warning", markup=False, timeout=6)
             return
         self.stream_advisories = result.advisories
         self._sources_reported.add("streams")
@@ -172,6 +218,8 @@ class MilesApp(App[None]):
 
     def _forward(self, message: Message) -> None:
         # The default blank screen under ours never needs them (and would pass them on).
+        if self.exiting:
+            return
         for screen in self.screen_stack:
             if type(screen) is not Screen:
                 screen.post_message(message)
@@ -269,19 +317,17 @@ class MilesApp(App[None]):
                 busy.loading = True
         try:
             context = await self.watcher.sample_context(rollout_id, evaluation, sample_index, cursor)
+            shown = context.step, context.sample_index, context.detokenizer, context.sidecar
+            screen = SampleScreen(*shown, cursor=context.cursor)
         except asyncio.CancelledError:
             raise
         except Exception as err:  # a bad file or a vanished sample: say so, keep the current screen
-            self.notify(str(err), severity="error", timeout=8)
+            self.notify(inert(str(err)), severity="error", markup=False, timeout=8)
             return
         finally:
             if busy is not None:
                 busy.loading = False
-        self.push_screen(
-            SampleScreen(
-                context.step, context.sample_index, context.detokenizer, context.sidecar, cursor=context.cursor
-            )
-        )
+        self.push_screen(screen)
 
     # -- navigation the palette and the screens share -----------------------------------
 

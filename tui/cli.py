@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from miles_tui.core.errors import MilesTuiError, RunDirError, StillWritingError
+from miles_tui.core.inert_text import inert
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -171,10 +172,10 @@ def _emit(document: Any) -> None:
 def _warn_problems(document: dict[str, Any]) -> None:
     for problem in document.get("problems", []):
         if problem["kind"] == "still_writing":
-            print(f"miles-tui: note: {problem['message']}", file=sys.stderr)
+            print(inert(f"miles-tui: note: {problem['message']}"), file=sys.stderr)
         else:
             print(
-                f"miles-tui: warning: {problem['message']}; samples it held are marked alignment_failed",
+                inert(f"miles-tui: warning: {problem['message']}; samples it held are marked alignment_failed"),
                 file=sys.stderr,
             )
 
@@ -267,7 +268,7 @@ def run_report(args: argparse.Namespace) -> int:
     try:
         report = build_report(Path(args.run_dir), time.time(), low_mfu_threshold=_low_mfu_threshold(args))
     except RunDirError as err:
-        print(f"miles-tui: {err}", file=sys.stderr)
+        print(inert(f"miles-tui: {err}"), file=sys.stderr)
         return 3
     if args.json:
         _emit(report.to_dict())
@@ -289,12 +290,12 @@ def _guarded(action: Callable[[argparse.Namespace], int], args: argparse.Namespa
         print(f"{prog}: error: {err} (see {prog} --help)", file=sys.stderr)
         return EXIT_ERROR
     except StillWritingError as err:
-        print(f"miles-tui: {err}", file=sys.stderr)
+        print(inert(f"miles-tui: {err}"), file=sys.stderr)
         return EXIT_STILL_WRITING
     except MilesTuiError as err:
         if args.debug:
             traceback.print_exc()
-        print(f"miles-tui: {err}", file=sys.stderr)
+        print(inert(f"miles-tui: {err}"), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
@@ -304,7 +305,7 @@ def _guarded(action: Callable[[argparse.Namespace], int], args: argparse.Namespa
         if args.debug:
             traceback.print_exc()
         print(
-            f"miles-tui: internal error: {type(err).__name__}: {err} (rerun with --debug and report it)",
+            inert(f"miles-tui: internal error: {type(err).__name__}: {err} (rerun with --debug and report it)"),
             file=sys.stderr,
         )
         return EXIT_ERROR

@@ -22,6 +22,7 @@ from textual.app import App
 from miles_tui.core.dump.step_summary import ROW_COLUMNS, SampleRow
 from miles_tui.core.dump.token_view import SERIES, TokenView, token_payload
 from miles_tui.core.export import clean, rows_csv
+from miles_tui.core.inert_text import inert
 
 LARGE_COPY = 100_000
 """Characters above which a copy may be cut by the terminal: OSC 52 limits vary (tmux, some terminals)."""
@@ -31,13 +32,13 @@ TOKEN_COLUMNS: tuple[str, ...] = ("position", "response_position", "token_id", "
 
 
 def _cell(value: Any) -> str:
-    """One TSV cell: empty for None, true/false for booleans, tabs and newlines escaped."""
+    """One TSV cell: empty for None, true/false for booleans, tabs and newlines escaped, controls made inert."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     text = str(value)
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return inert(text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r"))
 
 
 def _tsv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

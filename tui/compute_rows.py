@@ -18,6 +18,7 @@ from rich.style import Style
 from rich.text import Text
 
 from miles_tui.core.analysis.compute_view import ComputeView, FleetSummary, LaneHealth, Liveness
+from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry.gpu_samples import Lane
 from miles_tui.core.telemetry.phase_bands import PhaseBand
 from miles_tui.tui.formatting import MISSING, age
@@ -45,8 +46,8 @@ LIVENESS_STYLE: Final = {Liveness.DEAD: "bold red", Liveness.NEVER: "bold red", 
 
 
 def lane_label(lane: Lane) -> str:
-    """``node:gpu``."""
-    return f"{lane[0]}:{lane[1]}"
+    """``node:gpu`` (the node name as the run wrote it, made inert)."""
+    return inert(f"{lane[0]}:{lane[1]}")
 
 
 def memory(mem_mb: float) -> str:
@@ -116,11 +117,12 @@ def phase_styles(name: str, index: int) -> tuple[Style, ...]:
 
 def phase_row(band: PhaseBand, index: int) -> HeatRow:
     """``name  [share of each bin]  role ×ranks (open)``."""
-    suffix = Text(f"{band.role or '?'} ×{len(band.ranks)}", style="dim")
+    suffix = Text(f"{inert(band.role or '?')} ×{len(band.ranks)}", style="dim")
     if band.open:
         suffix.append(f"  {band.open} open", style="cyan")
     share = np.where(band.share > 0, band.share, np.nan)  # not in the phase at all: blank, not a low bar
-    return HeatRow(("phase", band.role, band.name), Text(band.name), share, suffix, 1.0, phase_styles(band.name, index))
+    label = Text(inert(band.name))
+    return HeatRow(("phase", band.role, band.name), label, share, suffix, 1.0, phase_styles(band.name, index))
 
 
 def fleet_rows(fleet: FleetSummary) -> list[HeatRow]:
@@ -175,7 +177,7 @@ def title(view: ComputeView, picked: str) -> Text:
         text.append(f" (ends at the last sample, {age(view.now - view.grid.bins.until)} ago)", style="yellow")
     dead = view.dead_nodes()
     if dead:
-        worst = ", ".join(f"{node} ({n} GPU{'s' if n != 1 else ''})" for node, n in list(dead.items())[:3])
+        worst = ", ".join(f"{inert(str(node))} ({n} GPU{'s' if n != 1 else ''})" for node, n in list(dead.items())[:3])
         more = f" +{len(dead) - 3} more" if len(dead) > 3 else ""
         text.append(" · ")
         text.append(f"DEAD: {worst}{more}", style=ALARM)
@@ -185,5 +187,5 @@ def title(view: ComputeView, picked: str) -> Text:
     text.append(f" · {len(grid.lanes)} GPUs on {nodes} node{'s' if nodes != 1 else ''}")
     if view.interval:
         text.append(f" · every {short_span(view.interval)}")
-    text.append(f" · {picked}", style="dim")
+    text.append(f" · {inert(picked)}", style="dim")
     return text

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from miles_tui.core.analysis.advisories import Level
 from miles_tui.core.dump.summary import SampleRow
+from miles_tui.core.inert_text import inert
 
 MISSING = "–"
 
@@ -36,10 +37,10 @@ def percent(value: float | None) -> str:
 
 
 def version_span(row: SampleRow) -> str:
-    """The sample's weight versions: ``v5``, or ``v3–v5`` when it spans several."""
+    """The sample's weight versions: ``v5``, or ``v3–v5`` when it spans several (as written, made inert)."""
     if row.weight_version is None:
         return MISSING
-    last = row.weight_version
+    last = inert(row.weight_version)
     label_last = f"v{last}" if last.lstrip("+-").isdigit() else (last or "''")
     if row.mixed_version and row.weight_version_min is not None and str(row.weight_version_min) != last:
         return f"v{row.weight_version_min}–{label_last}"

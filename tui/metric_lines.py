@@ -12,6 +12,7 @@ from typing import Literal
 from rich.text import Text
 
 from miles_tui.core.analysis.metric_view import PointAt
+from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING
 from miles_tui.tui.widgets.metric_chart import ChartView, metric_value, step_label
 
@@ -47,7 +48,7 @@ def inspector_line(cursor: float | None, points: Mapping[str, PointAt | None]) -
     text.append(f"step {step_label(cursor)}", style="bold reverse")
     for key, point in points.items():
         text.append("  ")
-        text.append(key, style="dim")
+        text.append(inert(key), style="dim")
         text.append(" ")
         if point is None:
             text.append(MISSING, style="dim")

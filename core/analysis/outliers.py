@@ -34,6 +34,7 @@ import numpy.typing as npt
 from miles_tui.core.dump.step import OpenStep
 from miles_tui.core.dump.step_summary import SampleRow, StepSummary
 from miles_tui.core.dump.token_view import token_view
+from miles_tui.core.errors import CorruptFileError
 
 TOP_K = 200
 """Tokens kept per kind and step (and in a merged ranking)."""
@@ -128,7 +129,7 @@ def _one_sample_step(step: OpenStep, rollout_position: int) -> OpenStep:
     train = step.train_rows.get(row.sample_index)
     trains = {} if train is None else {row.sample_index: train}
     summary = replace(step.summary, rows=(row,), groups=(), alignment_reasons=())
-    return OpenStep(summary, (step.samples[rollout_position],), trains, step.unreadable)
+    return OpenStep(summary, (step.samples[rollout_position],), trains, step.unreadable, step.rollout_path)
 
 
 def _top(scores: FloatArray, limit: int) -> IntArray:
@@ -221,7 +222,10 @@ def _rankings(step: OpenStep, rollout_positions: Iterable[int], limit: int) -> d
         sample_index = step.summary.rows[rollout_position].sample_index
         if sample_index not in step.train_rows:
             continue
-        view = token_view(_one_sample_step(step, rollout_position), sample_index)
+        try:
+            view = token_view(_one_sample_step(step, rollout_position), sample_index)
+        except CorruptFileError:
+            continue  # its token ids are unreadable: the step's problems say so; nothing to rank
         diff = view.masked("lp_diff")  # NaN at loss-masked positions: those are never ranked
         ratio = view.masked("imp_ratio")
         if diff is not None and ratio is not None:

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core.dump.cp import QkvFormat, RankRanges, group_ranges, place_slices, widths_match
+from miles_tui.core.dump.record_schema import check_shard
 from miles_tui.core.errors import CorruptFileError, InconsistentDumpError
 
 PER_TOKEN_FIELDS = (
@@ -83,13 +84,10 @@ class Shard:
 
     @staticmethod
     def from_payload(path: Path, rank: int, payload: Any) -> Shard:
-        """Validate a loaded train file's shape and index its rows."""
-        if not isinstance(payload, dict) or not isinstance(payload.get("rollout_data"), dict):
-            raise CorruptFileError("not a train shard: expected a dict with a 'rollout_data' dict", path)
+        """Validate a loaded train file's fields (:func:`check_shard`) and index its rows."""
+        check_shard(payload, path)
         columns = payload["rollout_data"]
-        indices = columns.get("sample_indices")
-        if indices is None:
-            raise CorruptFileError("train shard without a 'sample_indices' column", path)
+        indices = columns["sample_indices"]
         row_of: dict[int, int] = {}
         for row, index in enumerate(_as_list(indices)):
             row_of.setdefault(int(index), row)

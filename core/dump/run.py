@@ -22,11 +22,11 @@ from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepF
 from miles_tui.core.dump.step_summary import ProblemKind, StepSummary
 from miles_tui.core.dump.summary_cache import load_summary, store_summary
 from miles_tui.core.dump.tokenizer import Detokenizer
-from miles_tui.core.dump.trajectory import Sidecar, read_sidecar
 from miles_tui.core.errors import MilesTuiError, StepNotFoundError, StillWritingError
 
 if TYPE_CHECKING:
     from miles_tui.core.dump.step import OpenStep
+    from miles_tui.core.dump.trajectory import Sidecar
 
 
 SHARD_CACHE_FILES = 64
@@ -208,6 +208,8 @@ class Run:
         """One sample with all a sample view shows; ``cursor`` may be computed from the open step."""
         step = self.open(rollout_id, evaluation, now)
         step.position_of(sample_index)  # a clear error for a sample the step does not have
+        from miles_tui.core.dump.trajectory import read_sidecar  # numpy: not on the warm export path
+
         position = cursor(step) if callable(cursor) else cursor
         sidecar = read_sidecar(self.path, rollout_id, evaluation)
         return SampleContext(step, sample_index, sidecar, self.detokenizer, position)

@@ -8,7 +8,10 @@ with values at loss-masked positions set to NaN-free *None* in the payload
 token positions cut ids and the response overlap consistently;
 ``response_offset`` (where the response starts within the window's ids) is
 clamped to the number of ids returned (miles' rule), so a window that ends
-inside the prompt has ``response_offset == len(token_ids)``.
+inside the prompt has ``response_offset == len(token_ids)``. A sample whose
+token ids do not cover its response (missing or unreadable ``tokens``) has no
+view: :class:`CorruptFileError` naming the rollout file, never a negative
+prompt length.
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from miles_tui.core.dump.record_schema import SAMPLE_FIELDS, FieldTypeError, field_array
 from miles_tui.core.dump.resolve import PER_TOKEN_FIELDS, FieldState
 from miles_tui.core.dump.step import OpenStep
 from miles_tui.core.dump.tokenizer import Detokenizer
-from miles_tui.core.errors import StepNotFoundError
+from miles_tui.core.errors import CorruptFileError, StepNotFoundError
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -97,21 +101,41 @@ class TokenView:
         return order[~np.isnan(magnitude[order])].astype(np.int64)
 
 
+def sample_array(step: OpenStep, sample_index: int, name: str, dtype: type[np.generic]) -> npt.NDArray[Any]:
+    """A per-token list of a rollout sample, its elements checked (missing: empty)."""
+    value = step.sample(sample_index).get(name)
+    if value is None:
+        return np.zeros(0, dtype=dtype)
+    try:
+        return field_array(name, value, SAMPLE_FIELDS[name], dtype)
+    except FieldTypeError as err:
+        raise CorruptFileError(
+            f"sample {sample_index} of step {step.summary.rollout_id} is unreadable: {err}", step.rollout_path
+        ) from None
+
+
 def token_view(step: OpenStep, sample_index: int) -> TokenView:
     """Build the token view of one sample of an open step."""
     sample = step.sample(sample_index)
-    tokens: list[int] = np.asarray(sample.get("tokens") or [], dtype=np.int64).tolist()
+    tokens: list[int] = sample_array(step, sample_index, "tokens", np.int64).tolist()
     train = step.train_rows.get(sample_index)
     row = step.row(sample_index)
     response_length = train.response_length if train is not None else row.response_length
     if train is not None and train.total_length != len(tokens):
         tokens = tokens[: train.total_length]
+    if len(tokens) < response_length:
+        reason = step.summary.alignment_reason(sample_index)
+        raise CorruptFileError(
+            f"sample {sample_index} of step {step.summary.rollout_id} has {len(tokens)} token ids for a "
+            f"{response_length}-token response, so its tokens cannot be shown" + (f" ({reason})" if reason else ""),
+            step.rollout_path,
+        )
     prompt_length = len(tokens) - response_length
     loss_mask = None
     if train is not None and train.loss_mask is not None:
         loss_mask = train.loss_mask
     elif sample.get("loss_mask") is not None:
-        candidate = np.asarray(sample["loss_mask"], dtype=np.int64).reshape(-1)
+        candidate = sample_array(step, sample_index, "loss_mask", np.int64)
         loss_mask = candidate if len(candidate) == response_length else None
 
     fields: dict[str, FloatArray | None] = {}
@@ -119,7 +143,7 @@ def token_view(step: OpenStep, sample_index: int) -> TokenView:
         fields[name] = train.per_token.get(name) if train is not None else None
     rollout = fields["rollout_log_probs"]
     if rollout is None and sample.get("rollout_log_probs") is not None:
-        candidate_lp = np.asarray(sample["rollout_log_probs"], dtype=np.float64).reshape(-1)
+        candidate_lp = sample_array(step, sample_index, "rollout_log_probs", np.float64)
         rollout = candidate_lp if len(candidate_lp) == response_length else None
     log_probs = fields["log_probs"]
     diff = log_probs - rollout if log_probs is not None and rollout is not None else None

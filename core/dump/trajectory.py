@@ -8,6 +8,9 @@ run recorded no conversations (an empty result, not an error).
 ``{"function": {"name", "arguments"}}`` or a flat ``{"name", "arguments"}``);
 :func:`conversation_document` is one conversation as plain JSON values, in the
 order and with the parts the sample screen's conversation view shows.
+A line whose
+fields do not have the spec's types (:func:`miles_tui.core.dump.record_schema.conversation_problems`)
+is malformed like one that does not parse.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from miles_tui.core.dump.record_schema import conversation_problems
 
 
 @dataclass(frozen=True)
@@ -119,11 +124,12 @@ def sidecar_path(run_dir: Path, rollout_id: int, evaluation: bool) -> Path:
 def _message(raw: Mapping[str, Any]) -> Message:
     content = raw.get("content")
     reasoning = raw.get("reasoning_content")
+    calls = raw.get("tool_calls")
     return Message(
         role=str(raw.get("role", "?")),
         content=content if isinstance(content, str) else "" if content is None else json.dumps(content),
         reasoning_content=None if reasoning is None else str(reasoning),
-        tool_calls=tuple(c for c in (raw.get("tool_calls") or []) if isinstance(c, Mapping)),
+        tool_calls=tuple(c for c in calls if isinstance(c, Mapping)) if isinstance(calls, list) else (),
         name=None if raw.get("name") is None else str(raw.get("name")),
     )
 
@@ -141,16 +147,19 @@ def parse_sidecar(data: bytes, path: Path) -> Sidecar:
             continue
         try:
             record = json.loads(line)
-            index = int(record["sample_index"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, RecursionError):
+            bad.append(here)
+            continue
+        if conversation_problems(record):
             bad.append(here)
             continue
         messages = record.get("messages") or []
         group = record.get("group_index")
+        index = int(record["sample_index"])
         conversations[index] = Conversation(
             sample_index=index,
             group_index=None if group is None else int(group),
-            status=None if record.get("status") is None else str(record.get("status")),
+            status=record.get("status"),
             reward=record.get("reward"),
             prompt=record.get("prompt"),
             messages=tuple(_message(m) for m in messages if isinstance(m, Mapping)),

@@ -34,6 +34,7 @@ from miles_tui.core.analysis.compare import (
 )
 from miles_tui.core.dump.step import StepSummary
 from miles_tui.core.dump.summary import group_reward
+from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING, number, percent
 from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
@@ -209,7 +210,7 @@ def trace_rows(trace: tuple[GroupInStep, ...], a: int, b: int, evaluation: bool)
                         Text(str(row.response_length)),
                         Text.styled("yes" if row.truncated else "no", "yellow" if row.truncated else "dim"),
                         Text(number(row.staleness)),
-                        Text.styled(row.status or MISSING, "" if row.status == "completed" else "yellow"),
+                        Text.styled(inert(row.status or MISSING), "" if row.status == "completed" else "yellow"),
                     ),
                     "dim" if row.remove_sample else "",
                 )

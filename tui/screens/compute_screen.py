@@ -31,6 +31,7 @@ from miles_tui.core.analysis.compute_view import (
     sampling_interval,
     select_lanes,
 )
+from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
 from miles_tui.core.telemetry.time_bins import WINDOWS, bin_count, time_bins, window_bounds
 from miles_tui.tui.compute_rows import (
@@ -142,7 +143,8 @@ class ComputeScreen(MonitorScreen):
 
     def _failed(self, generation: int, message: str) -> None:
         self._done()
-        self.query_one("#compute-title", Label).update(Text(f"Compute · cannot read telemetry: {message}", "red"))
+        failed = Text(f"Compute · cannot read telemetry: {inert(message)}", "red")
+        self.query_one("#compute-title", Label).update(failed)
 
     def _show(self, generation: int, view: ComputeView) -> None:
         self._done()
@@ -185,7 +187,7 @@ class ComputeScreen(MonitorScreen):
         selection = self.selection or LaneSelection()
         self.shown = select_lanes(grid, view.health, selection)
         self.query_one("#compute-title", Label).update(title(view, self._picked_text(selection)))
-        labels = [lane_label(grid.lanes[i]) for i in self.shown] + [b.name for b in view.bands] + ["silent"]
+        labels = [lane_label(grid.lanes[i]) for i in self.shown] + [inert(b.name) for b in view.bands] + ["silent"]
         label_width = min(max(len(s) for s in labels), 20 if self.size.width >= 120 else 14)
         lanes = self.query_one("#lanes", HeatRows)
         lanes.set_rows(LaneRows(view, self.shown), label_width, SUFFIX_WIDTH)

@@ -38,6 +38,7 @@ from miles_tui.core.analysis.metric_view import (
     step_union,
     values_at,
 )
+from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry.metrics import MetricSeries
 from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized, TelemetryAppended
 from miles_tui.tui.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE, Source, inspector_line, status_line
@@ -129,7 +130,7 @@ class MetricsScreen(MonitorScreen):
             for chart in charts:
                 chart.set_reactive(MetricChart.cursor, self.cursor)
             self.charts.update(zip(keys, charts, strict=True))
-            title = Label(f"{name} · {len(keys)}", classes="category-title")
+            title = Label(Text(f"{inert(name)} · {len(keys)}"), classes="category-title")
             sections.append(Vertical(title, Grid(*charts, classes="category-grid"), classes="category"))
         await container.mount_all(sections)
         self._apply_filter()

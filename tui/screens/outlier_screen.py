@@ -39,6 +39,7 @@ from miles_tui.core.analysis.outliers import (
     step_outliers,
 )
 from miles_tui.core.dump.step import OpenStep, StepSummary
+from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING, number
 from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
@@ -122,7 +123,7 @@ def _sample_stat(outlier: TokenOutlier | SampleOutlier) -> float | None:
 
 def _figures(outlier: TokenOutlier | SampleOutlier) -> tuple[Text, ...]:
     row = outlier.row
-    status = Text.styled(row.status or MISSING, "" if row.status == "completed" else "yellow")
+    status = Text.styled(inert(row.status or MISSING), "" if row.status == "completed" else "yellow")
     if row.remove_sample:
         status.append("✗", style="red")
     return (
@@ -351,7 +352,7 @@ class OutlierScreen(MonitorScreen):
             text.append(f" · top {shown} of {population:,} {what}")
         for rid in steps:
             if rid in self.failures:
-                text.append(f"\n✗ step {rid}: {self.failures[rid]}", style="red")
+                text.append(f"\n✗ step {rid}: {inert(self.failures[rid])}", style="red")
         self.query_one("#title", Label).update(text)
 
     @on(StepsChanged)

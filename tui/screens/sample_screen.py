@@ -34,6 +34,8 @@ from miles_tui.core.dump.token_view import SERIES, TokenView, token_view
 from miles_tui.core.dump.tokenizer import Detokenizer
 from miles_tui.core.dump.trajectory import Conversation, Sidecar, tool_call
 from miles_tui.core.dump.trajectory import Message as ChatMessage
+from miles_tui.core.errors import MilesTuiError
+from miles_tui.core.inert_text import inert
 from miles_tui.tui.clipboard import copy_sample_row, copy_token_window
 from miles_tui.tui.formatting import MISSING, number, version_span
 from miles_tui.tui.renderers.sparkline import Band, BandArray, FloatArray
@@ -344,7 +346,7 @@ class SampleScreen(Screen[None]):
             parts.append("\n")
             parts += _context(sample.texts, view.prompt_length, position, view.trained(), self.size.width - 2)
         elif self.detokenizer is not None and self.detokenizer.status.reason:
-            parts += ["\n", (self.detokenizer.status.reason, "$text-muted")]
+            parts += ["\n", (inert(self.detokenizer.status.reason), "$text-muted")]
         rows = self._value_rows()
         unreadable = [SHORT_LABELS[n] for n in SERIES if view.states[n] is FieldState.UNREADABLE]
         for index in range(max(len(rows), 1 if unreadable else 0)):
@@ -437,7 +439,11 @@ class SampleScreen(Screen[None]):
         if not 0 <= index < len(members):
             self.notify(f"{'first' if step < 0 else 'last'} sample of group {group}", timeout=2)
             return
-        self.sample = _Sample.load(self.step, members[index], self.detokenizer)
+        try:
+            self.sample = _Sample.load(self.step, members[index], self.detokenizer)
+        except MilesTuiError as err:  # e.g. the sibling's token ids are unreadable
+            self.notify(inert(str(err)), severity="error", markup=False, timeout=8)
+            return
         self._show_sample()
         summary = self.step.summary
         self.post_message(self.SampleShown(summary.rollout_id, summary.evaluation, self.sample_index))
@@ -492,7 +498,7 @@ def _chips(step: OpenStep, sample: _Sample) -> list[tuple[str, str]]:
             + (f" {members.index(row.sample_index) + 1}/{len(members)}" if row.group_index is not None else ""),
             "",
         ),
-        (row.status or MISSING, status_style),
+        (inert(row.status or MISSING), status_style),
         (f"reward {number(row.reward)}", ""),
         (f"staleness {MISSING if row.staleness is None else row.staleness}", ""),
         (version_span(row) + (" mixed" if row.mixed_version else ""), "$text-warning" if row.mixed_version else ""),
@@ -555,7 +561,7 @@ def _conversation_widgets(conversation: Conversation | None) -> list[Static]:
         return [Static("this run recorded no conversation for this sample", classes="no-conversation")]
     header = Content.assemble(
         ("recorded conversation", "bold"),
-        f" · status {conversation.status or MISSING} · reward {conversation.reward!r}"
+        f" · status {inert(conversation.status or MISSING)} · reward {inert(repr(conversation.reward))}"
         f" · {len(conversation.messages)} messages",
     )
     widgets = [Static(header, classes="conversation-header")]
@@ -567,13 +573,14 @@ def _conversation_widgets(conversation: Conversation | None) -> list[Static]:
 def _message_widget(message: ChatMessage) -> Static:
     parts: list[str | tuple[str, str]] = []
     if message.reasoning_content:
-        parts += [("reasoning: ", "italic $text-muted"), (message.reasoning_content + "\n", "italic $text-muted")]
-    parts.append(message.content)
+        reasoning = inert(message.reasoning_content, multiline=True)
+        parts += [("reasoning: ", "italic $text-muted"), (reasoning + "\n", "italic $text-muted")]
+    parts.append(inert(message.content, multiline=True))
     for raw in message.tool_calls:
         call = tool_call(raw)
         arguments = "" if call.arguments is None else call.arguments
-        parts.append((f"\n→ {call.name or '?'}({arguments})", "$text-accent"))
+        parts.append((inert(f"\n→ {call.name or '?'}({arguments})", multiline=True), "$text-accent"))
     role_class = "".join(c if c.isalnum() else "-" for c in message.role.lower())
     widget = Static(Content.assemble(*parts), classes=f"message -{role_class}")
-    widget.border_title = Content(message.role + (f" · {message.name}" if message.name else ""))  # not markup
+    widget.border_title = Content(inert(message.role + (f" · {message.name}" if message.name else "")))  # not markup
     return widget

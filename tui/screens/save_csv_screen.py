@@ -24,6 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from miles_tui.core.dump.step_summary import SampleRow
+from miles_tui.core.inert_text import inert
 from miles_tui.tui.clipboard import rows_csv_text
 
 
@@ -110,7 +111,7 @@ class SaveCsvScreen(ModalScreen[Path | None]):
             self._confirm = None
             self._say(f"✗ could not write {path}: {err.strerror or err}", "bold $text-error")
             return
-        self.app.notify(f"wrote {len(self.rows)} rows to {path}", timeout=4)
+        self.app.notify(inert(f"wrote {len(self.rows)} rows to {path}"), markup=False, timeout=4)
         self.dismiss(path)
 
     def action_cancel(self) -> None:

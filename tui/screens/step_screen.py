@@ -20,6 +20,7 @@ from textual.widgets import Footer, Input, Label
 
 from miles_tui.core.dump.step import StepSummary
 from miles_tui.core.dump.summary import GroupRow, SampleRow
+from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING, number, percent, version_span
 from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
 from miles_tui.tui.row_filter import FilterError, RowFilter, parse_filter
@@ -81,7 +82,7 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool
     group = Text(MISSING if row.group_index is None else str(row.group_index))
     if row.group_index in zero_std_groups:
         group.append(" 0σ", style="yellow")
-    status = Text(row.status or MISSING, style=STATUS_STYLE.get(row.status or "", ""))
+    status = Text(inert(row.status or MISSING), style=STATUS_STYLE.get(row.status or "", ""))
     if row.remove_sample:
         status.append("✗", style="red")
     if row.alignment_failed and pending:
@@ -213,6 +214,7 @@ class StepScreen(MonitorScreen):
         self._show(summary)
 
     def _show_failure(self, message: str, still_writing: bool) -> None:
+        message = inert(message)
         table = self.query_one("#samples", VirtualTable)
         table.placeholder = ("⏳ " if still_writing else "✗ ") + message
         table.set_rows([])
@@ -248,7 +250,7 @@ class StepScreen(MonitorScreen):
             text.append(" · still being written: fills in when complete", style="yellow")
         for problem in summary.problems:
             if problem.kind.value != "still_writing":
-                text.append(f"\n✗ {problem.message}", style="red")
+                text.append(f"\n✗ {inert(problem.message)}", style="red")
         self.query_one("#step-title", Label).update(text)
 
     def _render_rows(self) -> None:

@@ -11,6 +11,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from miles_tui.core.analysis.advisories import Advisory
+from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import level_badge
 
 
@@ -48,14 +49,14 @@ class AdvisoryList(OptionList):
         for advisory in advisories:
             text = Text()
             text.append_text(level_badge(advisory.level))
-            text.append(f" {advisory.code}", style="bold")
+            text.append(f" {inert(advisory.code)}", style="bold")
             if advisory.rollout_id is not None:
                 where = f" step {advisory.rollout_id}{' eval' if advisory.evaluation else ''}"
                 if advisory.sample_index is not None:
                     where += f" · sample {advisory.sample_index}"
                 text.append(where, style="dim")
             text.append("\n")
-            text.append(advisory.message)
+            text.append(inert(advisory.message))
             options.append(Option(text))
         self.add_options(options)
         if current in advisories:

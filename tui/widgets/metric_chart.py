@@ -33,6 +33,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from miles_tui.core.analysis.metric_view import PlotData, PointAt, plot_data, value_at
+from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry.metrics import MetricSeries
 from miles_tui.tui.formatting import MISSING, number
 from miles_tui.tui.renderers import plot
@@ -134,10 +135,10 @@ def chart_title(key: str, x_key: str, point: PointAt | None, cursor: float | Non
         value = Text(f"@{step_label(cursor)} {MISSING}" if cursor is not None else "", style="dim")
     else:
         value = Text.assemble((f"@{step_label(point.step)} ", "dim"), (metric_value(point.value), "bold"))
-    text = Text(key, style="bold", no_wrap=True, overflow="ellipsis")
+    text = Text(inert(key), style="bold", no_wrap=True, overflow="ellipsis")
     room = width - text.cell_len - value.cell_len - 2
     if room > 6:
-        x_text = Text(f"  x: {x_key}", style="dim")
+        x_text = Text(f"  x: {inert(x_key)}", style="dim")
         x_text.truncate(room, overflow="ellipsis")
         text.append_text(x_text)
     if value.cell_len and width - text.cell_len >= value.cell_len + 1:

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import age
 from miles_tui.tui.run_model import RunModel
 
@@ -29,7 +30,7 @@ class RunHeader(Widget):
     def render(self) -> Text:
         text = Text()
         text.append("miles-tui ", style="bold")
-        text.append(self.run_name or "?", style="bold cyan")
+        text.append(inert(self.run_name) or "?", style="bold cyan")
         text.append("  step ")
         text.append("–" if self.latest is None else str(self.latest), style="bold")
         if self.context:
