@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from miles_tui.core.analysis.advisories import Advisory
-from miles_tui.core.dump.step import OpenStep, StepSummary
+from miles_tui.core.dump.step import StepSummary
 
 
 @dataclass
@@ -63,13 +63,6 @@ class RunStatusChanged(Message, bubble=False):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, RunStatusChanged)
-
-
-@dataclass
-class StepOpened(Message, bubble=False):
-    """A step's per-token data is loaded."""
-
-    step: OpenStep
 
 
 @dataclass

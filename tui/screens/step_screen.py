@@ -20,6 +20,7 @@ from textual.widgets import Footer, Input, Label
 
 from miles_tui.core.dump.step import StepSummary
 from miles_tui.core.dump.summary import GroupRow, SampleRow
+from miles_tui.core.errors import StillWritingError
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING, number, percent, version_span
 from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
@@ -207,11 +208,11 @@ class StepScreen(MonitorScreen):
             summary = await self.miles.watcher.summary(self.rollout_id, self.evaluation)
         except Exception as err:
             table.loading = False
-            self._show_failure(str(err), "still being written" in str(err))
+            self._show_failure(str(err), isinstance(err, StillWritingError))
             return
         table.loading = False
-        self.miles.model.summaries[self.key] = summary
-        self._show(summary)
+        # The app stores it in the model (only its handlers write the model) and forwards it here.
+        self.app.post_message(StepSummarized(summary))
 
     def _show_failure(self, message: str, still_writing: bool) -> None:
         message = inert(message)
