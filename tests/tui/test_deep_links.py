@@ -45,3 +45,22 @@ def test_a_bad_step_or_sample_is_one_clear_error(demo_run: Path, capsys: pytest.
     assert "step 1 has no sample 999999" in err and "Traceback" not in err
     assert main([str(demo_run), "--sample", "3"]) == 2
     assert "--sample and --eval go with --step N" in capsys.readouterr().err
+
+
+async def test_the_step_title_has_the_web_headline_figures(demo_run: Path) -> None:
+    """Mixed-version fraction and mean entropy beside reward and staleness; an eval step's staleness is —."""
+    from miles_tui.tui.formatting import number, percent
+
+    ids = Run(demo_run).step_ids(EPOCH)
+    for rid, evaluation in [(ids.train[-1], False), *[(e, True) for e in ids.evaluation[:1]]]:
+        app = frozen_app(demo_run, start=(rid, evaluation, None))
+        async with app.run_test(size=(200, 48)) as pilot:
+            await settle(pilot)
+            assert isinstance(app.screen, StepScreen)
+            title = str(app.screen.query_one("#step-title").render())
+            a = app.model.summaries[(rid, evaluation)].aggregate
+            assert f"mixed {percent(a.mixed_version_frac)}" in title
+            assert f"entropy {number(a.mean_entropy)}" in title
+            assert ("stale —" in title) == evaluation
+            if not evaluation:
+                assert f"stale {number(a.avg_staleness, 2)}" in title
