@@ -7,6 +7,7 @@ renders each to SVG; ``tests/tui/test_snapshots.py`` compares each with its base
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 from collections.abc import Awaitable, Callable
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
+from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -49,6 +52,14 @@ def build_golden(case: str, root: Path) -> Path:
         path.chmod(path.stat().st_mode | 0o200)
     _stamp(root, EPOCH - 3600)
     return root
+
+
+def screen_text(app: App[None]) -> str:
+    """The screen as a user reads it: plain text, one line per terminal row (what a screenshot shows)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), color_system=None, record=True)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
 
 
 async def settle(pilot: Pilot[None]) -> None:
