@@ -3,7 +3,7 @@
 Contract: one point per visible train step, in step order; a step without a
 value (not summarized yet, unreadable, or a figure the step does not have) is
 a blank gap in the line, never a bar: ``▁`` means the lowest value drawn, so a
-gap must not look like one. Lines are drawn by :func:`render_sparkline` (the
+gap must not look like one. Lines are drawn by :mod:`tui.renderers.sparkline` (the
 same renderer as the token series); more steps than cells are averaged per cell.
 """
 
@@ -21,7 +21,7 @@ from textual.widgets import Label
 
 from core.summary import StepAggregate
 from tui.formatting import MISSING, number, percent
-from tui.renderers.sparkline import FloatArray, SparkStyles, render_sparkline
+from tui.renderers.sparkline import FloatArray, SparkPicture, SparkStyles, spark_frame
 
 TRENDS: tuple[tuple[str, str], ...] = (
     ("reward_mean", "reward"),
@@ -56,8 +56,9 @@ class TrendLine(Widget):
         if y != 0 or width <= 0:
             return Strip.blank(width, self.rich_style)
         if self._drawn is None or self._drawn[0] != width:
-            strips = render_sparkline(self.values, width, 1, styles=SparkStyles(bar=self.rich_style), how="mean")
-            self._drawn = (width, strips[0])
+            frame = spark_frame(self.values, None, width, how="mean")
+            styles = SparkStyles(bar=self.rich_style)
+            self._drawn = (width, SparkPicture.draw(frame, 1).strips(styles, width, base=self.rich_style)[0])
         return self._drawn[1]
 
     def notify_style_update(self) -> None:
