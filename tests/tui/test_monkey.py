@@ -52,8 +52,8 @@ GOLDEN_CASES = ("truncated_shard", "cp_legacy_ambiguous", "live_streams", "degen
 MAX_STACK = 8
 """default + overview + step + outliers/compare + sample + a global view + a modal, and one to spare."""
 
-NEVER = frozenset({"q", "ctrl+q", "ctrl+c"})
-"""Quit keys: the monkey must keep the app running."""
+NEVER = frozenset({"q", "ctrl+q", "ctrl+c", "ctrl+p"})
+"""Quit keys (the monkey must keep the app running), and the command palette (whose Quit command is one enter away)."""
 
 NAVIGATION = (
     "up",
@@ -101,6 +101,8 @@ GARBAGE = st.text(
 )
 """Anything a user could type, glob characters and unicode included."""
 TYPED = st.one_of(GRAMMAR, GARBAGE)
+SAFE_NAME = st.text(st.sampled_from(string.ascii_letters + string.digits + "._- "), max_size=16)
+"""What the monkey types as a CSV path: names in the scratch working directory, never a path that leaves it."""
 
 
 # -- the runs ---------------------------------------------------------------------------------------------
@@ -215,6 +217,7 @@ class Monkey:
     app: MilesApp
     pilot: Pilot[None]
     data: st.DataObject
+    run_dir: Path
     log: list[str] = field(default_factory=list)
 
     async def settle(self) -> None:
@@ -236,7 +239,11 @@ class Monkey:
         )
         if choice == "type":
             assert isinstance(focused, Input)
-            text = self.data.draw(TYPED, label="typed")
+            if focused.id == "path":  # the CSV save box: it writes what it is given, so only into the scratch dir
+                paths = st.one_of(SAFE_NAME, st.just(str(self.run_dir / "inside.csv")), st.just(""))
+                text = self.data.draw(paths, label="csv path")
+            else:
+                text = self.data.draw(TYPED, label="typed")
             self.log.append(f"type {text!r} + enter")
             focused.value = text
             await self.pilot.press("end", "enter")
@@ -255,7 +262,7 @@ async def _explore(run_dir: Path, data: st.DataObject, worker_errors: list[str],
     size = data.draw(st.tuples(st.integers(40, 200), st.integers(12, 60)), label="window")
     app = make_app(run_dir, poll_seconds=3600, clock=lambda: EPOCH)
     async with app.run_test(size=size) as pilot:
-        monkey = Monkey(app, pilot, data, [f"open {run_dir.name} at {size[0]}x{size[1]}"])
+        monkey = Monkey(app, pilot, data, run_dir, [f"open {run_dir.name} at {size[0]}x{size[1]}"])
         await monkey.settle()
         check(app, worker_errors)
         try:
