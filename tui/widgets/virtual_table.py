@@ -174,9 +174,10 @@ class VirtualTable(ScrollView, can_focus=True):
     # -- data -----------------------------------------------------------------
 
     def set_columns(self, columns: Sequence[Column]) -> None:
-        """Replace the columns (clears the line cache); growing columns fit the rows given whole."""
+        """Replace the columns (clears the line cache); growing columns fit the next rows given whole."""
         self._declared = tuple(columns)
-        self.columns = self._fit(self._whole or ())
+        self._whole = None  # rows of other columns say nothing about these
+        self.columns = self._declared
         self.cursor_column = min(self.cursor_column, max(len(self.columns) - 1, 0))
         self._strip_cache.clear()
         self._resize()
