@@ -183,6 +183,10 @@ def _check_step(screen: StepScreen) -> None:
         assert present == wanted, f"not sorted by {screen.sort_key}"
     for key, first in _first_cells(table):
         assert first == str(key), f"row {key} draws {first!r} in its first cell"
+    for row in table.rows[table.scroll_offset.y : table.scroll_offset.y + table.size.height]:
+        unread = any(cell.plain.startswith("UNREAD") for cell in row.cells)
+        failed = by_index[row.key].alignment_failed and summary.complete
+        assert unread == failed, f"sample {row.key}: unreadable {failed}, yet UNREAD drawn: {unread}"
 
 
 def _check_overview(app: MilesApp, screen: OverviewScreen) -> None:
@@ -191,6 +195,10 @@ def _check_overview(app: MilesApp, screen: OverviewScreen) -> None:
     for key, first in _first_cells(table):
         step = key[0] if isinstance(key, tuple) else key
         assert first == str(step), f"step row {key} draws {first!r}"
+    for row in table.rows:
+        summary = app.model.summaries.get(row.key)
+        if summary is not None and summary.complete and summary.aggregate.alignment_failed:
+            assert "unreadable" in row.cells[-1].plain, f"step {row.key} hides its unreadable samples"
 
 
 def check(app: MilesApp, worker_errors: list[str]) -> None:
