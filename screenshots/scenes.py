@@ -1,19 +1,26 @@
 """The scenes of the real app that the README screenshots and the snapshot tests both show.
 
 A scene is a run directory built deterministically (a seeded demo run, or a
-golden case), a fixed clock, and the keys a user presses. ``screenshots/generate.py``
+golden case), a fixed clock, the keys a user presses, and what the screen must
+then say in text (``shows``, ``wide`` at the larger size only, ``hides``): the
+words that make it that scene, checked before any picture is compared or
+written, so a baseline can never approve a broken screen. ``screenshots/generate.py``
 renders each to SVG; ``tests/tui/test_snapshots.py`` compares each with its baseline.
 """
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
+from textual.app import App
 from textual.pilot import Pilot
 
 from miles_tui.tui.app import MilesApp
@@ -101,6 +108,14 @@ SYNTHETIC = {"engines_dp": build_engines}
 """Sources built here (beside ``demo`` and the golden cases)."""
 
 
+def screen_text(app: App[None]) -> str:
+    """The screen as a user reads it: plain text, one line per terminal row (what a screenshot shows)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), color_system=None, record=True)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
+
+
 @dataclass(frozen=True)
 class Scene:
     """One screen state to show."""
@@ -111,6 +126,12 @@ class Scene:
     """'demo' or a golden case name."""
     keys: tuple[str, ...]
     """Keys pressed after the first poll; '~' settles (waits for workers)."""
+    shows: tuple[str, ...] = ()
+    """Text the screen must show at every size (``re:`` starts a regular expression)."""
+    wide: tuple[str, ...] = ()
+    """Text it must show at the larger size (columns a small terminal has no room for)."""
+    hides: tuple[str, ...] = ()
+    """Text it must not show."""
 
     def build(self, workdir: Path) -> Path:
         target = workdir / self.source
@@ -139,25 +160,80 @@ class Scene:
                 else:
                     await pilot.press(key)
             await settle(pilot, quiet=True)
+            self.check(pilot.app)
 
         return drive
 
+    def check(self, app: App[None]) -> None:
+        """Assert the screen says what makes it this scene (AssertionError with the screen's text)."""
+        text = screen_text(app)
+        wanted = [*self.shows, *(self.wide if app.size.width >= WIDE else ())]
+        missing = [w for w in wanted if not _found(w, text)]
+        present = [h for h in self.hides if _found(h, text)]
+        if missing or present:
+            raise AssertionError(
+                f"scene {self.name} at {app.size.width}x{app.size.height}: missing {missing}, "
+                f"should not show {present}; the screen was:\n{text}"
+            )
+
+
+WIDE = 120
+"""Sizes at least this wide must also show a scene's ``wide`` text."""
+
+
+def _found(pattern: str, text: str) -> bool:
+    if pattern.startswith("re:"):
+        return re.search(pattern[3:], text) is not None
+    return pattern in text
+
 
 SCENES = (
-    Scene("overview", "demo", ()),
-    Scene("step", "demo", ("enter", "~")),
-    Scene("step_groups", "demo", ("enter", "~", "g")),
-    Scene("step_filter", "demo", ("enter", "~", "slash", *"truncated", "enter")),
-    Scene("sample", "demo", ("enter", "~", "down", "down", "down", "enter", "~", "n")),
-    Scene("sample_chart", "demo", ("enter", "~", "down", "down", "down", "enter", "~", "n", "c", "~")),
-    Scene("sample_conversation", "tp_dup", ("down", "enter", "~", "enter", "~", "t")),
-    Scene("unreadable", "cp_legacy_ambiguous", ("enter", "~")),
-    Scene("help", "demo", ("question_mark",)),
-    Scene("metrics", "live_streams", ("m", "~")),
-    Scene("compute", "live_streams", ("u", "~")),
-    Scene("engines", "live_engines", ("E", "~")),
-    Scene("engines_dp", "engines_dp", ("E", "~")),
-    Scene("outliers", "demo", ("O", "~")),
-    Scene("compare", "demo", ("c", "~")),
-    Scene("advisories", "degenerate", ()),
+    Scene("overview", "demo", (), shows=("step kind", "5 train", "0-std", "state", "zero-std", "staleness")),
+    Scene("step", "demo", ("enter", "~"), shows=("step 5 train", "24/24 samples", "sample", "status", "version")),
+    Scene(
+        "step_groups",
+        "demo",
+        ("enter", "~", "g"),
+        shows=("6 groups · g: back to samples", "degenerate", "resp len", "std", "ZERO STD"),
+        hides=("status", "24/24 samples"),
+    ),
+    Scene(
+        "step_filter",
+        "demo",
+        ("enter", "~", "slash", *"truncated", "enter"),
+        shows=(r"re:\b\d+/24 samples · filter: truncated", "truncated"),
+        hides=("completed", "filter error", "loading"),
+    ),
+    Scene(
+        "sample",
+        "demo",
+        ("enter", "~", "down", "down", "down", "enter", "~", "n"),
+        shows=("step 5 · sample 123", "outlier #1/", "rollout logp", "lp diff"),
+    ),
+    Scene(
+        "sample_chart",
+        "demo",
+        ("enter", "~", "down", "down", "down", "enter", "~", "n", "c", "~"),
+        shows=("step 5 · sample 123", "┌", "┤", "lp diff"),
+    ),
+    Scene(
+        "sample_conversation",
+        "tp_dup",
+        ("down", "enter", "~", "enter", "~", "t"),
+        shows=("recorded conversation", "─ user", "─ assistant", "─ tool · count"),
+    ),
+    Scene(  # the cursor on the |lpΔ| column: the per-token columns are on screen at 80 columns too
+        "unreadable",
+        "cp_legacy_ambiguous",
+        ("enter", "~", *["right"] * 16),
+        shows=("2 unreadable", "UNREAD   UNREAD"),
+    ),
+    Scene("help", "demo", ("question_mark",), shows=("miles-tui keys", "action", "Advisories", "Outliers", "overview")),
+    Scene("metrics", "live_streams", ("m", "~"), shows=("series · y: linear", "train/grad_norm", "x: train/step")),
+    Scene("compute", "live_streams", ("u", "~"), shows=("Compute · last 15m", "GPUs on 1 node", "rollout")),
+    Scene("engines", "live_engines", ("E", "~"), shows=("Engines · last 15m", "aborted"), wide=("2 engines",)),
+    Scene("engines_dp", "engines_dp", ("E", "~"), shows=("Engines · last 15m", "↺1"), wide=("4 DP ranks", "dp0")),
+    Scene("outliers", "demo", ("O", "~"), shows=("outliers · step 5", "lp diff", "imp ratio", "entropy", "top ")),
+    Scene("compare", "demo", ("c", "~"), shows=("compare · A = step 4  B = step 5", "rwd Δ", "reward")),
+    Scene("advisories", "degenerate", (), shows=("[WARN]", "all_rewards_zero", "advisories (2)")),
 )

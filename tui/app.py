@@ -29,7 +29,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.filter import LineFilter
 from textual.message import Message
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widget import Widget
 
@@ -64,6 +64,8 @@ class MilesApp(App[None]):
     COMMANDS = App.COMMANDS | {RunCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
+        # The habit over SSH: ctrl+c quits (exit 0) wherever the focus is, as in LEET and toolong.
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("f", "toggle_follow", "Follow"),
         Binding("m", "metrics", "Metrics"),
@@ -394,17 +396,31 @@ class MilesApp(App[None]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
+    def open_global_view(self, view: type[Screen[None]], make: Callable[[], Screen[None]]) -> None:
+        """Show a global view (a screen every screen opens with one key: metrics, GPUs ...).
+
+        A help box or another modal on top is closed first; from one global view to another the new one
+        replaces the old (``m u m u`` never stacks screens); from any other screen it is pushed, so Back
+        returns there.
+        """
+        while isinstance(self.screen, ModalScreen) and len(self.screen_stack) > 1:
+            self.pop_screen()
+        if isinstance(self.screen, view):
+            return
+        if getattr(self.screen, "GLOBAL_VIEW", False):
+            self.switch_screen(make())
+        else:
+            self.push_screen(make())
+
     def action_metrics(self) -> None:
         from miles_tui.tui.screens.metrics_screen import MetricsScreen
 
-        if not isinstance(self.screen, MetricsScreen):
-            self.push_screen(MetricsScreen())
+        self.open_global_view(MetricsScreen, MetricsScreen)
 
     def action_compute(self) -> None:
         from miles_tui.tui.screens.compute_screen import ComputeScreen
 
-        if not isinstance(self.screen, ComputeScreen):
-            self.push_screen(ComputeScreen(self.telemetry_columns))
+        self.open_global_view(ComputeScreen, lambda: ComputeScreen(self.telemetry_columns))
 
     def action_engines(self) -> None:
         from miles_tui.tui.screens.engines_screen import EnginesScreen

@@ -26,7 +26,10 @@ from miles_tui.tui.renderers.heat_strip import short_span, time_axis
 from miles_tui.tui.widgets.heat_rows import HeatRow
 
 SUFFIX_WIDTH: Final = 24
-"""``util   mem    age state`` column."""
+"""The narrowest ``util   mem    age state`` column (wider when an age or a phase's role needs it)."""
+
+AGE_WIDTH: Final = 6
+"""The narrowest age column (``59m59s``); a longer age (``102d14h``) widens it."""
 
 PHASE_COLORS: Final = {
     "rollout": "#e8a33d",
@@ -62,13 +65,26 @@ def util_text(value: float) -> str:
     return MISSING if math.isnan(value) else f"{value:.0f}%"
 
 
-def lane_row(lane: Lane, util: np.ndarray, mean_util: float, mem_mb: float, health: LaneHealth) -> HeatRow:
-    """``node:gpu  [strip]  util mem age [DEAD]``."""
+def age_width(view: ComputeView) -> int:
+    """Cells the age column needs for every lane of ``view``."""
+    return max([AGE_WIDTH, *(len(age(h.age)) for h in view.health)])
+
+
+def suffix_width(view: ComputeView, rows: Sequence[HeatRow] = ()) -> int:
+    """Cells the suffix column needs: a lane's ``util mem age state`` and every suffix of ``rows``."""
+    lanes = 4 + 1 + 6 + 1 + age_width(view) + len(" stale")
+    return max([SUFFIX_WIDTH, lanes, *(row.suffix.cell_len for row in rows if row.suffix is not None)])
+
+
+def lane_row(
+    lane: Lane, util: np.ndarray, mean_util: float, mem_mb: float, health: LaneHealth, ages: int = AGE_WIDTH
+) -> HeatRow:
+    """``node:gpu  [strip]  util mem age [DEAD]`` (``ages``: the age column's width)."""
     state = health.liveness
     loud = LIVENESS_STYLE.get(state, "")
     label = Text(lane_label(lane), style="bold white on red" if state in (Liveness.DEAD, Liveness.NEVER) else "")
     suffix = Text(f"{util_text(mean_util):>4} {memory(mem_mb):>6} ")
-    suffix.append(f"{age(health.age):>6}", style=loud)
+    suffix.append(f"{age(health.age):>{ages}}", style=loud)
     if state is Liveness.DEAD or state is Liveness.NEVER:
         suffix.append(" ")
         suffix.append("DEAD", style=ALARM)
@@ -84,6 +100,7 @@ class LaneRows(Sequence[HeatRow]):
         self.view = view
         self.picked = tuple(picked)
         self._mem = view.grid.latest(view.grid.mem_mb)
+        self._ages = age_width(view)
         self._made: dict[int, HeatRow] = {}
 
     def __len__(self) -> int:
@@ -103,7 +120,12 @@ class LaneRows(Sequence[HeatRow]):
             i = self.picked[index]
             grid = self.view.grid
             row = lane_row(
-                grid.lanes[i], grid.util[i], float(grid.mean_util[i]), float(self._mem[i]), self.view.health[i]
+                grid.lanes[i],
+                grid.util[i],
+                float(grid.mean_util[i]),
+                float(self._mem[i]),
+                self.view.health[i],
+                self._ages,
             )
             self._made[index] = row
         return row
@@ -158,7 +180,7 @@ def axis_row(view: ComputeView, width: int) -> HeatRow:
     ticks = Text()
     for part in re.split(r"( +)", time_axis(bins.since, bins.until, width, end)):
         ticks.append(part, style="" if part.startswith(" ") else "bold")  # a style per label: each is placed alone
-    headings = Text(f"{'util':>4} {'mem':>6} {'age':>6}", style="bold")
+    headings = Text(f"{'util':>4} {'mem':>6} {'age':>{age_width(view)}}", style="bold")
     return HeatRow("axis", Text(""), None, headings, text=ticks)
 
 

@@ -6,6 +6,7 @@ Missing values render as an en dash, never as 0, so "no data" and "zero" look di
 from __future__ import annotations
 
 import math
+import re
 
 from rich.text import Text
 
@@ -14,6 +15,8 @@ from miles_tui.core.dump.summary import SampleRow
 from miles_tui.core.inert_text import inert
 
 MISSING = "–"
+_DIGITS = re.compile(r"^[0-9]+$")
+"""A numeric weight version: decimal digits only ("+3", " 3 ", "-1" are labels, shown as dumped)."""
 
 
 def number(value: float | int | None, digits: int = 3) -> str:
@@ -37,11 +40,11 @@ def percent(value: float | None) -> str:
 
 
 def version_span(row: SampleRow) -> str:
-    """The sample's weight versions: ``v5``, or ``v3–v5`` when it spans several (as written, made inert)."""
+    """The sample's weight versions: ``v5``, or ``v3–v5`` when it spans several; others as dumped (inert)."""
     if row.weight_version is None:
         return MISSING
     last = inert(row.weight_version)
-    label_last = f"v{last}" if last.lstrip("+-").isdigit() else (last or "''")
+    label_last = f"v{last}" if _DIGITS.match(last) else (last or "''")
     if row.mixed_version and row.weight_version_min is not None and str(row.weight_version_min) != last:
         return f"v{row.weight_version_min}–{label_last}"
     if row.mixed_version:
@@ -73,3 +76,42 @@ LEVEL_TAG = {Level.CRITICAL: "CRIT", Level.WARNING: "WARN", Level.INFO: "INFO"}
 def level_badge(level: Level) -> Text:
     """A level as text that reads without colour too (NO_COLOR): [CRIT] / [WARN] / [INFO]."""
     return Text(f"[{LEVEL_TAG[level]}]", style=LEVEL_STYLE[level])
+
+
+UNREAD = "UNREAD"
+"""A value that exists in the dump but could not be read or placed: never shown as missing (–) or 0."""
+UNREAD_STYLE = "bold red"
+
+PER_TOKEN_STATISTICS = frozenset(
+    {
+        "mean_entropy",
+        "max_entropy",
+        "ref_entropy_mean",
+        "mean_abs_lp_diff",
+        "max_abs_lp_diff",
+        "mean_imp_ratio",
+        "adv_mean",
+        "adv_std",
+        "return_mean",
+    }
+)
+"""ROW columns computed from the sample's per-token train data."""
+TRAIN_ROW_COLUMNS = frozenset({"raw_reward", "normalized_reward", "dumped_rank"})
+"""ROW columns read from the sample's train row (unreadable when that row is in a file that failed to load)."""
+
+
+def unreadable(row: SampleRow, column: str) -> bool:
+    """Whether ``row``'s ``column`` is missing because its data is unreadable (not because it was never dumped).
+
+    A sample flagged ``alignment_failed`` has per-token data that could not be placed: its missing per-token
+    statistics are unreadable. When it has no train row at all (its train file failed to load), the values
+    of the train row are unreadable too.
+    """
+    if not row.alignment_failed or getattr(row, column) is not None:
+        return False
+    return column in PER_TOKEN_STATISTICS or (column in TRAIN_ROW_COLUMNS and row.dumped_rank is None)
+
+
+def unread_text(pending: bool = False) -> Text:
+    """The cell of an unreadable value (legible without colour); ``pending``: the step is still being written."""
+    return Text("…", style="yellow") if pending else Text(UNREAD, style=UNREAD_STYLE)

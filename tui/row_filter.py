@@ -3,10 +3,14 @@
 Terms are separated by spaces and must all hold:
 - ``COLUMN OP VALUE`` with OP one of ``= != > >= < <= ~`` (``~`` is substring),
   e.g. ``reward>0.5``, ``stale>=2``, ``status=truncated``, ``version~v1``;
+  ``version`` matches what the table shows (``v4``, ``v3–v5``) or the dumped
+  string (``4``), and ``version>8`` compares numeric versions (digits only);
 - a bare word: a status (``truncated``, ``aborted`` ...), ``unreadable`` (per-token
   data could not be placed), ``mixed`` (several weight versions), ``removed``,
   ``zero-std`` (in a degenerate group), or ``not-WORD`` for the opposite.
-A value compared with a missing (None) cell never matches.
+A value compared with a missing (None) cell never matches. A term that cannot
+hold (``status>3``, ``reward>abc``) is a FilterError when the filter is parsed,
+never while rows are filtered.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from miles_tui.core.dump.summary import ROW_COLUMNS, SampleRow
+from miles_tui.tui.formatting import version_span
 
 ALIASES = {
     "idx": "sample_index",
@@ -78,6 +83,11 @@ class RowFilter:
         return self.predicate(row)
 
 
+_TEXT_COLUMNS = frozenset({"status", "weight_version"})
+_BOOL_COLUMNS = frozenset({"remove_sample", "mixed_version", "truncated", "alignment_failed"})
+_DIGITS = re.compile(r"^[0-9]+$")
+
+
 def _coerce(raw: str) -> Any:
     lowered = raw.lower()
     if lowered in ("true", "yes"):
@@ -96,26 +106,61 @@ def _coerce(raw: str) -> Any:
         return raw
 
 
+def _version(op: str, raw: str) -> Predicate:
+    """The weight version as the table shows it (``v4``, ``v3–v5``) or as dumped (``4``); > < on numbers."""
+    if op in ("=", "!=", "~"):
+        needle = raw.lower()
+
+        def text(row: SampleRow) -> bool:
+            if row.weight_version is None:
+                return False
+            shown, dumped = version_span(row).lower(), row.weight_version.lower()
+            if op == "~":
+                return needle in shown or needle in dumped
+            return (needle in (shown, dumped)) == (op == "=")
+
+        return text
+    number = raw.lower().removeprefix("v")
+    if not _DIGITS.match(number):
+        raise FilterError(f"version {op} needs a version number (version>8 or version>v8), not {raw!r}")
+    bound = int(number)
+
+    def numeric(row: SampleRow) -> bool:
+        last = row.weight_version
+        return last is not None and bool(_DIGITS.match(last)) and bool(_OPS[op](int(last), bound))
+
+    return numeric
+
+
 def _compare(column: str, op: str, raw: str) -> Predicate:
+    """A predicate for ``COLUMN OP RAW``; FilterError now (never while rows are filtered) when it cannot hold."""
+    if column == "weight_version":
+        return _version(op, raw)
     value = _coerce(raw)
+    if op == "~":
+        needle = raw.lower()
+        return lambda row: (cell := getattr(row, column)) is not None and needle in str(cell).lower()
+    if value is None:
+        if op not in ("=", "!="):
+            raise FilterError(f"none can only be compared with = or !=, not {op}")
+        return lambda row: (getattr(row, column) is None) == (op == "=")
+    if column in _TEXT_COLUMNS:
+        if op not in ("=", "!="):
+            raise FilterError(f"{column} is text: use = != or ~")
+        text = str(raw).lower()
+        return lambda row: (cell := getattr(row, column)) is not None and _OPS[op](str(cell).lower(), text)
+    if column in _BOOL_COLUMNS:
+        if value in (0, 1) and not isinstance(value, float):
+            value = bool(value)
+        if not isinstance(value, bool) or op not in ("=", "!="):
+            raise FilterError(f"{column} is yes/no: use {column}=yes or {column}=no")
+        return lambda row: bool(_OPS[op](getattr(row, column), value))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise FilterError(f"{column} is a number: {raw!r} is not one")
 
     def check(row: SampleRow) -> bool:
         cell = getattr(row, column)
-        if op == "~":
-            return cell is not None and raw.lower() in str(cell).lower()
-        if value is None:
-            return (cell is None) == (op == "=")
-        if cell is None:
-            return False
-        if isinstance(value, str) or isinstance(cell, str):
-            left, right = str(cell).lower(), str(value).lower()
-            if op in ("=", "!="):
-                return _OPS[op](left, right)
-            raise FilterError(f"{column} is text: use = != or ~")
-        try:
-            return bool(_OPS[op](cell, value))
-        except TypeError as err:
-            raise FilterError(f"cannot compare {column} with {raw!r}") from err
+        return cell is not None and bool(_OPS[op](cell, value))
 
     return check
 

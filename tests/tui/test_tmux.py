@@ -60,3 +60,26 @@ def test_monitor_in_tmux(golden_copy: Callable[[str], Path], tmp_path: Path) -> 
         assert "Traceback" not in screen
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False, capture_output=True)
+
+
+def test_ctrl_c_quits_with_exit_0_in_a_real_terminal(golden_copy: Callable[[str], Path], tmp_path: Path) -> None:
+    root = golden_copy("degenerate")
+    session = f"miles-tui-test-{uuid.uuid4().hex[:8]}"
+    script = tmp_path / "run.sh"
+    script.write_text(
+        f"cd {os.getcwd()}\nexport MILES_TUI_CACHE_DIR={tmp_path / 'cache'}\n"
+        f"{sys.executable} -m miles_tui.tui.cli {root} --poll 1\necho EXITED-$?\nsleep 30\n"
+    )
+    env = {**os.environ, "TERM": "xterm-256color"}
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", f"bash {script}"], check=True, env=env
+    )
+    try:
+        _wait_for(session, "all_rewards_zero")
+        subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
+        _wait_for(session, "16 samples")
+        subprocess.run(["tmux", "send-keys", "-t", session, "/", "C-c"], check=True)  # even in the filter box
+        screen = _wait_for(session, "EXITED-0")
+        assert "Traceback" not in screen
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False, capture_output=True)

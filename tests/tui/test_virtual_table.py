@@ -46,3 +46,27 @@ async def test_only_drawn_rows_are_formatted_and_the_cursor_follows_its_key() ->
         assert table.cursor_key == 2
         table.set_lazy_rows([-1, *range(100_000)], render)  # a row arrives above
         assert table.cursor_key == 2 and table.cursor_row == 3
+
+
+async def test_growing_columns_fit_their_widest_cell_and_the_placeholder_wraps() -> None:
+    from miles_tui.tui.widgets.virtual_table import fitted
+
+    app = TableApp()
+    async with app.run_test(size=(30, 8)) as pilot:
+        table = app.query_one(VirtualTable)
+        table.set_columns([Column("id", "id", 4, grow=10), Column("fixed", "fixed", 4)])
+        table.set_rows([TableRow(1, (Text("10000000"), Text("abcdefgh"))), TableRow(2, (Text("7"), Text("x")))])
+        assert [c.width for c in table.columns] == [8, 4]  # the id fits; the fixed column cuts with …
+        table.set_rows([TableRow(3, (Text("123456789012345"), Text("")))])
+        assert table.columns[0].width == 10  # never past grow
+        table.set_columns([Column("id", "id", 4, grow=10)])
+        assert table.columns[0].width == 4  # new columns: the old rows are not measured against them
+        table.set_lazy_rows([1, 2], lambda key: TableRow(key, (Text("123456789"),)))
+        assert table.columns[0].width == 4  # lazy rows are measured by their owner
+        assert fitted(table.columns, {"id": 9})[0].width == 9
+        table.set_rows([])
+        table.placeholder = "a long hint that does not fit on one line of this narrow table"
+        table.refresh()
+        await pilot.pause()
+        lines = ["".join(s.text for s in table.render_line(y)).rstrip() for y in range(1, 5)]
+        assert " ".join(line for line in lines if line) == table.placeholder

@@ -35,9 +35,10 @@ from miles_tui.core.analysis.compare import (
 from miles_tui.core.dump.step import StepSummary
 from miles_tui.core.dump.summary import group_reward
 from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import MISSING, number, percent
+from miles_tui.tui.formatting import MISSING, number, percent, unread_text, unreadable
 from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.step_rows import group_rewards_unreadable
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
 
@@ -62,8 +63,8 @@ HEADLINE = (
 """Step-level figures in the header, in order (mixed versions and unreadable samples join when non-zero)."""
 
 GROUP_COLUMNS = (
-    Column("group", "group", 5),
-    Column("n", "n A/B", 5),
+    Column("group", "group", 5, grow=10),
+    Column("n", "n A/B", 5, grow=13),
     Column("reward_a", "rwd A", 6),
     Column("reward_b", "rwd B", 6),
     Column("reward_d", "rwd Δ", 7),
@@ -83,9 +84,9 @@ GROUP_COLUMNS = (
 )
 
 TRACE_COLUMNS = (
-    Column("step", "step", 7, "left"),
-    Column("sample", "sample", 7),
-    Column("n", "n", 3),
+    Column("step", "step", 7, "left", grow=12),
+    Column("sample", "sample", 7, grow=12),
+    Column("n", "n", 3, grow=6),
     Column("reward", "reward", 7),
     Column("std", "σ", 6),
     Column("zero_std", "0σ", 3, "center"),
@@ -147,25 +148,28 @@ def headline(comparison: StepComparison, width: int) -> Text:
     return text
 
 
-def _zero_std(group: GroupComparison) -> Text:
-    def mark(present: bool, zero: bool) -> str:
-        return MISSING if not present else ("0σ" if zero else "·")
+def _zero_std(group: GroupComparison, unread_a: bool, unread_b: bool) -> Text:
+    def mark(present: bool, zero: bool, unread: bool) -> str:
+        return MISSING if not present else ("?" if unread else "0σ" if zero else "·")
 
-    a = mark(group.a is not None, group.a is not None and group.a.zero_std)
-    b = mark(group.b is not None, group.b is not None and group.b.zero_std)
+    a = mark(group.a is not None, group.a is not None and group.a.zero_std, unread_a)
+    b = mark(group.b is not None, group.b is not None and group.b.zero_std, unread_b)
     return Text.styled(f"{a}/{b}", "yellow" if "0σ" in (a + b) else "")
 
 
-def group_cells(group: GroupComparison) -> tuple[Text, ...]:
-    """One group slot: A | B | Δ for each figure."""
+def group_cells(group: GroupComparison, unread_a: bool = False, unread_b: bool = False) -> tuple[Text, ...]:
+    """One group slot: A | B | Δ for each figure; ``unread_a``/``unread_b``: a reward of the group in that step
+    is unreadable, so its reward figures there (and their deltas) read UNREAD (``?`` for degenerate)."""
     cells: list[Text] = [Text(MISSING if group.group_index is None else str(group.group_index))]
     n = group.delta("n")
     cells.append(Text(f"{figure_text('n', n.a)}/{figure_text('n', n.b)}"))
     for name in ("reward_mean", "reward_std"):
         delta = group.delta(name)
-        cells += [Text(figure_text(name, delta.a)), Text(figure_text(name, delta.b)), delta_text(delta)]
+        a = unread_text() if unread_a else Text(figure_text(name, delta.a))
+        b = unread_text() if unread_b else Text(figure_text(name, delta.b))
+        cells += [a, b, unread_text() if unread_a or unread_b else delta_text(delta)]
         if name == "reward_std":
-            cells.append(_zero_std(group))
+            cells.append(_zero_std(group, unread_a, unread_b))
     for name in ("response_length_mean", "truncated_frac", "avg_staleness"):
         delta = group.delta(name)
         cells += [Text(figure_text(name, delta.a)), Text(figure_text(name, delta.b)), delta_text(delta)]
@@ -173,11 +177,13 @@ def group_cells(group: GroupComparison) -> tuple[Text, ...]:
 
 
 def trace_rows(trace: tuple[GroupInStep, ...], a: int, b: int, evaluation: bool) -> list[TableRow]:
-    """A group slot in every step: a bold line per step, then its samples."""
+    """A group slot in every step: a bold line per step, then its samples (unreadable rewards read UNREAD)."""
+    reward_column = "reward" if evaluation else "raw_reward"
     rows = []
     for found in trace:
         f = found.figures
         marker = " A" if f.rollout_id == a else (" B" if f.rollout_id == b else "")
+        unread = any(unreadable(row, reward_column) for row in found.rows)
         rows.append(
             TableRow(
                 ("step", f.rollout_id),
@@ -185,9 +191,9 @@ def trace_rows(trace: tuple[GroupInStep, ...], a: int, b: int, evaluation: bool)
                     Text(f"{f.rollout_id}{marker}"),
                     Text.styled("group", "dim"),
                     Text(str(f.n)),
-                    Text(number(f.reward_mean)),
-                    Text(number(f.reward_std)),
-                    Text.styled("0σ", "yellow") if f.zero_std else Text.styled("·", "dim"),
+                    unread_text() if unread else Text(number(f.reward_mean)),
+                    unread_text() if unread else Text(number(f.reward_std)),
+                    Text("?") if unread else Text.styled("0σ", "yellow") if f.zero_std else Text.styled("·", "dim"),
                     Text(number(f.response_length_mean, 1)),
                     Text(percent(f.truncated_frac)),
                     Text(number(f.avg_staleness, 2)),
@@ -204,7 +210,9 @@ def trace_rows(trace: tuple[GroupInStep, ...], a: int, b: int, evaluation: bool)
                         Text(""),
                         Text(str(row.sample_index)),
                         Text(""),
-                        Text(number(group_reward(row, evaluation))),
+                        unread_text()
+                        if unreadable(row, reward_column)
+                        else Text(number(group_reward(row, evaluation))),
                         Text(""),
                         Text(""),
                         Text(str(row.response_length)),
@@ -322,7 +330,18 @@ class CompareScreen(MonitorScreen):
             return
         table.set_columns(GROUP_COLUMNS)
         table.placeholder = "neither step has groups"
-        table.set_rows([TableRow(("group", g.group_index), group_cells(g)) for g in comparison.groups])
+        unread_a, unread_b = (
+            group_rewards_unreadable(self.fetched[rid]) if rid in self.fetched else set() for rid in (self.a, self.b)
+        )
+        table.set_rows(
+            [
+                TableRow(
+                    ("group", g.group_index),
+                    group_cells(g, g.group_index in unread_a, g.group_index in unread_b),
+                )
+                for g in comparison.groups
+            ]
+        )
 
     def _show_trace(self) -> None:
         table = self.query_one("#groups", VirtualTable)

@@ -35,12 +35,12 @@ from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
 from miles_tui.core.telemetry.time_bins import WINDOWS, bin_count, time_bins, window_bounds
 from miles_tui.tui.compute_rows import (
-    SUFFIX_WIDTH,
     LaneRows,
     axis_row,
     fleet_rows,
     lane_label,
     phase_row,
+    suffix_width,
     title,
     window_name,
 )
@@ -60,6 +60,8 @@ LIVE_STREAMS: Final = frozenset({"gpu_util", "phases"})
 
 class ComputeScreen(MonitorScreen):
     """GPU lanes, phases and fleet summary over a time window."""
+
+    GLOBAL_VIEW = True
 
     CSS_PATH = "compute_screen.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -189,15 +191,17 @@ class ComputeScreen(MonitorScreen):
         self.query_one("#compute-title", Label).update(title(view, self._picked_text(selection)))
         labels = [lane_label(grid.lanes[i]) for i in self.shown] + [inert(b.name) for b in view.bands] + ["silent"]
         label_width = min(max(len(s) for s in labels), 20 if self.size.width >= 120 else 14)
-        lanes = self.query_one("#lanes", HeatRows)
-        lanes.set_rows(LaneRows(view, self.shown), label_width, SUFFIX_WIDTH)
-        axis = [axis_row(view, lanes.strip_width)]
-        self.query_one("#axis", HeatRows).set_rows(axis, label_width, SUFFIX_WIDTH)
+        phases = [phase_row(band, i) for i, band in enumerate(view.bands)]
         fleet = self.query_one("#fleet", HeatRows)
         fleet.display = len(grid.lanes) > FLEET_LANES
-        fleet.set_rows(fleet_rows(view.fleet) if fleet.display else [], label_width, SUFFIX_WIDTH)
-        phases = [phase_row(band, i) for i, band in enumerate(view.bands)]
-        self.query_one("#phases", HeatRows).set_rows(phases, label_width, SUFFIX_WIDTH)
+        fleet_lines = fleet_rows(view.fleet) if fleet.display else []
+        suffix = suffix_width(view, [*phases, *fleet_lines])  # one width for all: the strips line up
+        lanes = self.query_one("#lanes", HeatRows)
+        lanes.set_rows(LaneRows(view, self.shown), label_width, suffix)
+        axis = [axis_row(view, lanes.strip_width)]
+        self.query_one("#axis", HeatRows).set_rows(axis, label_width, suffix)
+        fleet.set_rows(fleet_lines, label_width, suffix)
+        self.query_one("#phases", HeatRows).set_rows(phases, label_width, suffix)
 
     def _picked_text(self, selection: LaneSelection) -> str:
         total = len(self.view.grid.lanes) if self.view else 0

@@ -16,7 +16,8 @@ from miles_tui.tui.row_filter import ALIASES, STATUSES
 
 FILTER_HELP = (
     "Filter (/): terms separated by spaces, all must hold. COLUMN OP VALUE with OP in = != > >= < <= ~ "
-    f"(e.g. reward>0.5 stale>=2 status=truncated); words: {', '.join(STATUSES)}, unreadable, mixed, removed, "
+    "(e.g. reward>0.5 stale>=2 status=truncated; version~v4 matches the version as shown, version>8 compares "
+    f"numbers); words: {', '.join(STATUSES)}, unreadable, mixed, removed, "
     f"zero-std; prefix not- to negate. Column names: ROW columns or {', '.join(sorted(ALIASES))}."
 )
 

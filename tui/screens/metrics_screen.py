@@ -52,6 +52,8 @@ __all__ = ["NOTHING_YET_NOTE", "NO_METRICS_NOTE", "MetricsScreen"]
 class MetricsScreen(MonitorScreen):
     """Every metric of the run as a chart against its own step key."""
 
+    GLOBAL_VIEW = True
+
     CSS_PATH = "metrics_screen.tcss"
     # Textual declares these without ClassVar (mypy then refuses one here), hence the noqa.
     HORIZONTAL_BREAKPOINTS = [(0, "-cols-1"), (110, "-cols-2"), (150, "-cols-3"), (220, "-cols-4")]  # noqa: RUF012

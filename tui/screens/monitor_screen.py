@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.screen import Screen
 
@@ -14,6 +14,10 @@ if TYPE_CHECKING:
 
 class MonitorScreen(Screen[None]):
     """A screen of the miles-tui app (it yields a RunHeader in its compose)."""
+
+    GLOBAL_VIEW: ClassVar[bool] = False
+    """Opened by a key that works on every screen (see :meth:`MilesApp.open_global_view`): another global
+    view replaces it instead of stacking on it."""
 
     @property
     def miles(self) -> MilesApp:

@@ -40,7 +40,7 @@ from miles_tui.core.analysis.outliers import (
 )
 from miles_tui.core.dump.step import OpenStep, StepSummary
 from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import MISSING, number
+from miles_tui.tui.formatting import MISSING, UNREAD_STYLE, number, unread_text, unreadable
 from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -56,7 +56,7 @@ RANKED_BY = {
 }
 """What each kind ranks by: (tokens, samples)."""
 
-_LEAD = (Column("rank", "#", 3), Column("step", "step", 5), Column("sample", "sample", 6))
+_LEAD = (Column("rank", "#", 3, grow=5), Column("step", "step", 5, grow=9), Column("sample", "sample", 6, grow=12))
 _SAMPLE_FIGURES = (
     Column("reward", "reward", 7),
     Column("stale", "stale", 5),
@@ -66,7 +66,7 @@ _SAMPLE_FIGURES = (
 TOKEN_COLUMNS = {
     OutlierKind.LP_DIFF: (
         *_LEAD,
-        Column("pos", "pos", 5),
+        Column("pos", "pos", 5, grow=8),
         Column("token", "token", 12, "left"),
         Column("value", "lp diff", 8),
         Column("sample_stat", "max|lpΔ|", 8),
@@ -74,7 +74,7 @@ TOKEN_COLUMNS = {
     ),
     OutlierKind.IMP_RATIO: (
         *_LEAD,
-        Column("pos", "pos", 5),
+        Column("pos", "pos", 5, grow=8),
         Column("token", "token", 12, "left"),
         Column("value", "ratio", 8),
         Column("sample_stat", "ratio μ", 8),
@@ -82,7 +82,7 @@ TOKEN_COLUMNS = {
     ),
     OutlierKind.ENTROPY: (
         *_LEAD,
-        Column("pos", "pos", 5),
+        Column("pos", "pos", 5, grow=8),
         Column("token", "token", 12, "left"),
         Column("value", "entropy", 8),
         Column("score", "+median", 8),
@@ -93,7 +93,7 @@ TOKEN_COLUMNS = {
 SAMPLE_LABELS = {OutlierKind.LP_DIFF: "max|lpΔ|", OutlierKind.IMP_RATIO: "ratio μ", OutlierKind.ENTROPY: "maxH"}
 SAMPLE_COLUMNS = (
     *_LEAD,
-    Column("group", "group", 6),
+    Column("group", "group", 6, grow=10),
     Column("value", "stat", 9),
     Column("mean_abs_lp_diff", "|lpΔ| μ", 8),
     Column("mean_entropy", "H μ", 7),
@@ -160,8 +160,8 @@ def sample_cells(rank: int, outlier: SampleOutlier) -> tuple[Text, ...]:
         Text(str(outlier.sample_index)),
         Text(MISSING if row.group_index is None else str(row.group_index)),
         Text.styled(number(outlier.value), "bold"),
-        Text(number(row.mean_abs_lp_diff)),
-        Text(number(row.mean_entropy)),
+        unread_text() if unreadable(row, "mean_abs_lp_diff") else Text(number(row.mean_abs_lp_diff)),
+        unread_text() if unreadable(row, "mean_entropy") else Text(number(row.mean_entropy)),
         *_figures(outlier),
     )
 
@@ -324,6 +324,10 @@ class OutlierScreen(MonitorScreen):
         if tabs.active != self.kind.value:
             tabs.active = self.kind.value
 
+    def _unreadable(self, steps: tuple[int, ...]) -> int:
+        """Samples of ``steps`` whose per-token data is unreadable (they cannot be ranked)."""
+        return sum(r.alignment_failed for rid in steps if rid in self.summaries for r in self.summaries[rid].rows)
+
     def _empty_reason(self, steps: tuple[int, ...]) -> str:
         done = self.summaries if self.samples_level else self.computed
         if any(r not in done and r not in self.failures for r in steps):
@@ -331,6 +335,9 @@ class OutlierScreen(MonitorScreen):
         if self.failures and all(r in self.failures for r in steps):
             return "✗ " + self.failures[steps[0]]
         what = "tokens" if not self.samples_level else "samples"
+        unread = self._unreadable(steps)
+        if unread:
+            return f"no {what} to rank: the per-token data of {unread} sample{'s' if unread != 1 else ''} is unreadable"
         if self.evaluation:
             return f"no {what} to rank: eval steps have no train-side per-token data"
         needs = "train and rollout log-probs" if self.kind is not OutlierKind.ENTROPY else "entropy (a dump flag)"
@@ -350,6 +357,9 @@ class OutlierScreen(MonitorScreen):
         if population:
             what = "samples" if self.samples_level else "trained tokens"
             text.append(f" · top {shown} of {population:,} {what}")
+        unread = self._unreadable(steps)
+        if unread:
+            text.append(f" · {unread} UNREADABLE sample{'s' if unread != 1 else ''} not ranked", style=UNREAD_STYLE)
         for rid in steps:
             if rid in self.failures:
                 text.append(f"\n✗ step {rid}: {inert(self.failures[rid])}", style="red")

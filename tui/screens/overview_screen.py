@@ -33,16 +33,16 @@ NARROW_WIDTH = 110
 """Below this many columns the advisories move under the step list."""
 
 STEP_COLUMNS = (
-    Column("step", "step", 5),
+    Column("step", "step", 5, grow=10),
     Column("kind", "kind", 5, "left"),
-    Column("n", "n", 5),
+    Column("n", "n", 5, grow=8),
     Column("reward_mean", "reward", 6),
     Column("zero_std_group_frac", "0-std", 5),
     Column("truncated_frac", "trunc", 5),
     Column("avg_staleness", "stale", 5),
     Column("mean_abs_lp_diff", "|lpΔ|", 6),
     Column("mean_entropy", "entropy", 7),
-    Column("state", "state", 22, "left"),
+    Column("state", "state", 22, "left", grow=80),
 )
 
 
@@ -150,8 +150,8 @@ class OverviewScreen(MonitorScreen):
 
     def _refresh_trends(self) -> None:
         model = self.miles.model
-        aggregates = [s.aggregate for (rid, ev), s in sorted(model.summaries.items()) if not ev]
-        self.query_one(StepTrends).show(aggregates)
+        summaries = [model.summaries.get((rid, False)) for rid in model.train]
+        self.query_one(StepTrends).show([None if s is None else s.aggregate for s in summaries])
 
     def _refresh_header(self) -> None:
         header = self.query_one(RunHeader)

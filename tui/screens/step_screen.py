@@ -1,6 +1,6 @@
 """The step screen: the rollout table of one step, sortable, filterable, live.
 
-Rows are core's SampleRow values formatted by miles_tui.tui.formatting; nothing is
+Rows are core's SampleRow values formatted by miles_tui.tui.step_rows; nothing is
 recomputed here (staleness and every statistic come from core). Sorting and
 filtering reorder rows by their raw values; row keys are sample indices, so
 the cursor stays on its sample when the step refreshes.
@@ -22,52 +22,22 @@ from miles_tui.core.dump.step import StepSummary
 from miles_tui.core.dump.summary import GroupRow, SampleRow
 from miles_tui.core.errors import StillWritingError
 from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import MISSING, number, percent, version_span
+from miles_tui.tui.formatting import number, percent
 from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
-from miles_tui.tui.row_filter import FilterError, RowFilter, parse_filter
+from miles_tui.tui.row_filter import RowFilter, parse_filter
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.step_rows import (
+    GROUP_COLUMNS,
+    SAMPLE_COLUMNS,
+    group_cells,
+    group_rewards_unreadable,
+    group_unreadable,
+    sample_cells,
+    sample_widths,
+    zero_std_groups,
+)
 from miles_tui.tui.widgets.run_header import RunHeader
-from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
-
-SAMPLE_COLUMNS = (
-    Column("sample_index", "sample", 7),
-    Column("group_index", "group", 7),
-    Column("status", "status", 9, "left"),
-    Column("reward", "reward", 7),
-    Column("raw_reward", "raw", 7),
-    Column("normalized_reward", "norm", 7),
-    Column("staleness", "stale", 5),
-    Column("weight_version", "version", 9, "left"),
-    Column("response_length", "resp", 6),
-    Column("total_length", "total", 6),
-    Column("turns", "turns", 5),
-    Column("tool_calls", "tools", 5),
-    Column("mean_abs_lp_diff", "|lpΔ|", 7),
-    Column("max_abs_lp_diff", "max|lpΔ|", 8),
-    Column("mean_imp_ratio", "ratio", 7),
-    Column("mean_entropy", "entropy", 7),
-    Column("max_entropy", "maxH", 7),
-    Column("adv_mean", "adv", 7),
-    Column("adv_std", "adv σ", 7),
-    Column("return_mean", "return", 7),
-    Column("dumped_rank", "rank", 5),
-    Column("spec_accept_rate", "spec", 5),
-    Column("prefix_cache_hit_rate", "cache", 5),
-    Column("non_generation_time", "ngen s", 7),
-    Column("alignment_failed", "per-token", 11, "left"),
-)
-
-GROUP_COLUMNS = (
-    Column("group_index", "group", 7),
-    Column("n", "n", 4),
-    Column("reward_mean", "reward", 8),
-    Column("reward_std", "std", 8),
-    Column("response_length_mean", "resp len", 9),
-    Column("truncated_frac", "trunc", 6),
-    Column("zero_std", "degenerate", 11, "left"),
-)
-
-STATUS_STYLE = {"completed": "", "truncated": "yellow", "aborted": "red", "failed": "bold red", "pending": "dim"}
+from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable, fitted
 
 
 def _sort_value(value: Any) -> tuple[int, Any]:
@@ -76,64 +46,6 @@ def _sort_value(value: Any) -> tuple[int, Any]:
     if isinstance(value, str):
         return (0, (1, value))
     return (0, (0, value))
-
-
-def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool = False) -> tuple[Text, ...]:
-    """Format one ROW for the table (``pending``: the step is still being written)."""
-    group = Text(MISSING if row.group_index is None else str(row.group_index))
-    if row.group_index in zero_std_groups:
-        group.append(" 0σ", style="yellow")
-    status = Text(inert(row.status or MISSING), style=STATUS_STYLE.get(row.status or "", ""))
-    if row.remove_sample:
-        status.append("✗", style="red")
-    if row.alignment_failed and pending:
-        align = Text("pending…", style="yellow")
-    elif row.alignment_failed:
-        align = Text("UNREADABLE", style="bold red")
-    elif row.dumped_rank is None:
-        align = Text("no train row", style="dim")
-    else:
-        align = Text("ok", style="green")
-    return (
-        Text(str(row.sample_index)),
-        group,
-        status,
-        Text(number(row.reward)),
-        Text(number(row.raw_reward)),
-        Text(number(row.normalized_reward)),
-        Text(number(row.staleness), style="yellow" if (row.staleness or 0) >= 2 else ""),
-        Text(version_span(row), style="magenta" if row.mixed_version else ""),
-        Text(str(row.response_length), style="yellow" if row.truncated else ""),
-        Text(str(row.total_length)),
-        Text(str(row.turns)),
-        Text(number(row.tool_calls)),
-        Text(number(row.mean_abs_lp_diff)),
-        Text(number(row.max_abs_lp_diff)),
-        Text(number(row.mean_imp_ratio)),
-        Text(number(row.mean_entropy)),
-        Text(number(row.max_entropy)),
-        Text(number(row.adv_mean)),
-        Text(number(row.adv_std)),
-        Text(number(row.return_mean)),
-        Text(number(row.dumped_rank)),
-        Text(percent(row.spec_accept_rate)),
-        Text(percent(row.prefix_cache_hit_rate)),
-        Text(number(row.non_generation_time, 2)),
-        align,
-    )
-
-
-def group_cells(group: GroupRow) -> tuple[Text, ...]:
-    """Format one GROUP row."""
-    return (
-        Text(MISSING if group.group_index is None else str(group.group_index)),
-        Text(str(group.n)),
-        Text(number(group.reward_mean)),
-        Text(number(group.reward_std)),
-        Text(number(group.response_length_mean, 1)),
-        Text(percent(group.truncated_frac)),
-        Text("ZERO STD", style="bold yellow") if group.zero_std else Text("–", style="dim"),
-    )
 
 
 class StepScreen(MonitorScreen):
@@ -166,6 +78,7 @@ class StepScreen(MonitorScreen):
         self.row_filter: RowFilter | None = None
         self.show_groups = False
         self.summary: StepSummary | None = None
+        self._measured: tuple[StepSummary, dict[str, int]] | None = None
 
     @property
     def key(self) -> tuple[int, bool]:
@@ -263,19 +176,42 @@ class StepScreen(MonitorScreen):
             return
         table = self.query_one("#samples", VirtualTable)
         status = self.query_one("#filter-status", Label)
+        pending = not summary.complete
         if self.show_groups:
             table.set_columns(self._decorate(GROUP_COLUMNS))
             groups = list(summary.groups)
             if self.sort_key is not None and self.sort_key in GroupRow.__dataclass_fields__:
                 groups.sort(key=lambda g: _sort_value(getattr(g, cast(str, self.sort_key))), reverse=self.sort_reverse)
-            table.set_rows([TableRow(("group", g.group_index), group_cells(g)) for g in groups])
+            unread, rewards_unread = group_unreadable(summary), group_rewards_unreadable(summary)
+            trained = {r.group_index for r in summary.rows if r.dumped_rank is not None or r.alignment_failed}
+            table.placeholder = "this step has no groups"
+            table.set_rows(
+                [
+                    TableRow(
+                        ("group", g.group_index),
+                        group_cells(
+                            g,
+                            unread.get(g.group_index, 0),
+                            g.group_index in rewards_unread,
+                            pending,
+                            g.group_index in trained,
+                        ),
+                    )
+                    for g in groups
+                ]
+            )
             status.update(Text(f"{len(groups)} groups · g: back to samples", style="dim"))
             return
-        table.set_columns(self._decorate(SAMPLE_COLUMNS))
-        zero = {g.group_index for g in summary.groups if g.zero_std}
+        table.set_columns(fitted(self._decorate(SAMPLE_COLUMNS), self._widths(summary)))
+        zero = zero_std_groups(summary)
         rows = list(summary.rows)
         if self.row_filter is not None:
-            rows = [r for r in rows if self.row_filter(r)]
+            try:
+                rows = [r for r in rows if self.row_filter(r)]
+            except Exception as err:  # a filter must never take the screen down: drop it and say why
+                self.row_filter = None
+                rows = list(summary.rows)
+                self._filter_error(str(err))
         if self.sort_key is not None and self.sort_key in SampleRow.__dataclass_fields__:
             key = self.sort_key
             rows.sort(key=lambda r: _sort_value(getattr(r, key)), reverse=self.sort_reverse)
@@ -286,9 +222,13 @@ class StepScreen(MonitorScreen):
 
         def render(key: Hashable) -> TableRow:
             row = by_index[cast(int, key)]
-            cells = sample_cells(row, zero, pending=not summary.complete)
+            cells = sample_cells(row, zero, pending=pending)
             return TableRow(row.sample_index, cells, "dim" if row.remove_sample else "")
 
+        if self.row_filter is not None and not rows:
+            table.placeholder = f"no sample matches {self.row_filter.text} (/ to change the filter, empty clears it)"
+        elif not rows:
+            table.placeholder = "this step has no samples"
         table.set_lazy_rows([r.sample_index for r in rows], render)
         parts = [f"{len(rows)}/{len(summary.rows)} samples"]
         if self.row_filter is not None:
@@ -296,6 +236,15 @@ class StepScreen(MonitorScreen):
         if self.sort_key is not None:
             parts.append(f"sorted by {self.sort_key} {'↓' if self.sort_reverse else '↑'}")
         status.update(Text(" · ".join(parts), style="dim"))
+
+    def _widths(self, summary: StepSummary) -> dict[str, int]:
+        """Data-sized column widths of this summary (measured once per summary)."""
+        if self._measured is None or self._measured[0] is not summary:
+            self._measured = (summary, sample_widths(summary.rows))
+        return self._measured[1]
+
+    def _filter_error(self, message: str) -> None:
+        self.query_one("#filter-status", Label).update(Text(f"filter error: {message}", style="bold red"))
 
     def _decorate(self, columns: tuple[Column, ...]) -> tuple[Column, ...]:
         if self.sort_key is None:
@@ -366,12 +315,16 @@ class StepScreen(MonitorScreen):
     @on(Input.Submitted, "#filter")
     def _apply_filter(self, message: Input.Submitted) -> None:
         """Apply the typed filter (empty clears it)."""
-        zero = {g.group_index for g in self.summary.groups if g.zero_std} if self.summary else set()
+        zero = zero_std_groups(self.summary) if self.summary else set()
         try:
-            self.row_filter = parse_filter(message.value, zero)
-        except FilterError as err:
-            self.query_one("#filter-status", Label).update(Text(f"filter error: {err}", style="bold red"))
+            row_filter = parse_filter(message.value, zero)
+            if row_filter is not None and self.summary is not None:
+                for row in self.summary.rows:  # a term that fails on a row is reported here, not while drawing
+                    row_filter(row)
+        except Exception as err:  # FilterError, or anything a predicate raises: inline, the app keeps running
+            self._filter_error(str(err))
             return
+        self.row_filter = row_filter
         self.show_groups = False
         self._close_filter()
         self._render_rows()
@@ -398,7 +351,9 @@ class StepScreen(MonitorScreen):
     def _switch(self, rollout_id: int, evaluation: bool) -> None:
         self.rollout_id, self.evaluation = rollout_id, evaluation
         self.summary = None
-        self.query_one("#samples", VirtualTable).set_rows([])
+        table = self.query_one("#samples", VirtualTable)
+        table.placeholder = "loading the step…"
+        table.set_rows([])
         self._load()
 
     def action_step(self, delta: int) -> None:

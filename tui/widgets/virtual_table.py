@@ -6,12 +6,16 @@ it is visible, so a step of any size opens and scrolls at the same cost.
 Rows have stable keys: replacing the rows keeps the cursor on the same key
 and the scroll position where it was. The owner decides what the rows are
 (sorting and filtering happen before :meth:`VirtualTable.set_rows`).
+Column widths come from the data where a column allows it (``Column.grow``):
+rows given whole are measured here, lazy rows are measured by their owner
+(:func:`fitted`), so an id or a state never reads ``100000…`` while space is
+free. The placeholder (shown while there are no rows) wraps to the width.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import ClassVar, overload
 
 from rich.segment import Segment
@@ -38,6 +42,19 @@ class Column:
     """Width in terminal cells."""
     justify: str = "right"
     """left, right or center."""
+    grow: int = 0
+    """Cells the column may widen to, to fit its widest cell (0: fixed at ``width``)."""
+
+
+def fitted(columns: Sequence[Column], needed: Mapping[str, int]) -> tuple[Column, ...]:
+    """``columns`` widened to the cells each needs (``needed`` by key), within each column's ``grow``."""
+    out = []
+    for column in columns:
+        want = needed.get(column.key, 0)
+        limit = max(column.grow, column.width)
+        width = min(max(want, column.width), limit)
+        out.append(column if width == column.width else replace(column, width=width))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -106,7 +123,8 @@ class VirtualTable(ScrollView, can_focus=True):
         Binding("down,j", "move(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home,g", "jump_first", "First row", show=False),
+        # not g: screens bind g (the step screen's groups), and a focused table's binding would win
+        Binding("home", "jump_first", "First row", show=False),
         Binding("end,G", "jump_last", "Last row", show=False),
         Binding("left,h", "column(-1)", "Column left", show=False),
         Binding("right,l", "column(1)", "Column right", show=False),
@@ -141,31 +159,53 @@ class VirtualTable(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.columns: tuple[Column, ...] = ()
+        """The columns as drawn (widened to their data where they may grow)."""
+        self._declared: tuple[Column, ...] = ()
+        self._whole: tuple[TableRow, ...] | None = None
+        """The rows when they were given whole (measured for growing columns), else None."""
         self.rows: Sequence[TableRow] = ()
         self._keys: Sequence[Hashable] = ()
         self._index: dict[Hashable, int] = {}
         self._strip_cache: dict[tuple[Hashable, int, bool, int], Strip] = {}
+        self._placeholder_cache: tuple[tuple[str, int] | None, list[Strip]] = (None, [])
         self.placeholder = ""
+        """What the table says while it has no rows (wrapped to the width)."""
 
     # -- data -----------------------------------------------------------------
 
     def set_columns(self, columns: Sequence[Column]) -> None:
-        """Replace the columns (clears the line cache)."""
-        self.columns = tuple(columns)
+        """Replace the columns (clears the line cache); growing columns fit the next rows given whole."""
+        self._declared = tuple(columns)
+        self._whole = None  # rows of other columns say nothing about these
+        self.columns = self._declared
         self.cursor_column = min(self.cursor_column, max(len(self.columns) - 1, 0))
         self._strip_cache.clear()
         self._resize()
 
+    def _fit(self, rows: Sequence[TableRow]) -> tuple[Column, ...]:
+        needed: dict[str, int] = {}
+        for i, column in enumerate(self._declared):
+            if column.grow > column.width:
+                needed[column.key] = max((row.cells[i].cell_len for row in rows if i < len(row.cells)), default=0)
+        return fitted(self._declared, needed)
+
     def set_rows(self, rows: Sequence[TableRow], keep_key: bool = True) -> None:
         """Replace the rows; the cursor stays on the same key when it still exists."""
         rows = tuple(rows)
+        self._whole = rows
+        self.columns = self._fit(rows)
         by_key = {row.key: row for row in rows}
         self._replace([row.key for row in rows], LazyRows([row.key for row in rows], by_key.__getitem__), keep_key)
 
     def set_lazy_rows(
         self, keys: Sequence[Hashable], render: Callable[[Hashable], TableRow], keep_key: bool = True
     ) -> None:
-        """Replace the rows by their keys; ``render(key)`` formats a row only when it is drawn."""
+        """Replace the rows by their keys; ``render(key)`` formats a row only when it is drawn.
+
+        Growing columns are not measured here (that would format every row): give the columns
+        already :func:`fitted` to the data.
+        """
+        self._whole = None
         self._replace(keys, LazyRows(keys, render), keep_key)
 
     def _replace(self, keys: Sequence[Hashable], rows: Sequence[TableRow], keep_key: bool) -> None:
@@ -276,11 +316,24 @@ class VirtualTable(ScrollView, can_focus=True):
         index = self.scroll_offset.y + y - 1
         if 0 <= index < len(self.rows):
             return self._row_strip(index, width)
-        if not self.rows and y == 1 and self.placeholder:
-            return Strip([Segment(self.placeholder, self.rich_style + Style(dim=True))]).extend_cell_length(
-                width, self.rich_style
-            )
+        if not self.rows and y >= 1 and self.placeholder:
+            lines = self._placeholder_lines(width)
+            if y - 1 < len(lines):
+                return lines[y - 1]
         return Strip.blank(width, self.rich_style)
+
+    def _placeholder_lines(self, width: int) -> list[Strip]:
+        """The placeholder wrapped to ``width`` cells (a long hint is never cut at the pane's edge)."""
+        key = (self.placeholder, width)
+        if self._placeholder_cache[0] != key:
+            style = self.rich_style + Style(dim=True)
+            wrapped = Text(self.placeholder).wrap(self.app.console, max(width, 1))
+            strips = [
+                Strip([Segment(line.plain.rstrip(), style)]).extend_cell_length(width, self.rich_style)
+                for line in wrapped
+            ]
+            self._placeholder_cache = (key, strips)
+        return self._placeholder_cache[1]
 
     # -- cursor -----------------------------------------------------------------
 
