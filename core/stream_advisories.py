@@ -379,6 +379,12 @@ def stream_corruption(
             f"{reset.size}); its records were dropped and read again from byte 0. A resumed run does this; "
             "anything else means something is editing the stream"
         )
+        if reset.reason == "removed":
+            message = (
+                f"{reset.path} disappeared ({reset.previous_offset} bytes had been read); its records were dropped."
+                " A run directory deleted and started again does this; anything else means something is deleting"
+                " the stream"
+            )
         out.append(Advisory(Level.WARNING, "stream_reset", message, path=reset.path))
     return out
 
