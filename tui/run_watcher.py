@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import gc
 import itertools
-import json
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +23,7 @@ from core.advisories import Advisory, ordered, step_advisories, step_error
 from core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
 from core.run import Run
 from core.run_dir import RunDir, StepFiles
+from core.run_files import META_MAX_BYTES, read_json
 from core.run_state import RunDelta, RunFollower
 from core.step import OpenStep, StepSummary
 from core.stream_advisories import stream_advisories
@@ -133,6 +133,7 @@ class RunWatcher:
     # -- blocking half (worker thread) -----------------------------------------
 
     def _meta(self) -> dict[str, Any]:
+        """meta.json for the run name and arguments; unusable is empty (the telemetry poll says why)."""
         path = self.run.dir.dashboard_dir / "meta.json"
         try:
             mtime = path.stat().st_mtime
@@ -140,8 +141,8 @@ class RunWatcher:
             return {}
         if self._meta_cache is None or self._meta_cache[0] != mtime:
             try:
-                meta = json.loads(path.read_text())
-            except (OSError, ValueError):
+                meta = read_json(path, META_MAX_BYTES, "meta.json")
+            except (OSError, MilesTuiError):
                 meta = {}
             self._meta_cache = (mtime, meta if isinstance(meta, dict) else {})
         return self._meta_cache[1]
