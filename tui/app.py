@@ -7,6 +7,7 @@ model and forward the message to every screen on the stack.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ from textual.screen import Screen
 from core.advisories import Advisory, ordered
 from core.run import Run
 from core.telemetry_columns import TelemetryColumns
+from tui.daemon_threads import DaemonThreadExecutor
 from tui.messages import (
     AdvisoriesChanged,
     FollowToggled,
@@ -77,6 +79,8 @@ class MilesApp(App[None]):
         return self.watcher.run
 
     def on_mount(self) -> None:
+        # Reads of the run run in daemon threads: one stuck in I/O (a hung mount) never holds up the exit.
+        asyncio.get_running_loop().set_default_executor(DaemonThreadExecutor())
         self.push_screen(OverviewScreen())
         self.poll_now()
         if self.live:

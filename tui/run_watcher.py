@@ -1,9 +1,10 @@
 """The app's side of following a run: core's blocking reads, off the event loop, one at a time.
 
 Every read of the run goes through :class:`RunWatcher` under one asyncio lock
-and runs in a thread (``asyncio.to_thread``), so the UI never blocks on a
-slow filesystem and two refreshes never interleave on the shared ``Run``
-(its LRU and the summary cache are not thread-safe). The blocking half,
+and runs in a daemon thread (:class:`~tui.daemon_threads.DaemonThreadExecutor`),
+so the UI never blocks on a slow filesystem, two refreshes never interleave on
+the shared ``Run`` (its LRU and the summary cache are not thread-safe), and a
+read stuck in I/O never holds up quitting. The blocking half,
 :meth:`RunWatcher.poll_blocking`, is plain code that tests can call directly.
 """
 
@@ -28,6 +29,7 @@ from core.run_state import RunDelta, RunFollower
 from core.step import OpenStep, StepSummary
 from core.stream_advisories import stream_advisories
 from core.tail import StreamReset
+from tui.daemon_threads import DaemonThreadExecutor
 
 T = TypeVar("T")
 
@@ -97,19 +99,21 @@ class RunWatcher:
     # -- async API (event loop side) -------------------------------------------
 
     async def _serialized(self, lock: asyncio.Lock, function: Callable[..., T], *args: Any) -> T:
-        """Run a blocking call in a thread while holding ``lock`` until the thread is done.
+        """Run a blocking call in a daemon thread while holding ``lock`` until the thread is done.
 
-        A worker cancelled mid-read (the user left the screen) must not release
-        the lock while its thread still reads the shared Run: the next reader
-        waits for that thread before it starts.
+        A worker cancelled mid-read (the user left the screen, or quit) returns at
+        once, but the lock stays held until its thread is done: the next reader
+        never overlaps it on the shared Run. Nothing waits for a stuck thread, so
+        quitting never blocks on a read that hangs in the kernel.
         """
-        async with lock:
-            task = asyncio.ensure_future(asyncio.to_thread(function, *args))
-            try:
-                return await asyncio.shield(task)
-            except asyncio.CancelledError:
-                await asyncio.wait({task})
-                raise
+        await lock.acquire()
+        try:
+            future = asyncio.get_running_loop().run_in_executor(_READS, function, *args)
+        except BaseException:
+            lock.release()
+            raise
+        future.add_done_callback(lambda done: _release(lock, done))
+        return await asyncio.shield(future)
 
     async def poll(self, summarize: bool = True) -> PollResult:
         return await self._serialized(self.lock, self.poll_blocking, self.clock(), summarize)
@@ -262,6 +266,16 @@ class RunWatcher:
             still = "still being written" in message
             advisories.append(step_error(rid, evaluation, message, None, still))
         return ordered(advisories)
+
+
+_READS = DaemonThreadExecutor()
+
+
+def _release(lock: asyncio.Lock, done: asyncio.Future[Any]) -> None:
+    """The read's thread is done: the next reader may start (its error, if nobody awaited it, is dropped)."""
+    lock.release()
+    if not done.cancelled():
+        done.exception()
 
 
 @contextlib.contextmanager
