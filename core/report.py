@@ -42,6 +42,8 @@ class Report:
     """Seconds since the newest write seen."""
     advisories: tuple[Advisory, ...]
     """Alarms first."""
+    cache_notice: str | None = None
+    """Why the summary cache was not used (it lies inside the run), for a note on stderr."""
 
     @property
     def exit_status(self) -> int:
@@ -103,6 +105,7 @@ def build_report(run_dir: Path, now: float) -> Report:
         latest_summary=summary,
         data_age=now - max(mtimes) if mtimes else None,
         advisories=tuple(ordered(advisories)),
+        cache_notice=run.cache_notice,
     )
 
 

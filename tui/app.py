@@ -82,6 +82,8 @@ class MilesApp(App[None]):
         # Reads of the run run in daemon threads: one stuck in I/O (a hung mount) never holds up the exit.
         asyncio.get_running_loop().set_default_executor(DaemonThreadExecutor())
         self.push_screen(OverviewScreen())
+        if self.reader.cache_notice is not None:
+            self.notify(self.reader.cache_notice, severity="warning", timeout=10, markup=False)
         self.poll_now()
         if self.live:
             self.set_interval(self.poll_seconds, self.poll_now, name="poll")
