@@ -135,7 +135,12 @@ def read_capped(path: Path | str, cap: int, what: str) -> bytes:
     """
     with open_regular(path) as handle:
         size = os.fstat(handle.fileno()).st_size
-        data = handle.read(cap + 1) if size <= cap else b""
+        data = b""
+        if size <= cap:
+            want = size + 1  # read(n) allocates n bytes up front: ask for what the file holds
+            data = handle.read(want)
+            if len(data) == want:  # it grew since the fstat: read on, still within the cap
+                data += handle.read(cap + 1 - want)
     if size > cap or len(data) > cap:
         raise UnreadableFileError(
             f"larger than a {what} can be ({_size_text(max(size, len(data)))}, the cap is {_size_text(cap)}),"

@@ -7,7 +7,9 @@ Contract:
   into newline-terminated lines, decode each line, hand the records to the
   caller's ``consume`` (the append), and only then advance the offset. Two
   polls of one file, from any threads, never hand out the same bytes twice and
-  never skip any. If ``consume`` raises, the offset stays where it was.
+  never skip any. If ``consume`` raises, the offset stays where it was. A poll
+  reads up to the size its ``stat`` saw: what a writer appends meanwhile is the
+  next poll's, so one poll's work is bounded even while the file grows.
 - Only complete lines (ending in ``\\n``) are consumed. A partial last line
   stays on disk for a later poll; later polls read only the bytes appended
   after it (growing an unterminated tail costs O(new bytes), not O(tail)), and
@@ -283,7 +285,7 @@ class TailFile(Generic[T]):
                 self._reset(st.st_size, "rewritten", on_reset)
             before = self._offset
             try:
-                count, malformed = self._read(handle, consume)
+                count, malformed = self._read(handle, st.st_size, consume)
             except BaseException:
                 self._seen, self._skipping = self._offset, False
                 raise
@@ -294,16 +296,17 @@ class TailFile(Generic[T]):
         return self._read_result(start, count, malformed, st.st_size, st.st_mtime)
 
     def _read(
-        self, handle: IO[bytes], consume: Callable[[Sequence[T]], object]
+        self, handle: IO[bytes], size: int, consume: Callable[[Sequence[T]], object]
     ) -> tuple[int, list[MalformedLineError]]:
-        """Read from ``_seen`` to the end: consume complete lines, skip overlong ones, leave the partial one."""
+        """Read from ``_seen`` to ``size`` (the poll's ``stat``; what is appended after is the next
+        poll's): consume complete lines, skip overlong ones, leave the partial one."""
         count = 0
         malformed: list[MalformedLineError] = []
         pos = self._seen
         handle.seek(pos)
         # The partial line's bytes read by this poll; None: they were read by an earlier poll (on disk only).
         chunks: list[bytes] | None = [] if pos == self._offset else None
-        while block := handle.read(self._block_size):
+        while pos < size and (block := handle.read(min(self._block_size, size - pos))):
             end = pos + len(block)
             first = block.find(b"\n")
             if first < 0:  # the partial line goes on
