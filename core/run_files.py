@@ -2,7 +2,8 @@
 
 Contract:
 
-- :func:`open_regular` opens a run's file for reading only if it is a regular
+- :func:`open_regular` (:func:`open_regular_fd` for a bare descriptor) opens a
+  run's file for reading only if it is a regular
   file. It ``stat``s the path first and refuses anything else without opening
   it (opening a device can have effects), then opens with ``O_NONBLOCK`` (a FIFO
   swapped in after the ``stat`` cannot block the open) and ``O_NOCTTY``, and
@@ -99,8 +100,8 @@ def stat_regular(path: Path | str) -> os.stat_result:
     return st
 
 
-def open_regular(path: Path | str, checked: os.stat_result | None = None) -> IO[bytes]:
-    """The file opened for binary reading, if it is a regular file (see the module contract).
+def open_regular_fd(path: Path | str, checked: os.stat_result | None = None) -> int:
+    """A read-only descriptor of the file, if it is a regular file (see the module contract); the caller closes it.
 
     ``checked`` is a ``stat`` of the path the caller already made and found regular
     (it saves one ``stat``); the opened descriptor is checked regardless.
@@ -118,6 +119,16 @@ def open_regular(path: Path | str, checked: os.stat_result | None = None) -> IO[
         if not stat.S_ISREG(mode):
             raise refusal(path, mode)
         fcntl.fcntl(fd, fcntl.F_SETFL, 0)  # back to blocking reads (no effect on a regular file's data)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_regular(path: Path | str, checked: os.stat_result | None = None) -> IO[bytes]:
+    """:func:`open_regular_fd` as a binary file object."""
+    fd = open_regular_fd(path, checked)
+    try:
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)

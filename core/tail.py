@@ -25,7 +25,7 @@ Contract:
   Whitespace-only lines carry nothing and are skipped silently.
 - The file is known by its identity (``st_dev``, ``st_ino``) and by a
   fingerprint of the bytes already consumed (their first and last
-  :data:`FINGERPRINT_BYTES`). A file that was replaced (another identity),
+  :data:`FINGERPRINT_BYTES`, kept per file). A file that was replaced (another identity),
   shrank below the offset, or whose fingerprint changed (rewritten in place,
   even to the same length) has been rewritten: the offset goes back to 0,
   ``on_reset`` runs before the first new record is consumed, and the poll
@@ -43,7 +43,6 @@ Contract:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -51,10 +50,10 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any, Final, Generic, Literal, TypeVar
+from typing import Any, Final, Generic, Literal, TypeVar
 
 from core.errors import StreamError, UnreadableFileError
-from core.run_files import checked_int, open_regular, refusal, refusal_for
+from core.run_files import checked_int, open_regular_fd, refusal, refusal_for
 
 T = TypeVar("T")
 
@@ -68,7 +67,7 @@ MAX_LINE_BYTES: Final = 64 << 20
 """The longest line a stream may hold; a longer one is malformed (skipped, never held in memory)."""
 
 FINGERPRINT_BYTES: Final = 1024
-"""Size of each of the two windows (first and last bytes consumed) whose hash tells a rewrite."""
+"""Size of each of the two windows (first and last bytes consumed) kept to tell a rewrite."""
 
 _EXCERPT_BYTES = 160
 _DECODE_ERRORS = (ValueError, KeyError, TypeError, AttributeError, RecursionError, OverflowError)
@@ -173,7 +172,7 @@ class TailFile(Generic[T]):
         self._seen = 0  # bytes looked at: [offset, seen) is a partial line without a newline
         self._skipping = False  # that partial line is already longer than max_line
         self._ident: tuple[int, int] | None = None
-        self._print: bytes | None = None  # fingerprint of the bytes before the offset
+        self._print: bytes | None = None  # fingerprint of the bytes before the offset (<= 2 KiB)
         self._size: int | None = None
         self._mtime: float | None = None
         self._change: tuple[int, int] | None = None  # (mtime, ctime) in ns at the last stat
@@ -279,34 +278,35 @@ class TailFile(Generic[T]):
             self._seen, self._skipping = self._offset, False
         if self._read_hook is not None:
             self._read_hook(self.path, self._offset)
-        with open_regular(self.path, st) as handle:
-            fd = handle.fileno()
+        fd = open_regular_fd(self.path, st)
+        try:
             if self._last_reset is None and self._offset > 0 and _fingerprint(fd, self._offset) != self._print:
                 self._reset(st.st_size, "rewritten", on_reset)
             before = self._offset
             try:
-                count, malformed = self._read(handle, st.st_size, consume)
+                count, malformed = self._read(fd, st.st_size, consume)
             except BaseException:
                 self._seen, self._skipping = self._offset, False
                 raise
             finally:
                 if self._offset != before or self._print is None:
                     self._print = _fingerprint(fd, self._offset)
+        finally:
+            os.close(fd)
         self._last_error = None
         return self._read_result(start, count, malformed, st.st_size, st.st_mtime)
 
     def _read(
-        self, handle: IO[bytes], size: int, consume: Callable[[Sequence[T]], object]
+        self, fd: int, size: int, consume: Callable[[Sequence[T]], object]
     ) -> tuple[int, list[MalformedLineError]]:
         """Read from ``_seen`` to ``size`` (the poll's ``stat``; what is appended after is the next
         poll's): consume complete lines, skip overlong ones, leave the partial one."""
         count = 0
         malformed: list[MalformedLineError] = []
         pos = self._seen
-        handle.seek(pos)
         # The partial line's bytes read by this poll; None: they were read by an earlier poll (on disk only).
         chunks: list[bytes] | None = [] if pos == self._offset else None
-        while pos < size and (block := handle.read(min(self._block_size, size - pos))):
+        while pos < size and (block := os.pread(fd, min(self._block_size, size - pos), pos)):
             end = pos + len(block)
             first = block.find(b"\n")
             if first < 0:  # the partial line goes on
@@ -317,12 +317,12 @@ class TailFile(Generic[T]):
                 pos = self._seen = end
                 continue
             if self._skipping or pos + first - self._offset > self.max_line:
-                malformed.append(self._too_long(handle.fileno(), pos + first))
+                malformed.append(self._too_long(fd, pos + first))
                 self._offset, self._skipping = pos + first + 1, False
                 data = block[first + 1 :]
             elif self._offset < pos:  # the partial line ends in this block: read it whole, once
                 pending = pos - self._offset
-                head = b"".join(chunks) if chunks is not None else os.pread(handle.fileno(), pending, self._offset)
+                head = b"".join(chunks) if chunks is not None else os.pread(fd, pending, self._offset)
                 if len(head) != pending:
                     break  # the file changed under the poll: the next poll sees how
                 data = head + block
@@ -381,12 +381,11 @@ class TailFile(Generic[T]):
 
 
 def _fingerprint(fd: int, end: int) -> bytes:
-    """A hash of the first and last :data:`FINGERPRINT_BYTES` of ``[0, end)``."""
+    """The first and last :data:`FINGERPRINT_BYTES` of ``[0, end)``, kept as they are (comparing
+    2 KiB is cheaper than hashing them, and exact)."""
     if end <= 2 * FINGERPRINT_BYTES:
-        data = os.pread(fd, end, 0)
-    else:
-        data = os.pread(fd, FINGERPRINT_BYTES, 0) + os.pread(fd, FINGERPRINT_BYTES, end - FINGERPRINT_BYTES)
-    return hashlib.blake2b(data, digest_size=16).digest()
+        return os.pread(fd, end, 0)
+    return os.pread(fd, FINGERPRINT_BYTES, 0) + os.pread(fd, FINGERPRINT_BYTES, end - FINGERPRINT_BYTES)
 
 
 def _has_float_overflow_digits(block: bytes) -> bool:
