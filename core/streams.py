@@ -442,6 +442,8 @@ class DashboardReader:
 
     def _drop_vanished(self, present: set[str], resets: list[StreamReset], reset_streams: list[str]) -> None:
         """Forget stream files no longer listed (``rm -rf`` of a run, a restart): their records go, with a notice."""
+        if len(present) == len(self._known):
+            return  # every listed name is known (the listing added the new ones): nothing vanished
         self._known &= present
         for stream, parts in self._parts.items():
             kept = [part for part in parts if part.key in present]
