@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import gc
 import itertools
 import statistics
@@ -108,12 +110,12 @@ class RunWatcher:
         """
         await lock.acquire()
         try:
-            future = asyncio.get_running_loop().run_in_executor(_READS, function, *args)
+            task = asyncio.ensure_future(_in_thread(function, *args))
         except BaseException:
             lock.release()
             raise
-        future.add_done_callback(lambda done: _release(lock, done))
-        return await asyncio.shield(future)
+        task.add_done_callback(lambda done: _release(lock, done))
+        return await asyncio.shield(task)
 
     async def poll(self, summarize: bool = True) -> PollResult:
         return await self._serialized(self.lock, self.poll_blocking, self.clock(), summarize)
@@ -269,6 +271,12 @@ class RunWatcher:
 
 
 _READS = DaemonThreadExecutor()
+
+
+async def _in_thread(function: Callable[..., T], *args: Any) -> T:
+    """``asyncio.to_thread`` on the daemon executor (scheduled alike: submitted when the task first runs)."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(_READS, functools.partial(context.run, function, *args))
 
 
 def _release(lock: asyncio.Lock, done: asyncio.Future[Any]) -> None:
