@@ -2,6 +2,8 @@
 
     MilesTuiError                 anything core refuses; always names a file
     ├── RunDirError               RUN_DIR missing, not a directory, unreadable
+    ├── UnreadableFileError       a run file refused as it is: not a regular file, a symlink
+    │                             loop, over its size cap, or pathological JSON
     ├── DumpLoadError             a .pt that could not be read
     │   ├── StillWritingError     ... and is young enough to be mid-write (retry)
     │   ├── CorruptFileError      ... and is old: truncated, garbage, wrong shape
@@ -49,6 +51,12 @@ class MilesTuiError(Exception):
 
 class RunDirError(MilesTuiError):
     """The run directory itself cannot be used."""
+
+
+class UnreadableFileError(MilesTuiError):
+    """A file of the run refused without (fully) reading it: a FIFO, device, socket or directory
+    where a file should be, a symbolic link loop, a file over its size cap, or JSON that is
+    malformed or pathological (nested too deeply, integers no float can hold)."""
 
 
 class DumpLoadError(MilesTuiError):

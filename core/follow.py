@@ -28,10 +28,10 @@ from pathlib import Path
 
 from miles_tui.core.dump.run_dir import RunDir, StepIds
 from miles_tui.core.errors import StreamError
+from miles_tui.core.tail import ReadHook, StreamReset
 from miles_tui.core.telemetry.metrics import MetricStore
 from miles_tui.core.telemetry.stream_records import Phase, RunMeta, StreamRecord
 from miles_tui.core.telemetry.streams import DashboardReader
-from miles_tui.core.telemetry.tail import ReadHook, StreamReset
 
 StepKey = tuple[int, bool]
 """(rollout_id, evaluation)."""

@@ -46,6 +46,8 @@ class Report:
     """Seconds since the newest write seen."""
     advisories: tuple[Advisory, ...]
     """Alarms first."""
+    cache_notice: str | None = None
+    """Why the summary cache was not used (it lies inside the run), for a note on stderr."""
 
     @property
     def exit_status(self) -> int:
@@ -113,6 +115,7 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
         latest_summary=summary,
         data_age=now - max(writes) if writes else None,
         advisories=tuple(ordered(advisories)),
+        cache_notice=run.cache_notice,
     )
 
 

@@ -39,6 +39,7 @@ from miles_tui.core.dump.step import OpenStep
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
 from miles_tui.tui.commands import RunCommands
+from miles_tui.tui.daemon_threads import DaemonThreadExecutor
 from miles_tui.tui.inert_line_filter import InertLineFilter
 from miles_tui.tui.messages import (
     AdvisoriesChanged,
@@ -113,9 +114,13 @@ class MilesApp(App[None]):
         return self.watcher.run
 
     def on_mount(self) -> None:
+        # Reads of the run run in daemon threads: one stuck in I/O (a hung mount) never holds up the exit.
+        asyncio.get_running_loop().set_default_executor(DaemonThreadExecutor())
         self.push_screen(OverviewScreen())
         if self._start is not None:
             self.open_step(*self._start)
+        if self.reader.cache_notice is not None:
+            self.notify(self.reader.cache_notice, severity="warning", timeout=10, markup=False)
         self.poll_now()
         if self.live:
             self._poll_timer = self.set_interval(self.poll_seconds, self.poll_now, name="poll")

@@ -244,6 +244,8 @@ def run_export(args: argparse.Namespace) -> int:
         _emit(metrics_export(Path(args.run_dir), args.metrics, args.x))
         return 0
     run = Run(args.run_dir, use_cache=not args.no_cache)
+    if run.cache_notice is not None:
+        print(f"miles-tui: note: {run.cache_notice}", file=sys.stderr)
     if args.step is None:
         _emit(export.step_list(run, now))
         return 0
@@ -270,6 +272,8 @@ def run_report(args: argparse.Namespace) -> int:
     except RunDirError as err:
         print(inert(f"miles-tui: {err}"), file=sys.stderr)
         return 3
+    if report.cache_notice is not None:
+        print(f"miles-tui: note: {report.cache_notice}", file=sys.stderr)
     if args.json:
         _emit(report.to_dict())
     else:

@@ -1,9 +1,10 @@
 """The app's side of following a run: core's blocking reads, off the event loop, one at a time.
 
 Every read of the run goes through :class:`RunWatcher` under one asyncio lock
-and runs in a thread (``asyncio.to_thread``), so the UI never blocks on a
-slow filesystem and two refreshes never interleave on the shared ``Run``
-(its LRU and the summary cache are not thread-safe). The blocking half,
+and runs in a daemon thread (:class:`~miles_tui.tui.daemon_threads.DaemonThreadExecutor`),
+so the UI never blocks on a slow filesystem, two refreshes never interleave on
+the shared ``Run`` (its LRU and the summary cache are not thread-safe), and a
+read stuck in I/O never holds up quitting. The blocking half,
 :meth:`RunWatcher.poll_blocking`, is plain code that tests can call directly.
 """
 
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import gc
 import itertools
-import json
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -27,7 +29,9 @@ from miles_tui.core.dump.run_dir import RunDir, StepFiles
 from miles_tui.core.dump.step import OpenStep, StepSummary
 from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
 from miles_tui.core.follow import RunDelta, RunFollower
-from miles_tui.core.telemetry.tail import StreamReset
+from miles_tui.core.run_files import META_MAX_BYTES, read_json
+from miles_tui.core.tail import StreamReset
+from miles_tui.tui.daemon_threads import DaemonThreadExecutor
 
 T = TypeVar("T")
 
@@ -99,19 +103,21 @@ class RunWatcher:
     # -- async API (event loop side) -------------------------------------------
 
     async def _serialized(self, lock: asyncio.Lock, function: Callable[..., T], *args: Any) -> T:
-        """Run a blocking call in a thread while holding ``lock`` until the thread is done.
+        """Run a blocking call in a daemon thread while holding ``lock`` until the thread is done.
 
-        A worker cancelled mid-read (the user left the screen) must not release
-        the lock while its thread still reads the shared Run: the next reader
-        waits for that thread before it starts.
+        A worker cancelled mid-read (the user left the screen, or quit) returns at
+        once, but the lock stays held until its thread is done: the next reader
+        never overlaps it on the shared Run. Nothing waits for a stuck thread, so
+        quitting never blocks on a read that hangs in the kernel.
         """
-        async with lock:
-            task = asyncio.ensure_future(asyncio.to_thread(function, *args))
-            try:
-                return await asyncio.shield(task)
-            except asyncio.CancelledError:
-                await asyncio.wait({task})
-                raise
+        await lock.acquire()
+        try:
+            task = asyncio.ensure_future(_in_thread(function, *args))
+        except BaseException:
+            lock.release()
+            raise
+        task.add_done_callback(lambda done: _release(lock, done))
+        return await asyncio.shield(task)
 
     async def poll(self, summarize: bool = True) -> PollResult:
         return await self._serialized(self.lock, self.poll_blocking, self.clock(), summarize)
@@ -159,6 +165,7 @@ class RunWatcher:
     # -- blocking half (worker thread) -----------------------------------------
 
     def _meta(self) -> dict[str, Any]:
+        """meta.json for the run name and arguments; unusable is empty (the telemetry poll says why)."""
         path = self.run.dir.dashboard_dir / "meta.json"
         try:
             mtime = path.stat().st_mtime
@@ -166,8 +173,8 @@ class RunWatcher:
             return {}
         if self._meta_cache is None or self._meta_cache[0] != mtime:
             try:
-                meta = json.loads(path.read_text())
-            except (OSError, ValueError):
+                meta = read_json(path, META_MAX_BYTES, "meta.json")
+            except (OSError, MilesTuiError):
                 meta = {}
             self._meta_cache = (mtime, meta if isinstance(meta, dict) else {})
         return self._meta_cache[1]
@@ -293,6 +300,22 @@ class RunWatcher:
             still = "still being written" in message
             advisories.append(step_error(rid, evaluation, message, None, still))
         return ordered(advisories)
+
+
+_READS = DaemonThreadExecutor()
+
+
+async def _in_thread(function: Callable[..., T], *args: Any) -> T:
+    """``asyncio.to_thread`` on the daemon executor (scheduled alike: submitted when the task first runs)."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(_READS, functools.partial(context.run, function, *args))
+
+
+def _release(lock: asyncio.Lock, done: asyncio.Future[Any]) -> None:
+    """The read's thread is done: the next reader may start (its error, if nobody awaited it, is dropped)."""
+    lock.release()
+    if not done.cancelled():
+        done.exception()
 
 
 @contextlib.contextmanager

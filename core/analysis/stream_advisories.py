@@ -49,9 +49,9 @@ from miles_tui.core.analysis.engine_advisories import engine_alarms, engine_tuni
 from miles_tui.core.analysis.engine_feed import reader_engine_figures
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunFollower
+from miles_tui.core.tail import MalformedLineError, StreamReset
 from miles_tui.core.telemetry.metrics import MetricStore
 from miles_tui.core.telemetry.stream_records import Phase
-from miles_tui.core.telemetry.tail import MalformedLineError, StreamReset
 
 STALL_FACTOR: Final = 6.0
 """An open phase is stalled past this many times the median duration of its closed runs ..."""
@@ -251,6 +251,12 @@ def stream_corruption(
             f"{reset.size}); its records were dropped and read again from byte 0. A resumed run does this; "
             "anything else means something is editing the stream"
         )
+        if reset.reason == "removed":
+            message = (
+                f"{reset.path} disappeared ({reset.previous_offset} bytes had been read); its records were dropped."
+                " A run directory deleted and started again does this; anything else means something is deleting"
+                " the stream"
+            )
         out.append(Advisory(Level.WARNING, "stream_reset", message, path=reset.path))
     return out
 

@@ -49,7 +49,8 @@ from typing import IO, Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from miles_tui.core.errors import CorruptFileError, DumpLoadError, UnsafePickleError
+from miles_tui.core.errors import CorruptFileError, DumpLoadError, UnreadableFileError, UnsafePickleError
+from miles_tui.core.run_files import open_regular
 
 _TORCH_STORAGE_DTYPES: dict[str, Any] = {
     "DoubleStorage": np.float64,
@@ -621,7 +622,7 @@ def load_pt(path: Path | str, *, use_mmap: bool = True) -> Any:
     """
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:  # a FIFO, device or link loop named like a dump is refused
             size = os.fstat(handle.fileno()).st_size
             if size == 0:
                 raise CorruptFileError("empty file (0 bytes)", path)
@@ -631,6 +632,8 @@ def load_pt(path: Path | str, *, use_mmap: bool = True) -> Any:
             return _load_from_buffer(handle.read(), path, None)
     except DumpLoadError:
         raise
+    except UnreadableFileError as err:
+        raise CorruptFileError(err.message, path) from err
     except FileNotFoundError as err:
         raise CorruptFileError("file vanished while reading it", path) from err
     except PermissionError as err:

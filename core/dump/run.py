@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, StepIds, TrainFile
 from miles_tui.core.dump.step_summary import ProblemKind, StepSummary
-from miles_tui.core.dump.summary_cache import load_summary, store_summary
+from miles_tui.core.dump.summary_cache import cache_refusal, load_summary, store_summary
 from miles_tui.core.dump.tokenizer import Detokenizer
 from miles_tui.core.errors import MilesTuiError, StepNotFoundError, StillWritingError
 
@@ -63,7 +63,9 @@ class Run:
 
     def __init__(self, path: Path | str, *, use_cache: bool = True, max_open: int = 4) -> None:
         self.dir = RunDir(path)
-        self.use_cache = use_cache
+        self.cache_notice = cache_refusal(self.dir.path) if use_cache else None
+        """Why the summary cache is off for this run although asked for (it lies inside the run), else None."""
+        self.use_cache = use_cache and self.cache_notice is None
         self.max_open = max_open
         self._open: OrderedDict[tuple[int, bool], OpenStep] = OrderedDict()
         self._payloads: OrderedDict[tuple[str, int, float], Any] = OrderedDict()

@@ -10,7 +10,9 @@ Contract:
   fresh step of a gated run; the spec's any-rank rule is followed here.)
 - :meth:`RunDir.load` turns a load failure into :class:`StillWritingError`
   when the file is younger than ``STILL_WRITING_SECONDS`` and into
-  :class:`CorruptFileError` otherwise. Nothing here ever writes into the run.
+  :class:`CorruptFileError` otherwise; a path that is not a regular file (a
+  FIFO, a device, a symbolic link loop) is refused at once, whatever its age.
+  Nothing here ever writes into the run.
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from miles_tui.core.errors import CorruptFileError, DumpLoadError, RunDirError, StillWritingError, UnsafePickleError
+from miles_tui.core.errors import (
+    CorruptFileError,
+    DumpLoadError,
+    RunDirError,
+    StillWritingError,
+    UnreadableFileError,
+    UnsafePickleError,
+)
 
 MIN_AGE_SECONDS = 10.0
 """A rollout file younger than this may still be being written."""
@@ -99,13 +108,25 @@ def _scan(directory: Path) -> Iterator[os.DirEntry[str]]:
         return
     except PermissionError as err:
         raise RunDirError("permission denied: check that this user can read the run directory", directory) from err
+    except OSError as err:  # a symbolic link loop, an I/O error: the folder's steps cannot be known
+        raise RunDirError(f"cannot list this folder ({err.strerror or err}); fix or remove it", directory) from err
 
 
 def _stat(entry: os.DirEntry[str]) -> os.stat_result | None:
+    """The entry's stat; a name that cannot be followed (a link loop) is listed as the link itself.
+
+    Such an entry stays a step's file, so reading it names the problem (unreadable, not absent);
+    only an entry that vanished is left out.
+    """
     try:
         return entry.stat()
     except FileNotFoundError:
         return None
+    except OSError:
+        try:
+            return entry.stat(follow_symlinks=False)
+        except OSError:
+            return None
 
 
 class RunDir:
@@ -220,9 +241,11 @@ class RunDir:
         except UnsafePickleError:
             raise
         except DumpLoadError as err:
+            if isinstance(err.__cause__, UnreadableFileError):
+                raise  # a FIFO or a link loop is not a file being written: final, whatever its age
             try:
                 mtime = file.path.stat().st_mtime
-            except FileNotFoundError:
+            except OSError:
                 mtime = file.mtime
             age = now - mtime
             if age < STILL_WRITING_SECONDS:

@@ -6,6 +6,11 @@ on disk is a miss. Writes are atomic (temp file + rename) and best effort: a
 read-only or full cache dir only costs speed. Incomplete summaries (a file
 still being written) are never stored. Location: ``$MILES_TUI_CACHE_DIR``,
 else ``$XDG_CACHE_HOME/miles-tui``, else ``~/.cache/miles-tui``.
+
+A cache dir inside the run (``RUN_DIR=$HOME``, or any ancestor of the cache
+dir) is never used for that run: nothing is written under RUN_DIR, and
+nothing its writers could have planted there is served as a summary.
+:func:`cache_refusal` says so in one line, for the caller to show.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import hashlib
 import json
 import os
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +37,23 @@ def cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "miles-tui"
+
+
+@lru_cache(maxsize=16)
+def _inside(run: str, cache: str) -> bool:
+    run_real, cache_real = os.path.realpath(run), os.path.realpath(cache)
+    return cache_real == run_real or cache_real.startswith(run_real.rstrip(os.sep) + os.sep)
+
+
+def cache_refusal(run_path: Path) -> str | None:
+    """None when the cache may serve this run; else why not, in one line (the cache dir is inside the run)."""
+    folder = cache_dir()
+    if not _inside(str(run_path), str(folder)):
+        return None
+    return (
+        f"the summary cache {folder} is inside the run directory, which miles-tui never writes to:"
+        " summaries are not cached (set MILES_TUI_CACHE_DIR to a folder outside the run)"
+    )
 
 
 def _key(run_path: Path, files: StepFiles) -> str:
@@ -67,6 +90,8 @@ def _decode(data: dict[str, Any]) -> StepSummary:
 
 def load_summary(run_path: Path, files: StepFiles) -> StepSummary | None:
     """The cached summary of exactly these files, or None."""
+    if cache_refusal(run_path) is not None:
+        return None
     path = cache_dir() / "summaries" / f"{_key(run_path, files)}.json"
     try:
         with open(path, encoding="utf-8") as handle:
@@ -77,7 +102,7 @@ def load_summary(run_path: Path, files: StepFiles) -> StepSummary | None:
 
 def store_summary(run_path: Path, files: StepFiles, summary: StepSummary) -> None:
     """Remember a complete summary; silently skips when the cache dir is unusable."""
-    if not summary.complete or summary.signature != files.signature:
+    if not summary.complete or summary.signature != files.signature or cache_refusal(run_path) is not None:
         return
     folder = cache_dir() / "summaries"
     try:

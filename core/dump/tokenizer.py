@@ -2,8 +2,9 @@
 
 Contract: looks only at ``RUN_DIR/tokenizer/tokenizer.json`` (a Hugging Face
 ``tokenizers`` file); never downloads anything, never runs code from the
-folder. No tokenizer, or one that fails to load, means ids only: callers get
-None and show ids.
+folder. The file is read through :mod:`core.run_files` (a regular file, at most
+``TOKENIZER_MAX_BYTES``) and parsed from memory. No tokenizer, or one that fails
+to load, means ids only: callers get None and show ids, and ``status`` says why.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from miles_tui.core.errors import UnreadableFileError
+from miles_tui.core.run_files import TOKENIZER_MAX_BYTES, os_error_message, read_capped, stat_regular
 
 
 @dataclass(frozen=True)
@@ -32,12 +36,20 @@ class Detokenizer:
         self._path = tokenizer_dir / "tokenizer.json"
         self._tokenizer: Any = None
         self.status = TokenizerStatus(False, "the run has no tokenizer/ folder: showing token ids")
-        if self._path.is_file():
-            self._tokenizer = _load(str(self._path), self._path.stat().st_mtime)
-            if self._tokenizer is None:
-                self.status = TokenizerStatus(False, f"{self._path} could not be loaded: showing token ids")
-            else:
-                self.status = TokenizerStatus(True, None)
+        try:
+            st = stat_regular(self._path)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except UnreadableFileError as err:
+            self.status = TokenizerStatus(False, f"{err}: showing token ids")
+            return
+        except OSError as err:
+            self.status = TokenizerStatus(
+                False, f"{self._path}: {os_error_message(self._path, err)}: showing token ids"
+            )
+            return
+        self._tokenizer, reason = _load(str(self._path), st.st_mtime_ns, st.st_size)
+        self.status = TokenizerStatus(self._tokenizer is not None, reason)
 
     def texts(self, ids: Sequence[int]) -> list[str] | None:
         """The text of each token, decoded on its own; None without a tokenizer."""
@@ -48,12 +60,20 @@ class Detokenizer:
 
 
 @lru_cache(maxsize=4)
-def _load(path: str, mtime: float) -> Any:
+def _load(path: str, mtime_ns: int, size: int) -> tuple[Any, str | None]:
+    """(tokenizer, None), or (None, why not): at most ``TOKENIZER_MAX_BYTES`` read, through a safe open."""
+    failed = f"{path} could not be loaded: showing token ids"
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        return None
+        return None, failed
     try:
-        return Tokenizer.from_file(path)
+        text = read_capped(path, TOKENIZER_MAX_BYTES, "tokenizer file").decode("utf-8")
+    except UnreadableFileError as err:
+        return None, f"{err}: showing token ids"
+    except (OSError, UnicodeDecodeError):
+        return None, failed
+    try:
+        return Tokenizer.from_str(text), None
     except Exception:  # a malformed tokenizer.json must not stop the monitor
-        return None
+        return None, failed

@@ -1,27 +1,34 @@
 """The conversation sidecar ``trajectory/{rid}.jsonl`` (``eval_{rid}.jsonl`` for eval steps).
 
 Contract: one JSON object per line (sample_index, group_index, status, reward,
-prompt, messages). Reads only complete lines: a half-written last line is left
-for later, a malformed complete line is counted and skipped. No file means the
-run recorded no conversations (an empty result, not an error).
-:func:`tool_call` reads a tool call in either shape a run records (OpenAI's
-``{"function": {"name", "arguments"}}`` or a flat ``{"name", "arguments"}``);
-:func:`conversation_document` is one conversation as plain JSON values, in the
-order and with the parts the sample screen's conversation view shows.
-A line whose
-fields do not have the spec's types (:func:`miles_tui.core.dump.record_schema.conversation_problems`)
-is malformed like one that does not parse.
+prompt, messages). Reads only complete lines, with the tail reader's rules
+(:mod:`miles_tui.core.tail`): a half-written last line is left for later; a malformed
+complete line (bad JSON, too long, nested deeper than ``MAX_JSON_DEPTH``, an
+integer no float can hold) is counted and skipped. No file means the run
+recorded no conversations (None); a file that cannot be read (a FIFO, a link
+loop, over ``TRAJECTORY_MAX_BYTES``) is an empty sidecar whose ``problem`` says why.
+A line whose fields do not have the spec's types (``record_schema.conversation_problems``)
+is malformed like one that does not parse. :func:`tool_call` reads a tool call in either shape
+a run records (OpenAI's ``{"function": {"name", "arguments"}}`` or a flat ``{"name", "arguments"}``);
+:func:`conversation_document` is one conversation as plain JSON values, in the order and with the
+parts the sample screen's conversation view shows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from miles_tui.core.dump.record_schema import conversation_problems
+from miles_tui.core.errors import UnreadableFileError
+from miles_tui.core.run_files import MAX_JSON_DEPTH, os_error_message, stat_regular, too_deep
+from miles_tui.core.tail import TailFile
+
+TRAJECTORY_MAX_BYTES: Final = 1 << 30
+"""A step's sidecar holds every sample's conversation; one larger than this is refused, not read."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,8 @@ class Sidecar:
     """By sample index."""
     bad_lines: tuple[int, ...]
     """Byte offsets of complete lines that did not parse."""
+    problem: str | None = None
+    """Why the file could not be read at all (not a regular file, over the cap), naming it; None when read."""
 
 
 @dataclass(frozen=True)
@@ -134,44 +143,52 @@ def _message(raw: Mapping[str, Any]) -> Message:
     )
 
 
-def parse_sidecar(data: bytes, path: Path) -> Sidecar:
-    """Parse sidecar bytes (complete lines only)."""
-    conversations: dict[int, Conversation] = {}
-    bad: list[int] = []
-    offset = 0
-    end = data.rfind(b"\n") + 1
-    for line in data[:end].splitlines(keepends=True):
-        here = offset
-        offset += len(line)
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            bad.append(here)
-            continue
-        if conversation_problems(record):
-            bad.append(here)
-            continue
-        messages = record.get("messages") or []
-        group = record.get("group_index")
-        index = int(record["sample_index"])
-        conversations[index] = Conversation(
-            sample_index=index,
-            group_index=None if group is None else int(group),
-            status=record.get("status"),
-            reward=record.get("reward"),
-            prompt=record.get("prompt"),
-            messages=tuple(_message(m) for m in messages if isinstance(m, Mapping)),
-        )
-    return Sidecar(path, conversations, tuple(bad))
+def decode_conversation(record: Any) -> Conversation:
+    """One parsed sidecar line -> its Conversation; ValueError/KeyError/TypeError for a malformed one."""
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+    if too_deep(record):
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    problems = conversation_problems(record)
+    if problems:
+        raise ValueError("; ".join(problem.describe() for problem in problems))
+    index = int(record["sample_index"])
+    messages = record.get("messages") or []
+    group = record.get("group_index")
+    return Conversation(
+        sample_index=index,
+        group_index=None if group is None else int(group),
+        status=None if record.get("status") is None else str(record.get("status")),
+        reward=record.get("reward"),
+        prompt=record.get("prompt"),
+        messages=tuple(_message(m) for m in messages if isinstance(m, Mapping)),
+    )
 
 
 def read_sidecar(run_dir: Path, rollout_id: int, evaluation: bool) -> Sidecar | None:
-    """The step's conversations, or None when the run recorded none for it."""
+    """The step's conversations, or None when the run recorded none for it.
+
+    Read line by line through :class:`~miles_tui.core.tail.TailFile` (complete lines only,
+    each at most ``MAX_LINE_BYTES``); a file that is not a regular file, or
+    larger than :data:`TRAJECTORY_MAX_BYTES`, comes back empty with ``problem`` set.
+    """
     path = sidecar_path(run_dir, rollout_id, evaluation)
     try:
-        data = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError):
+        size = stat_regular(path).st_size
+    except (FileNotFoundError, NotADirectoryError):
         return None
-    return parse_sidecar(data, path)
+    except UnreadableFileError as err:
+        return Sidecar(path, {}, (), str(err))
+    except OSError as err:
+        return Sidecar(path, {}, (), f"{path}: {os_error_message(path, err)}")
+    if size > TRAJECTORY_MAX_BYTES:
+        cap = TRAJECTORY_MAX_BYTES >> 20
+        return Sidecar(path, {}, (), f"{path}: {size >> 20} MiB, larger than a sidecar can be ({cap} MiB); not read")
+    conversations: dict[int, Conversation] = {}
+
+    def keep(batch: Sequence[Conversation]) -> None:
+        conversations.update((c.sample_index, c) for c in batch)
+
+    read = TailFile(path, decode_conversation).poll(keep)
+    problem = None if read.error is None else str(read.error)
+    return Sidecar(path, conversations, tuple(m.offset or 0 for m in read.malformed), problem)

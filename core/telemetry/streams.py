@@ -10,7 +10,7 @@ Contract:
   and the flat topology.jsonl and data_buffer.jsonl.
 - :meth:`DashboardReader.poll` returns only what is new since the last poll.
   It is one transaction under the reader's ``threading.Lock``, and every file
-  follows the tail rule of :mod:`miles_tui.core.telemetry.tail`, so polls from several threads (or
+  follows the tail rule of :mod:`miles_tui.core.tail`, so polls from several threads (or
   asyncio tasks via ``asyncio.to_thread``) never duplicate or drop a record.
   New hourly files are picked up as they appear. A poll that finds nothing
   lists the stream folders and stats the followed files; it reads no file.
@@ -21,13 +21,19 @@ Contract:
   :meth:`DashboardReader.records` asks for a window that needs them. A window
   query never parses an hour outside the window.
 - Problems are values, not exceptions: malformed lines and rewritten files come
-  back in the delta (file and byte offset), and reading goes on.
+  back in the delta (file and byte offset), and reading goes on. meta.json is
+  read through :mod:`core.run_files` (a regular file of at most
+  ``META_MAX_BYTES``, JSON of sane depth); otherwise the previous meta is kept
+  and the problem reported. A folder or entry that cannot be followed (a
+  symbolic link loop, permissions) is a problem said once; the rest goes on.
+- A stream file that is no longer listed (``rm -rf RUN_DIR`` and a restart) is
+  forgotten: its records are dropped and the delta carries a
+  :class:`~miles_tui.core.tail.StreamReset` with reason ``removed``.
 - Never writes into the run, never sleeps, starts no threads, reads no clock.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,7 +42,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final
 
-from miles_tui.core.errors import StreamError
+from miles_tui.core.errors import StreamError, UnreadableFileError
+from miles_tui.core.run_files import META_MAX_BYTES, os_error_message, read_json
+from miles_tui.core.tail import ReadHook, StreamReset, TailFile, TailRead
 from miles_tui.core.telemetry.metrics import MetricStore, decode_metric_record
 from miles_tui.core.telemetry.stream_records import (
     DECODERS,
@@ -46,7 +54,6 @@ from miles_tui.core.telemetry.stream_records import (
     record_span,
     record_time,
 )
-from miles_tui.core.telemetry.tail import ReadHook, StreamReset, TailFile, TailRead
 
 PARTITIONED_STREAMS: Final = ("phases", "gpu_util", "engine_series", "trajectories", "gpu_processes")
 """Streams written as hourly files in a folder (or, by older writers, as one flat file)."""
@@ -98,7 +105,7 @@ class StreamsDelta:
     meta_changed: bool
     """Whether meta.json was (re-)read by this poll."""
     problems: tuple[StreamError, ...]
-    """Found since the last poll: malformed lines (:class:`~miles_tui.core.telemetry.tail.MalformedLineError`, with byte
+    """Found since the last poll: malformed lines (:class:`~miles_tui.core.tail.MalformedLineError`, with byte
     offset), an unparsable meta.json, a stream file that cannot be read."""
     resets: tuple[StreamReset, ...]
     """Files found rewritten: their old records were dropped and they were read again from 0."""
@@ -116,9 +123,11 @@ class StreamsDelta:
 class _Partition:
     """A stream file: its tail, its records, the time span they cover."""
 
-    __slots__ = ("hour", "loaded", "records", "span", "tail")
+    __slots__ = ("hour", "key", "loaded", "records", "span", "tail")
 
-    def __init__(self, tail: TailFile[StreamRecord], hour: float | None) -> None:
+    def __init__(self, key: str, tail: TailFile[StreamRecord], hour: float | None) -> None:
+        self.key = key
+        """The path as listed: how a later listing tells that the file is still there."""
         self.tail = tail
         self.hour = hour
         self.loaded = False
@@ -179,10 +188,10 @@ class DashboardReader:
         self._known: set[str] = set()
         self._seen_stream: set[str] = set()
         self._meta: RunMeta | None = None
-        self._meta_signature: tuple[int, int, int] | None = None
+        self._meta_signature: tuple[object, ...] | None = None
         self._meta_mtime: float | None = None
         self._polls = 0
-        self._unlistable: set[str] = set()
+        self._unlistable: set[str] = set()  # folders (and entries) already reported as unusable
         self._pending: list[StreamError] = []  # problems found by a window query, reported by the next poll
 
     @property
@@ -203,7 +212,7 @@ class DashboardReader:
             resets: list[StreamReset] = []
             reset_streams: list[str] = []
             meta_changed = self._poll_meta(problems)
-            self._discover(problems)
+            self._discover(problems, resets, reset_streams)
 
             store = self._metrics
             before = len(store), store.point_counts()
@@ -343,54 +352,86 @@ class DashboardReader:
             st = os.stat(path)
         except FileNotFoundError:
             return False
-        signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError as err:  # a link loop, an I/O error: said once, until it changes
+            if self._meta_signature != ("error", err.errno):
+                self._meta_signature = ("error", err.errno)
+                problems.append(StreamError(os_error_message(path, err), path))
+            return False
+        signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         if signature == self._meta_signature:
             return False
         self._meta_signature, self._meta_mtime = signature, st.st_mtime
+        keeping = "keeping the previous meta until the file is rewritten"
         try:
-            meta = decode_meta(json.loads(path.read_bytes()))
+            meta = decode_meta(read_json(path, META_MAX_BYTES, "meta.json"))
         except FileNotFoundError:
             self._meta_signature = None  # replaced between stat and read: read it next poll
             return False
-        except ValueError as err:
-            problems.append(
-                StreamError(f"not valid JSON ({err}); keeping the previous meta until the file is rewritten", path)
-            )
+        except UnreadableFileError as err:
+            problems.append(StreamError(f"{err.message}; {keeping}", path))
+            return False
+        except ValueError as err:  # valid JSON, but not an object
+            problems.append(StreamError(f"not a run description ({err}); {keeping}", path))
+            return False
+        except OSError as err:
+            problems.append(StreamError(f"{os_error_message(path, err)}; {keeping}", path))
             return False
         self._meta = meta
         return True
 
-    def _list(self, directory: Path, problems: list[StreamError]) -> list[os.DirEntry[str]]:
-        """The folder's entries; a missing folder is empty, an unlistable one a problem (said once)."""
+    def _say_once(self, path: str, message: str, problems: list[StreamError]) -> None:
+        if path not in self._unlistable:
+            self._unlistable.add(path)
+            problems.append(StreamError(message, path))
+
+    def _list(self, directory: Path, problems: list[StreamError]) -> list[os.DirEntry[str]] | None:
+        """The folder's entries; a missing folder is empty, an unlistable one None and a problem (said once)."""
         try:
             with os.scandir(directory) as entries:
                 listed = list(entries)
         except (FileNotFoundError, NotADirectoryError):
             return []
         except PermissionError:
-            if str(directory) not in self._unlistable:
-                self._unlistable.add(str(directory))
-                problems.append(StreamError("permission denied: this user cannot list the folder", directory))
-            return []
+            self._say_once(str(directory), "permission denied: this user cannot list the folder", problems)
+            return None
+        except OSError as err:  # a symbolic link loop, an I/O error
+            self._say_once(str(directory), f"{os_error_message(directory, err)}; the folder is skipped", problems)
+            return None
         self._unlistable.discard(str(directory))
         return listed
 
-    def _discover(self, problems: list[StreamError]) -> None:
-        """Add stream files that appeared since the last poll."""
-        entries = {entry.name: entry for entry in self._list(self.directory, problems)}
-        if not entries:
-            return
+    def _is_dir(self, entry: os.DirEntry[str], problems: list[StreamError]) -> bool:
+        try:
+            return entry.is_dir()
+        except OSError as err:  # dashboard/gpu_util -> itself
+            self._say_once(entry.path, f"{os_error_message(entry.path, err)}; the stream is skipped", problems)
+            return False
+
+    def _discover(self, problems: list[StreamError], resets: list[StreamReset], reset_streams: list[str]) -> None:
+        """Add stream files that appeared since the last poll; drop those that disappeared."""
+        listed = self._list(self.directory, problems)
+        if listed is None:
+            return  # unlistable (said once): keep what is known
+        entries = {entry.name: entry for entry in listed}
+        present: set[str] = set()
         for stream in TELEMETRY_STREAMS:
             flat = entries.get(f"{stream}.jsonl")
-            if flat is not None and flat.path not in self._known:
-                self._known.add(flat.path)
-                self._add(stream, flat.path, None, hot=True)
+            if flat is not None:
+                present.add(flat.path)
+                if flat.path not in self._known:
+                    self._known.add(flat.path)
+                    self._add(stream, flat.path, None, hot=True)
         for stream in PARTITIONED_STREAMS:
             entry = entries.get(stream)
-            if entry is None or not entry.is_dir():
+            if entry is None or not self._is_dir(entry, problems):
+                continue
+            files = self._list(Path(entry.path), problems)
+            if files is None:
+                present.update(p.key for p in self._parts[stream] if p.hour is not None)
                 continue
             new = []
-            for file in self._list(Path(entry.path), problems):
+            for file in files:
+                present.add(file.path)
                 if file.path not in self._known:
                     self._known.add(file.path)  # an hourly file, or a name to ignore from now on
                     if (hour := _hour_of(file.name)) is not None:
@@ -404,10 +445,27 @@ class DashboardReader:
             for hour, path in new:
                 recent = self.recent_hours is None or hour > newest - self.recent_hours * HOUR_SECONDS
                 self._add(stream, path, hour, hot=recent or not first_sight)
+        self._drop_vanished(present, resets, reset_streams)
+
+    def _drop_vanished(self, present: set[str], resets: list[StreamReset], reset_streams: list[str]) -> None:
+        """Forget stream files no longer listed (``rm -rf`` of a run, a restart): their records go, with a notice."""
+        if len(present) == len(self._known):
+            return  # every listed name is known (the listing added the new ones): nothing vanished
+        self._known &= present
+        for stream, parts in self._parts.items():
+            kept = [part for part in parts if part.key in present]
+            if len(kept) == len(parts):
+                continue
+            for part in parts:
+                if part.key not in present and (part.records or part.tail.offset):
+                    resets.append(StreamReset(part.tail.path, part.tail.offset, 0, "removed"))
+                    if stream not in reset_streams:
+                        reset_streams.append(stream)
+            self._parts[stream] = kept
 
     def _add(self, stream: str, path: str, hour: float | None, *, hot: bool) -> None:
         tail: TailFile[StreamRecord] = TailFile(path, DECODERS[stream], read_hook=self._read_hook)
-        part = _Partition(tail, hour)
+        part = _Partition(path, tail, hour)
         part.loaded = hot  # followed from now on: this very poll reads it
         parts = self._parts[stream]
         parts.append(part)

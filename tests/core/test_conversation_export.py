@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from miles_tui.core.dump.trajectory import conversation_document, parse_sidecar, tool_call
+from miles_tui.core.dump.trajectory import conversation_document, read_sidecar, tool_call
 from miles_tui.core.synth.dump_files import write_trajectory
 from miles_tui.tui.cli import main
 from tests.conftest import GOLDEN
@@ -89,8 +89,9 @@ def test_both_tool_call_shapes_reasoning_and_non_finite_values(
             {"role": "tool", "name": "calc", "content": "4"},
         ],
     }
-    path = write_trajectory(demo_run, 0, [record])
-    sidecar = parse_sidecar(path.read_bytes(), path)
+    write_trajectory(demo_run, 0, [record])
+    sidecar = read_sidecar(demo_run, 0, False)
+    assert sidecar is not None
     document = conversation_document(sidecar.conversations[4])
     assistant = document["messages"][1]
     assert assistant["content"] == "" and assistant["reasoning_content"] == "add them"  # null content: empty

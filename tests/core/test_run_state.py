@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from miles_tui.core.follow import RunFollower
+from miles_tui.core.tail import MalformedLineError
 from miles_tui.core.telemetry.stream_records import GpuUtil
-from miles_tui.core.telemetry.tail import MalformedLineError
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 T = 1_787_223_000.0

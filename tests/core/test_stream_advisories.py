@@ -29,9 +29,9 @@ from miles_tui.core.analysis.stream_advisories import (
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.report import build_report
 from miles_tui.core.synth.dump_files import append_jsonl, write_json
+from miles_tui.core.tail import StreamReset
 from miles_tui.core.telemetry.metrics import MetricStore
 from miles_tui.core.telemetry.stream_records import Phase
-from miles_tui.core.telemetry.tail import StreamReset
 from miles_tui.tui.cli import main
 from tests.conftest import GOLDEN, stamp
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from stream_writer import append_slowly
 
 from miles_tui.core.errors import StreamError
-from miles_tui.core.telemetry.tail import MalformedLineError, TailFile, TailRead
+from miles_tui.core.tail import MalformedLineError, TailFile, TailRead
 
 
 def _identity(value: Any) -> Any:

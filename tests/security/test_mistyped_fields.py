@@ -23,7 +23,7 @@ from miles_tui.core.dump.pt_archive import load_pt
 from miles_tui.core.dump.record_schema import SAMPLE_FIELDS, FieldTypeError, check_shard, field_array, sample_problems
 from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.step_summary import ProblemKind
-from miles_tui.core.dump.trajectory import parse_sidecar
+from miles_tui.core.dump.trajectory import read_sidecar
 from miles_tui.core.errors import CorruptFileError
 from miles_tui.core.synth.dump_files import save_rollout
 from miles_tui.core.synth.pt_writer import save_pt
@@ -319,8 +319,10 @@ def test_a_mistyped_conversation_line_is_skipped_with_its_offset(tmp_path: Path)
         {"sample_index": 5, "status": 7},
         {"sample_index": 6, "messages": [{"role": "assistant", "content": "ok", "tool_calls": 5}]},
     ]
-    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-    sidecar = parse_sidecar(data, tmp_path / "1.jsonl")
+    (tmp_path / "trajectory").mkdir()
+    (tmp_path / "trajectory" / "1.jsonl").write_bytes(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    sidecar = read_sidecar(tmp_path, 1, False)
+    assert sidecar is not None
     assert sorted(sidecar.conversations) == [1, 6]
     assert len(sidecar.bad_lines) == 5
     assert sidecar.conversations[6].messages[0].tool_calls == ()

@@ -252,7 +252,7 @@ class SampleScreen(Screen[None]):
         messages = self.query_one("#messages", VerticalScroll)
         messages.remove_children()
         conversation = None if self.sidecar is None else self.sidecar.conversations.get(self.sample_index)
-        messages.mount_all(_conversation_widgets(conversation))
+        messages.mount_all(_conversation_widgets(conversation, None if self.sidecar is None else self.sidecar.problem))
 
     # ---- the cursor ----------------------------------------------------------------------------
 
@@ -556,9 +556,10 @@ def _context(
     return parts
 
 
-def _conversation_widgets(conversation: Conversation | None) -> list[Static]:
+def _conversation_widgets(conversation: Conversation | None, problem: str | None = None) -> list[Static]:
     if conversation is None:
-        return [Static("this run recorded no conversation for this sample", classes="no-conversation")]
+        why = problem or "this run recorded no conversation for this sample"  # problem: why the sidecar was not read
+        return [Static(Content(why), classes="no-conversation")]
     header = Content.assemble(
         ("recorded conversation", "bold"),
         f" · status {inert(conversation.status or MISSING)} · reward {inert(repr(conversation.reward))}"
