@@ -22,6 +22,9 @@ Contract:
   query never parses an hour outside the window.
 - Problems are values, not exceptions: malformed lines and rewritten files come
   back in the delta (file and byte offset), and reading goes on.
+- metrics.jsonl is followed by :class:`~core.metric_stream.MetricStream`: the
+  same tail rule, decoded into columns (by ``parse_workers`` processes for a
+  long stretch, for that poll only) and cached in the user cache dir.
 - Never writes into the run, never sleeps, starts no threads, reads no clock.
 """
 
@@ -37,7 +40,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from core.errors import StreamError
-from core.metrics import MetricStore, decode_metric_record
+from core.metric_stream import MetricStream
+from core.metrics import MetricStore
 from core.stream_records import DECODERS, RunMeta, StreamRecord, decode_meta, record_span, record_time
 from core.tail import ReadHook, StreamReset, TailFile, TailRead
 
@@ -156,7 +160,13 @@ class DashboardReader:
     """Follows ``RUN_DIR/dashboard/``; see the module docstring for the contract."""
 
     def __init__(
-        self, directory: Path | str, *, recent_hours: int | None = None, read_hook: ReadHook | None = None
+        self,
+        directory: Path | str,
+        *,
+        recent_hours: int | None = None,
+        read_hook: ReadHook | None = None,
+        parse_workers: int = 0,
+        worker_nice: int = 0,
     ) -> None:
         self.directory = Path(directory)
         """The dashboard folder (it may not exist yet)."""
@@ -164,10 +174,12 @@ class DashboardReader:
         """Hours of each partitioned stream the first poll parses (None: all)."""
         self._read_hook = read_hook
         self._lock = threading.Lock()
-        self._metrics = MetricStore()
-        self._metrics_tail: TailFile[Any] = TailFile(
-            self.directory / "metrics.jsonl", decode_metric_record, read_hook=read_hook
+        # metrics.jsonl: columns, decoded by worker processes when long, cached in the user cache dir
+        self._metric_stream = MetricStream(
+            self.directory / "metrics.jsonl", read_hook=read_hook, workers=parse_workers, nice=worker_nice
         )
+        self._metrics = self._metric_stream.store
+        self._metrics_tail: TailFile[Any] = self._metric_stream.tail
         self._parts: dict[str, list[_Partition]] = {stream: [] for stream in TELEMETRY_STREAMS}
         self._known: set[str] = set()
         self._seen_stream: set[str] = set()
@@ -200,7 +212,7 @@ class DashboardReader:
 
             store = self._metrics
             before = len(store), store.point_counts()
-            read = self._metrics_tail.poll(store.append_rows, store.clear)
+            read = self._metric_stream.poll()
             problems += _problems(read)
             metric_keys: tuple[str, ...] = ()
             if read.reset is not None:

@@ -40,6 +40,10 @@ T = TypeVar("T")
 ReadHook = Callable[[Path, int], None]
 """Test seam: called inside the transaction with (path, offset) just before the bytes are read."""
 
+BlockDecoder = Callable[[bytes, int], tuple[Sequence[T], Sequence["MalformedLineError"]]]
+"""Decodes complete lines (a block without its final newline, starting at a byte offset) in one call:
+(records, malformed lines). Replaces the line-by-line ``decode`` (the metrics stream decodes columns)."""
+
 BLOCK_SIZE = 4 << 20
 """Bytes read per block; records are decoded and consumed block by block, bounding memory."""
 
@@ -126,12 +130,14 @@ class TailFile(Generic[T]):
         *,
         block_size: int = BLOCK_SIZE,
         read_hook: ReadHook | None = None,
+        decode_block: BlockDecoder[T] | None = None,
     ) -> None:
         self.path = Path(path)
         """The followed file."""
         self._decode = decode
         self._block_size = block_size
         self._read_hook = read_hook
+        self._decode_lines: BlockDecoder[T] = decode_block or self._decode_block
         self._lock = threading.Lock()
         self._offset = 0
         self._seen = 0  # bytes looked at: offset plus a pending partial line
@@ -170,6 +176,13 @@ class TailFile(Generic[T]):
     def reset_count(self) -> int:
         """Times the file was found rewritten."""
         return self._reset_count
+
+    def resume(self, offset: int, ino: int) -> None:
+        """Follow the file (inode ``ino``) from ``offset``, the end of a line: what is before it was consumed
+        elsewhere (a cache of its records). The next poll checks the file as after any poll of its own."""
+        with self._lock:
+            self._offset = self._seen = offset
+            self._ino = ino
 
     def poll(
         self,
@@ -226,7 +239,7 @@ class TailFile(Generic[T]):
                 if cut < 0:
                     carry = data  # one line longer than a block: keep reading
                     continue
-                records, bad = self._decode_block(data[:cut], self._offset)
+                records, bad = self._decode_lines(data[:cut], self._offset)
                 consume(records)
                 self._offset += cut + 1
                 count += len(records)
@@ -245,7 +258,7 @@ class TailFile(Generic[T]):
             on_reset()
         return notice
 
-    def _decode_block(self, block: bytes, base: int) -> tuple[list[T], list[MalformedLineError]]:
+    def _decode_block(self, block: bytes, base: int) -> tuple[Sequence[T], Sequence[MalformedLineError]]:
         records: list[T] = []
         bad: list[MalformedLineError] = []
         decode, append = self._decode, records.append

@@ -1,0 +1,99 @@
+"""``dashboard/metrics.jsonl`` followed: its tail, its columnar store, its decoder and its cache entry.
+
+Contract:
+
+- :meth:`MetricStream.poll` is the tail rule of :mod:`core.tail` (complete
+  lines only, one transaction per poll, rewrite detection), with the lines
+  decoded into columns by :class:`~core.metric_workers.MetricBlockDecoder`
+  (worker processes for a long stretch, stopped again before the poll returns).
+- The first poll starts from the user cache when it holds this file's records
+  (:mod:`core.metric_cache`): the tail then reads only the bytes after them.
+  A poll that has read enough new bytes (``cache_min_bytes`` in all, and an
+  eighth more than the entry covers) writes the entry again. A rewritten file
+  drops the store's records, as the tail rule says, and so its entry.
+- Called by :class:`~core.streams.DashboardReader` under its lock; never
+  writes into the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from core import metric_cache
+from core.metric_batch import MetricBatch, MetricRow, decode_metric_record, rows_to_batch
+from core.metric_workers import BLOCK_BYTES, MetricBlockDecoder
+from core.metrics import MetricStore
+from core.tail import BLOCK_SIZE, ReadHook, TailFile, TailRead
+
+CACHE_MIN_BYTES: Final = 4 << 20
+"""Files shorter than this are not cached: reading them again costs milliseconds."""
+
+RESAVE_BYTES: Final = 32 << 20
+"""New bytes (at least) after which the cache entry is written again."""
+
+
+class MetricStream:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        read_hook: ReadHook | None = None,
+        workers: int = 0,
+        nice: int = 0,
+        cache_min_bytes: int = CACHE_MIN_BYTES,
+    ) -> None:
+        self.path = path
+        self.store = MetricStore()
+        """Every record read so far."""
+        self.decoder = MetricBlockDecoder(path, workers=workers, nice=nice)
+        self.tail: TailFile[MetricRow] = TailFile(
+            path,
+            decode_metric_record,
+            read_hook=read_hook,
+            block_size=BLOCK_BYTES if workers > 0 else BLOCK_SIZE,
+            decode_block=self.decoder,
+        )
+        self.cache_min_bytes = cache_min_bytes
+        self._started = False
+        self._saved_end = 0
+
+    def poll(self) -> TailRead:
+        """One transaction of the tail: new complete lines into the store (see the module docstring)."""
+        if not self._started:
+            self._started = True
+            self._restore()
+        try:
+            read = self.tail.poll(self._append, self._on_reset)
+        finally:
+            self.decoder.close()
+        self._save()
+        return read
+
+    def _append(self, records: Sequence[MetricRow]) -> None:
+        self.store.append_batch(records if isinstance(records, MetricBatch) else rows_to_batch(records))
+
+    def _on_reset(self) -> None:
+        self.store.clear()
+        self._saved_end = 0
+
+    def _restore(self) -> None:
+        restored = metric_cache.load(self.path)
+        if restored is None:
+            return
+        self.store.replace(restored.store)
+        self.tail.resume(restored.end, restored.ino)
+        self.decoder.restored(restored.head, restored.tail, restored.end)
+        self._saved_end = restored.end
+
+    def _save(self) -> None:
+        fingerprint = self.decoder.fingerprint()
+        if fingerprint is None or fingerprint.end != self.tail.offset or fingerprint.end < self.cache_min_bytes:
+            return
+        if fingerprint.end - self._saved_end < max(RESAVE_BYTES, self._saved_end // 8) and self._saved_end:
+            return
+        if metric_cache.save(self.path, self.store, fingerprint):
+            self._saved_end = fingerprint.end

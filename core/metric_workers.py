@@ -1,0 +1,175 @@
+"""The metrics tail's block decoder: big stretches decoded by worker processes, so the caller's GIL stays free.
+
+Contract:
+
+- :class:`MetricBlockDecoder` is a :data:`core.tail.BlockDecoder` for
+  ``metrics.jsonl``: a block shorter than ``parallel_bytes`` (every poll of a
+  live run) is decoded in the calling thread; a longer one (a first load) is
+  cut at line ends into pieces that ``workers`` processes decode, and their
+  batches are joined in file order. The result is the same either way, and the
+  same as :func:`core.metric_batch.decode_block` on the whole block.
+- The pieces travel to the workers as bytes: a worker never reads the file, so
+  what it decodes is exactly what the tail read in its transaction.
+- Workers are started (``forkserver``, else ``spawn``; never ``fork``: the app
+  has threads) on the first long block and stopped by :meth:`close`, which the
+  reader calls at the end of every poll: no process outlives the poll that
+  needed it. ``nice`` lowers the workers' priority (the app's UI comes first).
+  A worker that fails has its piece decoded in the calling thread instead.
+- It also remembers the first and the last few KB of what it decoded
+  (:meth:`fingerprint`): the cache validates a file's covered bytes with them.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from core.metric_batch import BadLine, MetricBatch, decode_block
+from core.tail import MalformedLineError
+
+PARALLEL_BYTES: Final = 16 << 20
+"""Blocks at least this long are decoded by worker processes (when there are workers)."""
+
+PIECE_BYTES: Final = 4 << 20
+"""What one worker task decodes."""
+
+BLOCK_BYTES: Final = 32 << 20
+"""What the metrics tail reads per block when it has workers (pieces of one block run in parallel)."""
+
+WINDOW: Final = 4096
+"""Bytes of the start and of the end of the decoded stretch kept for :meth:`MetricBlockDecoder.fingerprint`."""
+
+
+def _worker_start(nice: int) -> None:
+    gc.disable()  # a worker's objects live for one piece: the cyclic collector would only walk them
+    if nice:
+        try:
+            os.nice(nice)
+        except OSError:
+            return
+
+
+def _decode_piece(piece: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
+    return decode_block(piece, base)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What identifies the bytes ``[0, end)`` of a file: its first and its last few KB, hashed."""
+
+    end: int
+    """Where the covered bytes end (just after a newline)."""
+    head: str
+    """blake2b of the first min(WINDOW, end) bytes."""
+    tail: str
+    """blake2b of the WINDOW bytes before ``end`` (fewer when the file is shorter)."""
+
+    @staticmethod
+    def of(head: bytes, tail: bytes, end: int) -> Fingerprint:
+        return Fingerprint(end, hashlib.blake2b(head).hexdigest(), hashlib.blake2b(tail).hexdigest())
+
+
+class MetricBlockDecoder:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        workers: int = 0,
+        nice: int = 0,
+        parallel_bytes: int = PARALLEL_BYTES,
+        piece_bytes: int = PIECE_BYTES,
+    ) -> None:
+        self.path = path
+        self.workers = workers
+        self.nice = nice
+        self.parallel_bytes = parallel_bytes
+        self.piece_bytes = piece_bytes
+        self._pool: ProcessPoolExecutor | None = None
+        self._head = b""
+        self._tail = b""
+        self._end = 0
+
+    def __call__(self, block: bytes, base: int) -> tuple[MetricBatch, list[MalformedLineError]]:
+        self._remember(block, base)
+        if self.workers > 0 and len(block) >= self.parallel_bytes:
+            batch, bad = self._parallel(block, base)
+        else:
+            batch, bad = decode_block(block, base)
+        return batch, [MalformedLineError(self.path, b.offset, b.reason, b.excerpt) for b in bad]
+
+    def _remember(self, block: bytes, base: int) -> None:
+        if base == 0 or base != self._end:  # from the start (a first read, or a rewritten file)
+            self._head, self._tail = b"", b""
+        covered = block + b"\n"
+        if len(self._head) < WINDOW:
+            self._head = (self._head + covered[:WINDOW])[:WINDOW]
+        self._tail = (self._tail + covered[-WINDOW:])[-WINDOW:]
+        self._end = base + len(covered)
+
+    def restored(self, head: bytes, tail: bytes, end: int) -> None:
+        """The first and last bytes of what a cache covered, up to ``end`` (the tail resumes there)."""
+        self._head, self._tail, self._end = head[:WINDOW], tail[-WINDOW:], end
+
+    def fingerprint(self) -> Fingerprint | None:
+        """The fingerprint of everything decoded so far (None before anything was)."""
+        if not self._end:
+            return None
+        return Fingerprint.of(self._head, self._tail, self._end)
+
+    def _parallel(self, block: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
+        pieces = _cut(block, self.piece_bytes)
+        pool = self._start()
+        futures: list[tuple[int, int, Future[tuple[MetricBatch, list[BadLine]]] | None]] = []
+        for start, end in pieces:
+            try:
+                futures.append((start, end, pool.submit(_decode_piece, block[start:end], base + start)))
+            except RuntimeError:  # the pool broke: decode here
+                futures.append((start, end, None))
+        batches: list[MetricBatch] = []
+        bad: list[BadLine] = []
+        for start, end, future in futures:
+            try:
+                if future is None:
+                    raise RuntimeError("no worker")
+                batch, lines = future.result()
+            except Exception:  # a worker died or failed: the same piece, decoded here
+                batch, lines = decode_block(block[start:end], base + start)
+            batches.append(batch)
+            bad += lines
+        return MetricBatch.concat(batches), bad
+
+    def _start(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=context, initializer=_worker_start, initargs=(self.nice,)
+            )
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started (the next long block starts them again)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _cut(block: bytes, piece: int) -> Sequence[tuple[int, int]]:
+    """``block`` cut at line ends into (start, end) pieces of about ``piece`` bytes (no newline inside the cut)."""
+    cuts: list[tuple[int, int]] = []
+    start = 0
+    while start < len(block):
+        end = block.find(b"\n", start + piece) if start + piece < len(block) else -1
+        end = len(block) if end < 0 else end
+        cuts.append((start, end))
+        start = end + 1
+    return cuts
