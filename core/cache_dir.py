@@ -18,9 +18,11 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -62,6 +64,24 @@ def enabled() -> bool:
 def disable() -> None:
     """``--no-cache``: no cache is read or written by this process (and the processes it starts)."""
     os.environ[ENV_OFF] = "1"
+
+
+@contextlib.contextmanager
+def configured(*, off: bool = False, cap: int | None = None) -> Iterator[None]:
+    """``--no-cache`` (``off``) and ``--cache-max`` (``cap``) for the length of a command; restored after."""
+    saved = {name: os.environ.get(name) for name in (ENV_OFF, ENV_MAX)}
+    if off:
+        disable()
+    if cap is not None:
+        set_max_bytes(cap)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def parse_size(text: str) -> int:

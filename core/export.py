@@ -11,14 +11,16 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from core.run import Run
 from core.run_dir import RunDir
 from core.step_summary import ROW_COLUMNS, StepSummary
 
 if TYPE_CHECKING:
+    from core.metrics import MetricStore
     from core.step import OpenStep
 
 # Modules that need numpy are imported where they are used: a step export served
@@ -55,15 +57,28 @@ def metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | None) -> 
     key still gets its empty lists, as for any key never logged). A missing or
     unusable RUN_DIR raises :class:`~core.errors.RunDirError`.
     """
-    dashboard = RunDir(run_dir).dashboard_dir
     from core.metrics import export_metrics
+
+    document: dict[str, Any] = clean(export_metrics(_metric_store(run_dir), keys, x_key))
+    return document
+
+
+def write_metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | None, out: IO[bytes]) -> None:
+    """:func:`metrics_export`'s document written to ``out`` as it is built (:mod:`core.metric_export`)."""
+    from core.metric_export import write_metrics
+
+    write_metrics(_metric_store(run_dir), keys, x_key, out)
+
+
+def _metric_store(run_dir: Path) -> MetricStore:
+    """metrics.jsonl read once: worker processes decode it, the user cache keeps its columns."""
+    dashboard = RunDir(run_dir).dashboard_dir
     from core.streams import DashboardReader
 
-    reader = DashboardReader(dashboard)
+    reader = DashboardReader(dashboard, parse_workers=os.cpu_count() or 1)
     if dashboard.is_dir():
         reader.poll()
-    document: dict[str, Any] = clean(export_metrics(reader.metrics, keys, x_key))
-    return document
+    return reader.metrics
 
 
 def _problems(summary: StepSummary) -> list[dict[str, Any]]:

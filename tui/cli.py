@@ -43,7 +43,7 @@ def _export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--metrics", nargs="*", metavar="KEY", help="metric series from dashboard/metrics.jsonl")
     parser.add_argument("--x", metavar="STEP_KEY", help="the step key to plot metrics against")
     parser.add_argument("--format", choices=("json", "csv"), default="json")
-    parser.add_argument("--no-cache", action="store_true", help="ignore the summary cache in ~/.cache/miles-tui")
+    _cache_flags(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
@@ -52,6 +52,7 @@ def _report_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="miles-tui report", description="Summarize a run's health.")
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    _cache_flags(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
@@ -73,8 +74,38 @@ def _monitor_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="write a synthetic live run into DIR (a temp dir if omitted) and monitor it",
     )
+    _cache_flags(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
+
+
+# -- cache flags (every command): core/cache_dir.py holds the switch and the cap -------------------------
+
+
+def _cache_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-cache", action="store_true", help="read and write no cache (step summaries, telemetry columns)"
+    )
+    parser.add_argument(
+        "--cache-max",
+        metavar="SIZE",
+        help="cap on the cache folder, least recently used first out (default 2G, or $MILES_TUI_CACHE_MAX_BYTES)",
+    )
+
+
+def _with_cache_flags(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command with its --no-cache/--cache-max in force (restored after, for in-process callers)."""
+    from core import cache_dir
+
+    try:
+        cap = None if args.cache_max is None else cache_dir.parse_size(args.cache_max)
+    except ValueError as err:
+        raise SystemExit(f"miles-tui: --cache-max: {err}") from None
+    with cache_dir.configured(off=args.no_cache, cap=cap):
+        return _guarded(action, args)
+
+
+# ---------------------------------------------------------------------------------------------------------
 
 
 def _emit(document: Any) -> None:
@@ -121,9 +152,11 @@ def run_export(args: argparse.Namespace) -> int:
 
     now = time.time()
     if args.metrics is not None:
-        from core.export import metrics_export
+        from core.export import write_metrics_export
 
-        _emit(metrics_export(Path(args.run_dir), args.metrics, args.x))
+        sys.stdout.flush()
+        write_metrics_export(Path(args.run_dir), args.metrics, args.x, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
         return 0
     run = Run(args.run_dir, use_cache=not args.no_cache)
     if args.step is None:
@@ -194,15 +227,15 @@ def _guarded(action: Callable[[argparse.Namespace], int], args: argparse.Namespa
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "export":
-        return _guarded(run_export, _export_parser().parse_args(argv[1:]))
+        return _with_cache_flags(run_export, _export_parser().parse_args(argv[1:]))
     if argv and argv[0] == "report":
-        return _guarded(run_report, _report_parser().parse_args(argv[1:]))
+        return _with_cache_flags(run_report, _report_parser().parse_args(argv[1:]))
     args = _monitor_parser().parse_args(argv)
     if args.run_dir is None and args.demo is None:
         _monitor_parser().print_usage(sys.stderr)
         print("miles-tui: give a RUN_DIR, or try `miles-tui --demo`", file=sys.stderr)
         return 2
-    return _guarded(run_monitor, args)
+    return _with_cache_flags(run_monitor, args)
 
 
 if __name__ == "__main__":
