@@ -172,13 +172,20 @@ def values_of(items: Sequence[Any]) -> Values:
         if int not in types:
             return Values(num, None, {})
         ints = np.ones(len(items), bool) if float not in types else np.array([type(v) is int for v in items], bool)
-        big = np.flatnonzero(ints & ~(np.abs(num) <= EXACT))
-        raw: dict[int, Any] = {}
-        for p in big.tolist():
-            raw[p] = items[p]
-            num[p], ints[p] = np.nan, False
+        raw = _beyond_exact(items, num, ints)
         return Values(num, ints if ints.any() else None, raw)
     return _values_slow(items)
+
+
+def _beyond_exact(items: Sequence[Any], num: FloatArray, ints: BoolArray) -> dict[int, Any]:
+    """Integers a float64 does not hold exactly, moved out of ``num`` into the raw values (found by their rounded
+    value: at 2**53 or beyond, the original is looked at)."""
+    raw: dict[int, Any] = {}
+    for p in np.flatnonzero(ints & ~(np.abs(num) < EXACT)).tolist():
+        if not -EXACT <= items[p] <= EXACT:
+            raw[p] = items[p]
+            num[p], ints[p] = np.nan, False
+    return raw
 
 
 def _values_slow(items: Sequence[Any]) -> Values:
@@ -432,24 +439,23 @@ def _table_columns(flat: list[Any], width: int, typed: bool) -> list[Values]:
             matrix = np.fromiter(flat, np.float64, len(flat)).reshape(rows, width)
         except OverflowError:
             raise _Overflow from None
-        except (TypeError, ValueError):  # a null among them
+        except (TypeError, ValueError):
             matrix = None
     if matrix is None:
         return [values_of(flat[j::width]) for j in range(width)]
     with np.errstate(invalid="ignore"):
         integral = (matrix == np.floor(matrix)).any(axis=0)  # columns with ints, or floats such as 1.0
     columns = matrix.T.copy()
-    out = [Values(columns[j], None, {}) for j in range(width)]
+    raws: list[dict[int, Any]] = [{} for _ in range(width)]
+    for c in np.flatnonzero(np.isnan(matrix)).tolist():  # numpy reads null as NaN: it stays a null
+        if flat[c] is None:
+            raws[c % width][c // width] = None
+    all_ints: list[BoolArray | None] = [None] * width
     for j in np.flatnonzero(integral).tolist():
         items = flat[j::width]
         types = set(map(type, items))
-        if int not in types:
-            continue
-        num = columns[j]
-        ints = np.ones(rows, bool) if len(types) == 1 else np.array([type(v) is int for v in items], bool)
-        raw: dict[int, Any] = {}
-        for p in np.flatnonzero(ints & ~(np.abs(num) <= EXACT)).tolist():
-            raw[p] = items[p]
-            num[p], ints[p] = np.nan, False
-        out[j] = Values(num, ints if ints.any() else None, raw)
-    return out
+        if int in types:
+            ints = np.ones(rows, bool) if len(types) == 1 else np.array([type(v) is int for v in items], bool)
+            raws[j].update(_beyond_exact(items, columns[j], ints))
+            all_ints[j] = ints if ints.any() else None
+    return [Values(columns[j], all_ints[j], raws[j]) for j in range(width)]

@@ -44,7 +44,7 @@ class MetricStream:
         read_hook: ReadHook | None = None,
         workers: int = 0,
         nice: int = 0,
-        cache_min_bytes: int = CACHE_MIN_BYTES,
+        cache_min_bytes: int | None = None,
     ) -> None:
         self.path = path
         self.store = MetricStore()
@@ -57,7 +57,7 @@ class MetricStream:
             block_size=BLOCK_BYTES if workers > 0 else BLOCK_SIZE,
             decode_block=self.decoder,
         )
-        self.cache_min_bytes = cache_min_bytes
+        self.cache_min_bytes = CACHE_MIN_BYTES if cache_min_bytes is None else cache_min_bytes
         self._started = False
         self._saved_end = 0
 
