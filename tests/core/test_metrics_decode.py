@@ -186,6 +186,6 @@ def test_the_reader_with_workers_follows_the_file_as_without(tmp_path: Path) -> 
     assert len(plain.metrics) == len(_reference(b"\n".join(WEIRD))[0])  # the unterminated line is not counted
     with path.open("ab") as out:
         out.write(_line(99.0, "s", 0, x=1)[20:] + b"\n")
-    last = range(len(plain.metrics) - 1, len(plain.metrics))
-    assert plain.poll().metric_records == workers.poll().metric_records == last
+    held = len(plain.metrics)
+    assert plain.poll().metric_records == workers.poll().metric_records == range(held, held + 1)
     _same(_rebuilt(plain.metrics), _rebuilt(workers.metrics))
