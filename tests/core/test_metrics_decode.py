@@ -3,6 +3,7 @@ malformed-line notices as decoding each line with json.loads, worker processes o
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -11,7 +12,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.export import clean
 from core.metric_batch import MAX_DEPTH, MetricRow, check_value, decode_block
+from core.metric_export import write_metrics
 from core.metric_workers import MetricBlockDecoder
 from core.metrics import MetricStore, decode_metric_record, export_metrics
 from core.streams import DashboardReader
@@ -189,3 +192,26 @@ def test_the_reader_with_workers_follows_the_file_as_without(tmp_path: Path) -> 
     held = len(plain.metrics)
     assert plain.poll().metric_records == workers.poll().metric_records == range(held, held + 1)
     _same(_rebuilt(plain.metrics), _rebuilt(workers.metrics))
+
+
+def _streamed(store: MetricStore, keys: list[str] | None = None, x_key: str | None = None) -> str:
+    out = io.BytesIO()
+    write_metrics(store, keys, x_key, out)
+    text = out.getvalue().decode()
+    assert text.endswith("}\n")
+    return json.dumps(json.loads(text))
+
+
+def _document(store: MetricStore, keys: list[str] | None = None, x_key: str | None = None) -> str:
+    return json.dumps(json.loads(json.dumps(clean(export_metrics(store, keys, x_key)), allow_nan=False)))
+
+
+def test_the_streamed_export_is_the_export_document() -> None:
+    store = MetricStore()
+    store.append_batch(decode_block(b"\n".join(WEIRD), 0)[0])
+    assert _streamed(store) == _document(store)  # every key: NaN/Infinity as null, ints as ints, raw values
+    assert _streamed(store, ["loss", "nope", "loss", "hist"]) == _document(store, ["loss", "nope", "loss", "hist"])
+    assert _streamed(store, ["loss", "big"], "s") == _document(store, ["loss", "big"], "s")
+    assert json.loads(_streamed(store))["metrics"]["grad"]["value"] == [None, None]
+    empty = MetricStore()
+    assert _streamed(empty) == _document(empty) == '{"metrics": {}}'
