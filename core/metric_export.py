@@ -54,10 +54,11 @@ class _Shared:
         self.size = size
         self.entries: list[tuple[np.ndarray[Any, Any], bytes, bytes]] = []
 
-    def get(self, records: np.ndarray[Any, Any], steps: Values, ts: Values) -> tuple[bytes, bytes]:
+    def get(self, store: MetricStore, records: np.ndarray[Any, Any]) -> tuple[bytes, bytes]:
         for known, step_json, ts_json in self.entries:
             if len(known) == len(records) and np.array_equal(known, records):
                 return step_json, ts_json
+        steps, ts = store.steps_and_ts(records)
         found = (records, values_json(steps), values_json(ts))
         self.entries = [found, *self.entries[: self.size - 1]]
         return found[1], found[2]
@@ -76,8 +77,8 @@ def write_metrics(store: MetricStore, keys: Sequence[str] | None, x_key: str | N
         if selected is None:
             out.write(b',"step":[],"value":[],"ts":[]}')
             continue
-        records, values, steps, ts = selected
-        step_json, ts_json = shared.get(records, steps, ts)
+        records, values = selected
+        step_json, ts_json = shared.get(store, records)
         for part in (b',"step":', step_json, b',"value":', values_json(values), b',"ts":', ts_json, b"}"):
             out.write(part)
     out.write(b"}}\n")

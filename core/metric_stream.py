@@ -17,12 +17,13 @@ Contract:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
 from core import metric_cache
-from core.metric_batch import MetricBatch, MetricRow, decode_metric_record, rows_to_batch
+from core.metric_batch import MetricRow, decode_metric_record
 from core.metric_workers import BLOCK_BYTES, MetricBlockDecoder
 from core.metrics import MetricStore
 from core.tail import BLOCK_SIZE, ReadHook, TailFile, TailRead
@@ -60,12 +61,17 @@ class MetricStream:
         self.cache_min_bytes = CACHE_MIN_BYTES if cache_min_bytes is None else cache_min_bytes
         self._started = False
         self._saved_end = 0
+        self._size = 0
 
     def poll(self) -> TailRead:
         """One transaction of the tail: new complete lines into the store (see the module docstring)."""
         if not self._started:
             self._started = True
             self._restore()
+        try:
+            self._size = os.stat(self.path).st_size
+        except OSError:
+            self._size = 0
         try:
             read = self.tail.poll(self._append, self._on_reset)
         finally:
@@ -74,7 +80,10 @@ class MetricStream:
         return read
 
     def _append(self, records: Sequence[MetricRow]) -> None:
-        self.store.append_batch(records if isinstance(records, MetricBatch) else rows_to_batch(records))
+        # A long read sizes the store's arrays for the whole file at its first block (no growth slack).
+        block = self.decoder.last_block
+        ahead = (self._size - block[0]) / block[1] * 1.02 if block[1] else 1.0
+        self.store.append_batch(records, ahead if ahead > 2.0 else 1.0)
 
     def _on_reset(self) -> None:
         self.store.clear()

@@ -34,13 +34,13 @@ from typing import Final
 from core.metric_batch import BadLine, MetricBatch, decode_block
 from core.tail import MalformedLineError
 
-PARALLEL_BYTES: Final = 16 << 20
+PARALLEL_BYTES: Final = 8 << 20
 """Blocks at least this long are decoded by worker processes (when there are workers)."""
 
-PIECE_BYTES: Final = 4 << 20
+PIECE_BYTES: Final = 2 << 20
 """What one worker task decodes."""
 
-BLOCK_BYTES: Final = 32 << 20
+BLOCK_BYTES: Final = 16 << 20
 """What the metrics tail reads per block when it has workers (pieces of one block run in parallel)."""
 
 WINDOW: Final = 4096
@@ -97,9 +97,12 @@ class MetricBlockDecoder:
         self._head = b""
         self._tail = b""
         self._end = 0
+        self.last_block = (0, 0)
+        """(offset, bytes) of the last block decoded, its final newline included."""
 
     def __call__(self, block: bytes, base: int) -> tuple[MetricBatch, list[MalformedLineError]]:
         self._remember(block, base)
+        self.last_block = (base, len(block) + 1)
         if self.workers > 0 and len(block) >= self.parallel_bytes:
             batch, bad = self._parallel(block, base)
         else:

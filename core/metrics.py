@@ -80,10 +80,12 @@ class _Grow:
         self.data: npt.NDArray[Any] = np.zeros(0, dtype) if data is None else data
         self.size = len(self.data)
 
-    def extend(self, values: npt.NDArray[Any]) -> None:
+    def extend(self, values: npt.NDArray[Any], ahead: float = 1.0) -> None:
+        """Append ``values``; when the array must move, make room for ``ahead`` times as many."""
         need = self.size + len(values)
         if need > len(self.data):
-            grown = np.empty(max(need, self.size + self.size // 4, 256), self.data.dtype)
+            room = max(need, self.size + self.size // 4, 256, self.size + int(len(values) * ahead))
+            grown = np.empty(room, self.data.dtype)
             grown[: self.size] = self.data[: self.size]
             self.data = grown
         self.data[self.size : need] = values
@@ -103,13 +105,13 @@ class _ValueColumn:
         self.ints = None if values is None or values.ints is None else _Grow(np.bool_, values.ints)
         self.raw: dict[int, Any] = {} if values is None else dict(values.raw)
 
-    def extend(self, values: Values) -> None:
+    def extend(self, values: Values, ahead: float = 1.0) -> None:
         base = self.num.size
-        self.num.extend(values.num)
+        self.num.extend(values.num, ahead)
         if values.ints is not None and self.ints is None:
             self.ints = _Grow(np.bool_, np.zeros(base, np.bool_))
         if self.ints is not None:
-            self.ints.extend(values.ints if values.ints is not None else np.zeros(len(values), np.bool_))
+            self.ints.extend(values.ints if values.ints is not None else np.zeros(len(values), np.bool_), ahead)
         if values.raw:
             self.raw.update((base + p, v) for p, v in values.raw.items())
 
@@ -174,23 +176,29 @@ class MetricStore:
         """Append decoded rows at the end, in order."""
         self.append_batch(rows_to_batch(rows))
 
-    def append_batch(self, batch: MetricBatch) -> None:
-        """Append a batch of records at the end, in order."""
+    def append_batch(self, batch: Sequence[MetricRow], ahead: float = 1.0) -> None:
+        """Append records at the end, in order (a :class:`MetricBatch`, or checked rows).
+
+        ``ahead``: about this many times as many records are coming (this batch included), so an
+        array that must grow is sized once for a long read instead of moving again and again.
+        """
+        if not isinstance(batch, MetricBatch):
+            batch = rows_to_batch(batch)
         if not len(batch):
             return
         with self._lock:
             base = self._step_key_of.size
             ids = self._step_key_ids
             remap = np.array([ids.setdefault(name, len(ids)) for name in batch.step_keys], dtype=np.uint32)
-            self._step_key_of.extend(remap[batch.step_key])
-            self._ts.extend(batch.ts)
-            self._step.extend(batch.step)
+            self._step_key_of.extend(remap[batch.step_key], ahead)
+            self._ts.extend(batch.ts, ahead)
+            self._step.extend(batch.step, ahead)
             for name, points in batch.keys.items():
                 column = self._keys.get(name)
                 if column is None:
                     column = self._keys[name] = _KeyColumn()
-                column.records.extend(points.records + np.uint32(base))
-                column.values.extend(points.values)
+                column.records.extend(points.records + np.uint32(base), ahead)
+                column.values.extend(points.values, ahead)
 
     def replace(self, other: MetricStore) -> None:
         """Hold exactly what ``other`` holds (its arrays are taken over; ``other`` is left empty)."""
@@ -274,16 +282,19 @@ class MetricStore:
         positions = first + np.flatnonzero(self._step_key_of.view()[records[first:]] == sk)
         return column, positions
 
-    def selection(self, key: str, x_key: str) -> tuple[npt.NDArray[np.intp], Values, Values, Values] | None:
-        """(records, values, steps, ts) of ``key``'s points logged against ``x_key`` (copies), None if none."""
+    def selection(self, key: str, x_key: str) -> tuple[npt.NDArray[np.intp], Values] | None:
+        """(records, values) of ``key``'s points logged against ``x_key`` (copies); None if there is none."""
         with self._lock:
             selected = self._select(key, x_key, 0)
             if selected is None:
                 return None
             column, positions = selected
-            records = column.records.view()[positions].astype(np.intp)
-            return records, _take(column.values.snapshot(), positions), _take(self._step.snapshot(), records), \
-                _take(self._ts.snapshot(), records)  # fmt: skip
+            return column.records.view()[positions].astype(np.intp), _take(column.values.snapshot(), positions)
+
+    def steps_and_ts(self, records: npt.NDArray[np.intp]) -> tuple[Values, Values]:
+        """The step and the ts of records ``records`` (ascending), raw (copies)."""
+        with self._lock:
+            return _take(self._step.snapshot(), records), _take(self._ts.snapshot(), records)
 
     def series(self, key: str, x_key: str | None = None, start: int = 0) -> MetricSeries | None:
         """``key``'s points logged against ``x_key`` (default: :meth:`default_x_key`) in records >= ``start``.
@@ -313,7 +324,8 @@ class MetricStore:
         selected = self.selection(key, x_key)
         if selected is None:
             return [], [], []
-        _records, values, steps, ts = selected
+        records, values = selected
+        steps, ts = self.steps_and_ts(records)
         return steps.python(), values.python(), ts.python()
 
     def record(self, index: int) -> MetricRecord:
