@@ -258,6 +258,14 @@ async def key_latency(run: Path, presses: int, records: int) -> tuple[dict[str, 
     return latencies, load, during
 
 
+class _Rows(list[str]):
+    """Figures, printed as they come (a long run shows its progress)."""
+
+    def append(self, row: str) -> None:
+        print(row, flush=True)
+        super().append(row)
+
+
 def _row(name: str, value: str, goal: str, ok: bool | None) -> str:
     verdict = "" if ok is None else ("ok" if ok else "MISSED")
     return f"  {name:<44} {value:>22}   {goal:<22} {verdict}"
@@ -280,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     cache = Path(tempfile.mkdtemp(prefix="cache-", dir=folder))
     ok = True
-    rows = []
+    rows = _Rows()
 
     ref = float(subprocess.run([sys.executable, "-c", _REFERENCE, str(path)], capture_output=True, text=True,
                                check=True).stdout)  # fmt: skip
@@ -321,7 +329,6 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(_row(f"  {key} -> its screen painted", text, f"<= {GOAL_KEY_MS:.0f} ms",
                              max(times) * 1e3 <= GOAL_KEY_MS))  # fmt: skip
         ok = ok and ok_keys
-    print("\n".join(rows))
     for problem in problems:
         print(f"  check failed: {problem}")
     print(f"load average after: {os.getloadavg()[0]:.1f}")

@@ -25,6 +25,7 @@ import gc
 import hashlib
 import multiprocessing
 import os
+import sys
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -56,6 +57,31 @@ def _worker_start(nice: int) -> None:
             return
 
 
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker with a real stderr.
+
+    The tracker hands ``sys.stderr.fileno()`` to the helper it starts; inside a Textual app
+    sys.stderr is a capture whose fileno() is -1, and the start fails. The swap lasts for
+    the start only (once per process; nothing prints meanwhile).
+    """
+    from multiprocessing import resource_tracker
+
+    saved = sys.stderr
+    try:
+        if saved is not None and sys.__stderr__ is not None and _fileno(saved) < 0:
+            sys.stderr = sys.__stderr__
+        resource_tracker.ensure_running()
+    finally:
+        sys.stderr = saved
+
+
+def _fileno(stream: object) -> int:
+    try:
+        return int(stream.fileno())  # type: ignore[attr-defined]
+    except Exception:
+        return -1
+
+
 def _decode_piece(piece: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
     return decode_block(piece, base)
 
@@ -85,18 +111,19 @@ class MetricBlockDecoder:
         *,
         workers: int = 0,
         nice: int = 0,
-        parallel_bytes: int = PARALLEL_BYTES,
-        piece_bytes: int = PIECE_BYTES,
+        parallel_bytes: int | None = None,
+        piece_bytes: int | None = None,
     ) -> None:
         self.path = path
         self.workers = workers
         self.nice = nice
-        self.parallel_bytes = parallel_bytes
-        self.piece_bytes = piece_bytes
+        self.parallel_bytes = PARALLEL_BYTES if parallel_bytes is None else parallel_bytes
+        self.piece_bytes = PIECE_BYTES if piece_bytes is None else piece_bytes
         self._pool: ProcessPoolExecutor | None = None
         self._head = b""
         self._tail = b""
         self._end = 0
+        self._whole = False
         self.last_block = (0, 0)
         """(offset, bytes) of the last block decoded, its final newline included."""
 
@@ -110,32 +137,39 @@ class MetricBlockDecoder:
         return batch, [MalformedLineError(self.path, b.offset, b.reason, b.excerpt) for b in bad]
 
     def _remember(self, block: bytes, base: int) -> None:
-        if base == 0 or base != self._end:  # from the start (a first read, or a rewritten file)
-            self._head, self._tail = b"", b""
-        covered = block + b"\n"
+        if base == 0:
+            self._head, self._tail, self._whole = b"", b"", True
+        elif base != self._end:
+            self._whole = False  # a gap: the start is unknown here, so no fingerprint until a read from 0
         if len(self._head) < WINDOW:
-            self._head = (self._head + covered[:WINDOW])[:WINDOW]
-        self._tail = (self._tail + covered[-WINDOW:])[-WINDOW:]
-        self._end = base + len(covered)
+            self._head = (self._head + block[:WINDOW] + b"\n")[:WINDOW]
+        if len(block) + 1 >= WINDOW:
+            self._tail = block[len(block) + 1 - WINDOW :] + b"\n"
+        else:
+            self._tail = (self._tail + block + b"\n")[-WINDOW:]
+        self._end = base + len(block) + 1
 
     def restored(self, head: bytes, tail: bytes, end: int) -> None:
         """The first and last bytes of what a cache covered, up to ``end`` (the tail resumes there)."""
-        self._head, self._tail, self._end = head[:WINDOW], tail[-WINDOW:], end
+        self._head, self._tail, self._end, self._whole = head[:WINDOW], tail[-WINDOW:], end, True
 
     def fingerprint(self) -> Fingerprint | None:
         """The fingerprint of everything decoded so far (None before anything was)."""
-        if not self._end:
+        if not self._end or not self._whole:
             return None
         return Fingerprint.of(self._head, self._tail, self._end)
 
     def _parallel(self, block: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
-        pieces = _cut(block, self.piece_bytes)
-        pool = self._start()
+        try:
+            pool = self._start()
+        except Exception:  # no worker processes here (a sandbox, no semaphores ...): this thread decodes
+            self.workers = 0
+            return decode_block(block, base)
         futures: list[tuple[int, int, Future[tuple[MetricBatch, list[BadLine]]] | None]] = []
-        for start, end in pieces:
+        for start, end in _cut(block, self.piece_bytes):
             try:
                 futures.append((start, end, pool.submit(_decode_piece, block[start:end], base + start)))
-            except RuntimeError:  # the pool broke: decode here
+            except Exception:  # the pool broke: this piece is decoded here
                 futures.append((start, end, None))
         batches: list[MetricBatch] = []
         bad: list[BadLine] = []
@@ -152,6 +186,7 @@ class MetricBlockDecoder:
 
     def _start(self) -> ProcessPoolExecutor:
         if self._pool is None:
+            _start_resource_tracker()
             methods = multiprocessing.get_all_start_methods()
             context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
             self._pool = ProcessPoolExecutor(
