@@ -38,7 +38,7 @@ from core.metric_batch import Values
 from core.metric_workers import WINDOW, Fingerprint
 from core.metrics import MetricStore, StoreColumns
 
-FORMAT: Final = 1
+FORMAT: Final = 2
 """Bump when the layout changes: entries of another format are misses."""
 
 KIND: Final = "metrics"
@@ -132,12 +132,19 @@ def _columns(entry: Path, manifest: dict[str, Any]) -> StoreColumns:
         if len(rec) and (int(rec[-1]) >= records or not bool(np.all(rec[1:] > rec[:-1]))):
             raise ValueError(f"k{i}: records out of order")
         keys[str(name)] = (rec, _values(entry, f"k{i}", len(rec), manifest))
+    counts: dict[str, dict[int, int]] = {}
+    for i, name in enumerate(manifest["keys"]):
+        found = {int(sk): int(n) for sk, n in manifest["counts"][i]}
+        if sum(found.values()) != len(keys[str(name)][0]) or any(not 0 <= sk < len(step_keys) for sk in found):
+            raise ValueError(f"k{i}: step key counts do not add up")
+        counts[str(name)] = found
     return StoreColumns(
         ts=_values(entry, "ts", records, manifest),
         step=_values(entry, "step", records, manifest),
         step_key=step_key,
         step_keys=step_keys,
         keys=keys,
+        counts=counts,
     )
 
 
@@ -159,6 +166,7 @@ def save(path: Path, store: MetricStore, fingerprint: Fingerprint) -> bool:
         "format": FORMAT, "path": str(path.absolute()), "end": fingerprint.end, "head": fingerprint.head,
         "tail": fingerprint.tail, "records": len(columns.step_key), "step_keys": list(columns.step_keys),
         "keys": list(columns.keys), "ints": [], "raw": {},
+        "counts": [sorted((columns.counts or {}).get(name, {}).items()) for name in columns.keys],
     }  # fmt: skip
     temp = entry.with_name(f"{entry.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
     try:

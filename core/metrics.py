@@ -121,13 +121,22 @@ class _ValueColumn:
 
 
 class _KeyColumn:
-    """One metric key: the record index and raw value of each of its points."""
+    """One metric key: the record index and raw value of each of its points, and its points per step key."""
 
-    __slots__ = ("records", "values")
+    __slots__ = ("counts", "records", "values")
 
     def __init__(self, records: npt.NDArray[np.uint32] | None = None, values: Values | None = None) -> None:
         self.records = _Grow(np.uint32, records)
         self.values = _ValueColumn(values)
+        self.counts: dict[int, int] | None = {} if records is None else None
+        """Step key id -> points logged against it (None: not counted yet, then kept up to date)."""
+
+    def count(self, step_key_ids: npt.NDArray[np.uint32]) -> None:
+        """Add the points whose records have these step key ids."""
+        if self.counts is not None and len(step_key_ids):
+            for sk, n in enumerate(np.bincount(step_key_ids).tolist()):
+                if n:
+                    self.counts[sk] = self.counts.get(sk, 0) + n
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,8 @@ class StoreColumns:
     step_key: npt.NDArray[np.uint32]
     step_keys: tuple[str, ...]
     keys: Mapping[str, tuple[npt.NDArray[np.uint32], Values]]
+    counts: Mapping[str, Mapping[int, int]] | None = None
+    """Key -> step key id -> its points (None: to be counted)."""
 
 
 class MetricStore:
@@ -170,6 +181,8 @@ class MetricStore:
         store._step_key_of = _Grow(np.uint32, columns.step_key)
         store._step_key_ids = {name: i for i, name in enumerate(columns.step_keys)}
         store._keys = {name: _KeyColumn(records, values) for name, (records, values) in columns.keys.items()}
+        for name, counts in (columns.counts or {}).items():
+            store._keys[name].counts = dict(counts)
         return store
 
     def append_rows(self, rows: Sequence[MetricRow]) -> None:
@@ -190,7 +203,8 @@ class MetricStore:
             base = self._step_key_of.size
             ids = self._step_key_ids
             remap = np.array([ids.setdefault(name, len(ids)) for name in batch.step_keys], dtype=np.uint32)
-            self._step_key_of.extend(remap[batch.step_key], ahead)
+            step_key = remap[batch.step_key]
+            self._step_key_of.extend(step_key, ahead)
             self._ts.extend(batch.ts, ahead)
             self._step.extend(batch.step, ahead)
             for name, points in batch.keys.items():
@@ -199,6 +213,7 @@ class MetricStore:
                     column = self._keys[name] = _KeyColumn()
                 column.records.extend(points.records + np.uint32(base), ahead)
                 column.values.extend(points.values, ahead)
+                column.count(step_key[points.records])
 
     def replace(self, other: MetricStore) -> None:
         """Hold exactly what ``other`` holds (its arrays are taken over; ``other`` is left empty)."""
@@ -210,12 +225,15 @@ class MetricStore:
     def columns(self) -> StoreColumns:
         """Every array, as views (they stay valid: appends never write into what is already there)."""
         with self._lock:
+            for name in self._keys:
+                self._step_key_counts(name)  # every key counted
             return StoreColumns(
                 ts=self._ts.snapshot(),
                 step=self._step.snapshot(),
                 step_key=self._step_key_of.view(),
                 step_keys=tuple(self._step_key_ids),
                 keys={name: (c.records.view(), c.values.snapshot()) for name, c in self._keys.items()},
+                counts={name: dict(c.counts or {}) for name, c in self._keys.items()},
             )
 
     def clear(self) -> None:
@@ -259,9 +277,11 @@ class MetricStore:
         column = self._keys.get(key)
         if column is None:
             return {}
-        sk_of = self._step_key_of.view()[column.records.view()]
-        counts = np.bincount(sk_of, minlength=len(self._step_key_ids))
-        return {name: int(counts[i]) for name, i in self._step_key_ids.items() if counts[i]}
+        if column.counts is None:  # restored from the cache: counted once, then kept up to date by appends
+            column.counts = {}
+            column.count(self._step_key_of.view()[column.records.view()])
+        names = list(self._step_key_ids)
+        return {names[sk]: n for sk, n in column.counts.items()}
 
     def default_x_key(self, key: str) -> str | None:
         """The step key ``key`` was logged against most often (ties: alphabetically first); None if unknown."""
@@ -279,6 +299,8 @@ class MetricStore:
             return None
         records = column.records.view()
         first = int(np.searchsorted(records, start)) if start > 0 else 0
+        if self._step_key_counts(key).get(x_key) == len(records):  # every point against x_key: no filtering
+            return column, np.arange(first, len(records), dtype=np.intp)
         positions = first + np.flatnonzero(self._step_key_of.view()[records[first:]] == sk)
         return column, positions
 
