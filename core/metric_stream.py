@@ -61,17 +61,14 @@ class MetricStream:
         self.cache_min_bytes = CACHE_MIN_BYTES if cache_min_bytes is None else cache_min_bytes
         self._started = False
         self._saved_end = 0
-        self._size = 0
+        self._size: int | None = None
 
     def poll(self) -> TailRead:
         """One transaction of the tail: new complete lines into the store (see the module docstring)."""
         if not self._started:
             self._started = True
             self._restore()
-        try:
-            self._size = os.stat(self.path).st_size
-        except OSError:
-            self._size = 0
+        self._size = None  # stat'ed when a block arrives: a poll that finds nothing costs the tail's one stat
         try:
             read = self.tail.poll(self._append, self._on_reset)
         finally:
@@ -82,6 +79,11 @@ class MetricStream:
     def _append(self, records: Sequence[MetricRow]) -> None:
         # A long read sizes the store's arrays for the whole file at its first block (no growth slack).
         block = self.decoder.last_block
+        if self._size is None:
+            try:
+                self._size = os.stat(self.path).st_size
+            except OSError:
+                self._size = 0
         ahead = (self._size - block[0]) / block[1] * 1.02 if block[1] else 1.0
         self.store.append_batch(records, ahead if ahead > 2.0 else 1.0)
 
