@@ -11,39 +11,24 @@ from __future__ import annotations
 import csv
 import difflib
 import io
-import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.run_dir import RunDir
 from miles_tui.core.dump.step_summary import ROW_COLUMNS, StepSummary
 from miles_tui.core.errors import CorruptFileError, MetricNotFoundError, StepNotFoundError
 from miles_tui.core.inert_text import inert
+from miles_tui.core.json_out import clean
 
 if TYPE_CHECKING:
     from miles_tui.core.dump.step import OpenStep
+    from miles_tui.core.telemetry.metrics import MetricStore
 
 # Modules that need numpy are imported where they are used: a step export served
 # from the summary cache never imports numpy (nor the dump reader).
-
-
-def clean(value: Any) -> Any:
-    """Replace non-finite floats by None, recursively, so the JSON is strict."""
-    # Finite floats, ints and None are by far the most common items: kept without a call.
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {
-            k: v if v is None or type(v) is int or (type(v) is float and math.isfinite(v)) else clean(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [
-            v if v is None or type(v) is int or (type(v) is float and math.isfinite(v)) else clean(v) for v in value
-        ]
-    return value
 
 
 def step_list(run: Run, now: float) -> dict[str, Any]:
@@ -61,11 +46,26 @@ def metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | None) -> 
     never logged against ``x_key`` gets empty lists. A missing or unusable
     RUN_DIR raises :class:`~miles_tui.core.errors.RunDirError`.
     """
-    dashboard = RunDir(run_dir).dashboard_dir
     from miles_tui.core.telemetry.metrics import export_metrics
+
+    document: dict[str, Any] = clean(export_metrics(_metric_store(run_dir, keys, x_key), keys, x_key))
+    return document
+
+
+def write_metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | None, out: IO[bytes]) -> None:
+    """:func:`metrics_export`'s document written to ``out`` as it is built."""
+    from miles_tui.core.telemetry.metric_export import write_metrics
+
+    write_metrics(_metric_store(run_dir, keys, x_key), keys, x_key, out)
+
+
+def _metric_store(run_dir: Path, keys: list[str] | None, x_key: str | None) -> MetricStore:
+    """metrics.jsonl read once (worker processes decode it, the user cache keeps its columns); an
+    unknown key or step key is a MetricNotFoundError naming it."""
+    dashboard = RunDir(run_dir).dashboard_dir
     from miles_tui.core.telemetry.streams import DashboardReader
 
-    reader = DashboardReader(dashboard)
+    reader = DashboardReader(dashboard, parse_workers=os.cpu_count() or 1)
     if dashboard.is_dir():
         reader.poll()
     logged = reader.metrics.keys()
@@ -74,8 +74,7 @@ def metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | None) -> 
             raise MetricNotFoundError(_unknown("metric", key, logged), dashboard / "metrics.jsonl")
     if x_key is not None and x_key not in (step_keys := reader.metrics.step_keys()):
         raise MetricNotFoundError(_unknown("step key", x_key, step_keys), dashboard / "metrics.jsonl")
-    document: dict[str, Any] = clean(export_metrics(reader.metrics, keys, x_key))
-    return document
+    return reader.metrics
 
 
 def _unknown(kind: str, name: str, known: Sequence[str]) -> str:

@@ -115,11 +115,23 @@ class RunFollower:
     """Follows one run directory; call :meth:`poll` from a worker, as often as wanted."""
 
     def __init__(
-        self, run_dir: RunDir | Path | str, *, recent_hours: int | None = None, read_hook: ReadHook | None = None
+        self,
+        run_dir: RunDir | Path | str,
+        *,
+        recent_hours: int | None = None,
+        read_hook: ReadHook | None = None,
+        parse_workers: int = 0,
+        worker_nice: int = 0,
     ) -> None:
         self.run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
         """The run directory."""
-        self.dashboard = DashboardReader(self.run_dir.dashboard_dir, recent_hours=recent_hours, read_hook=read_hook)
+        self.dashboard = DashboardReader(
+            self.run_dir.dashboard_dir,
+            recent_hours=recent_hours,
+            read_hook=read_hook,
+            parse_workers=parse_workers,
+            worker_nice=worker_nice,
+        )
         """The telemetry streams (query windows and metrics through it)."""
         self._lock = threading.Lock()
         self._signatures: dict[StepKey, tuple[tuple[str, int, float], ...]] = {}

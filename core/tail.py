@@ -35,7 +35,7 @@ Contract:
   ``stat``; it never opens it. One that finds it changed re-reads the two
   fingerprint windows (two small ``pread``) before reading on. A missing file
   is an empty one.
-- Only regular files are read (:func:`core.run_files.open_regular`): a FIFO,
+- Only regular files are read (:func:`miles_tui.core.run_files.open_regular`): a FIFO,
   device or symbolic link loop is the poll's ``error``, reported once until it
   changes, and never blocks a poll.
 - Never writes, sleeps or starts threads; never formats values.
@@ -52,13 +52,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Generic, Literal, TypeVar
 
-from miles_tui.core.errors import StreamError, UnreadableFileError
+from miles_tui.core.errors import MilesTuiError, StreamError, UnreadableFileError
 from miles_tui.core.run_files import checked_int, open_regular_fd, refusal, refusal_for
 
 T = TypeVar("T")
 
 ReadHook = Callable[[Path, int], None]
 """Test seam: called inside the transaction with (path, offset) just before the bytes are read."""
+
+BlockDecoder = Callable[[bytes, int], tuple[Sequence[T], Sequence["MalformedLineError"]]]
+"""Decodes complete lines (a block without its final newline, starting at a byte offset) in one call:
+(records, malformed lines). Replaces the line-by-line ``decode`` (the metrics stream decodes columns)."""
 
 BLOCK_SIZE: Final = 4 << 20
 """Bytes read per block; records are decoded and consumed block by block, bounding memory."""
@@ -159,6 +163,7 @@ class TailFile(Generic[T]):
         block_size: int = BLOCK_SIZE,
         max_line: int = MAX_LINE_BYTES,
         read_hook: ReadHook | None = None,
+        decode_block: BlockDecoder[T] | None = None,
     ) -> None:
         self.path = Path(path)
         """The followed file."""
@@ -167,6 +172,7 @@ class TailFile(Generic[T]):
         self._decode = decode
         self._block_size = max(1, min(block_size, max_line))  # a line inside one block is never over the cap
         self._read_hook = read_hook
+        self._decode_lines: BlockDecoder[T] = decode_block or self._decode_block
         self._lock = threading.Lock()
         self._offset = 0
         self._seen = 0  # bytes looked at: [offset, seen) is a partial line without a newline
@@ -210,6 +216,28 @@ class TailFile(Generic[T]):
     def reset_count(self) -> int:
         """Times the file was found rewritten."""
         return self._reset_count
+
+    def resume(self, offset: int, ino: int) -> None:
+        """Follow the file (inode ``ino``) from ``offset``, the end of a line: what is before it was consumed
+        elsewhere (a cache of its records, whose own fingerprint matched the file). The bytes before the
+        offset are fingerprinted now, so a later rewrite is caught as after any poll; a file that is no
+        longer that inode, or shorter, is not resumed (the next poll reads it from the start)."""
+        with self._lock:
+            try:
+                st = os.stat(self.path)
+                fd = open_regular_fd(self.path, st)
+            except (OSError, MilesTuiError):
+                return
+            try:
+                if st.st_ino != ino or st.st_size < offset:
+                    return
+                self._print = _fingerprint(fd, offset)
+            finally:
+                os.close(fd)
+            self._offset = self._seen = offset
+            self._ident = (st.st_dev, st.st_ino)
+            # As after a poll of its own: an unchanged file is not read again.
+            self._size, self._mtime, self._change = st.st_size, st.st_mtime, (st.st_mtime_ns, st.st_ctime_ns)
 
     def poll(
         self,
@@ -330,7 +358,7 @@ class TailFile(Generic[T]):
                 data = block
             cut = data.rfind(b"\n")
             if cut >= 0:
-                records, bad = self._decode_block(data[:cut], self._offset)
+                records, bad = self._decode_lines(data[:cut], self._offset)
                 consume(records)
                 self._offset += cut + 1
                 count += len(records)
@@ -357,7 +385,7 @@ class TailFile(Generic[T]):
             on_reset()
         return notice
 
-    def _decode_block(self, block: bytes, base: int) -> tuple[list[T], list[MalformedLineError]]:
+    def _decode_block(self, block: bytes, base: int) -> tuple[Sequence[T], Sequence[MalformedLineError]]:
         records: list[T] = []
         bad: list[MalformedLineError] = []
         decode, append = self._decode, records.append

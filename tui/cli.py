@@ -116,7 +116,7 @@ def _export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--metrics", nargs="*", metavar="KEY", help="metric series from dashboard/metrics.jsonl")
     parser.add_argument("--x", metavar="STEP_KEY", help="the step key to plot metrics against")
     parser.add_argument("--format", choices=("json", "csv"), default="json")
-    parser.add_argument("--no-cache", action="store_true", help="ignore the summary cache in ~/.cache/miles-tui")
+    _cache_flags(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
@@ -126,6 +126,7 @@ def _report_parser() -> argparse.ArgumentParser:
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     _add_mfu_threshold(parser)
+    _cache_flags(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
@@ -160,8 +161,39 @@ def _monitor_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-bell", action="store_true", help="do not ring the bell when a critical advisory appears")
     _add_mfu_threshold(parser)
     parser.add_argument("-V", "--version", action="version", version=_version())
+    _cache_flags(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
+
+
+# -- cache flags (every command): core/cache_dir.py holds the switch and the cap -------------------------
+
+
+def _cache_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-cache", action="store_true", help="read and write no cache (step summaries, telemetry columns)"
+    )
+    parser.add_argument(
+        "--cache-max",
+        metavar="SIZE",
+        help="cap on the cache folder, least recently used first out (default 2G, or $MILES_TUI_CACHE_MAX_BYTES)",
+    )
+
+
+def _with_cache_flags(action: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
+    """Run a command with its --no-cache/--cache-max in force (restored after, for in-process callers)."""
+    from miles_tui.core import cache_dir
+
+    try:
+        cap = None if args.cache_max is None else cache_dir.parse_size(args.cache_max)
+    except ValueError as err:
+        print(f"{prog}: error: --cache-max: {inert(str(err))}", file=sys.stderr)
+        return EXIT_USAGE
+    with cache_dir.configured(off=args.no_cache, cap=cap):
+        return _guarded(action, args, prog)
+
+
+# ---------------------------------------------------------------------------------------------------------
 
 
 def _emit(document: Any) -> None:
@@ -239,9 +271,11 @@ def run_export(args: argparse.Namespace) -> int:
     RunDir(args.run_dir).require_dump_folder()
     now = time.time()
     if args.metrics is not None:
-        from miles_tui.core.export import metrics_export
+        from miles_tui.core.export import write_metrics_export
 
-        _emit(metrics_export(Path(args.run_dir), args.metrics, args.x))
+        sys.stdout.flush()
+        write_metrics_export(Path(args.run_dir), args.metrics, args.x, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
         return 0
     run = Run(args.run_dir, use_cache=not args.no_cache)
     if run.cache_notice is not None:
@@ -330,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parse(parser, argv[1:])
         if isinstance(args, int):
             return args
-        return _guarded(run_export if argv[0] == "export" else run_report, args, parser.prog)
+        return _with_cache_flags(run_export if argv[0] == "export" else run_report, args, parser.prog)
     parser = _monitor_parser()
     args = _parse(parser, argv)
     if isinstance(args, int):
@@ -348,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    return _guarded(run_monitor, args, parser.prog)
+    return _with_cache_flags(run_monitor, args, parser.prog)
 
 
 if __name__ == "__main__":

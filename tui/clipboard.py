@@ -21,8 +21,9 @@ from textual.app import App
 
 from miles_tui.core.dump.step_summary import ROW_COLUMNS, SampleRow
 from miles_tui.core.dump.token_view import SERIES, TokenView, token_payload
-from miles_tui.core.export import clean, rows_csv
+from miles_tui.core.export import rows_csv
 from miles_tui.core.inert_text import inert
+from miles_tui.core.json_out import clean
 
 LARGE_COPY = 100_000
 """Characters above which a copy may be cut by the terminal: OSC 52 limits vary (tmux, some terminals)."""

@@ -16,6 +16,7 @@ import contextvars
 import functools
 import gc
 import itertools
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -46,6 +47,9 @@ STREAM_HOURS = 6
 """Hourly telemetry partitions parsed up front; older hours are parsed when a view asks for them."""
 
 KEEP_PROBLEMS = 20
+
+METRIC_WORKER_NICE = 10
+"""Niceness of the processes that decode a long metrics.jsonl: keys come first."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,10 @@ class RunWatcher:
         self._summaries: dict[tuple[int, bool], StepSummary] = {}
         self._failures: dict[tuple[int, bool], str] = {}
         self._meta_cache: tuple[float, dict[str, Any]] | None = None
-        self.follower = RunFollower(run.dir, recent_hours=STREAM_HOURS)
+        # A long metrics.jsonl is decoded by worker processes, niced: the UI's process keeps its GIL and a core.
+        self.follower = RunFollower(
+            run.dir, recent_hours=STREAM_HOURS, parse_workers=os.cpu_count() or 1, worker_nice=METRIC_WORKER_NICE
+        )
         """The telemetry follower; its own locks make it safe to read from the UI thread."""
         self.stream_lock = asyncio.Lock()
         self._stream_problems: list[StreamError] = []

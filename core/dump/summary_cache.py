@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from miles_tui.core import cache_dir as caches
 from miles_tui.core.dump.run_dir import StepFiles
 from miles_tui.core.dump.step_summary import GroupRow, ProblemKind, SampleRow, StepAggregate, StepProblem, StepSummary
 
@@ -32,11 +33,7 @@ CACHE_VERSION = 4
 
 def cache_dir() -> Path:
     """Where summaries are cached for this user."""
-    explicit = os.environ.get("MILES_TUI_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "miles-tui"
+    return caches.cache_root()
 
 
 @lru_cache(maxsize=16)
@@ -90,26 +87,34 @@ def _decode(data: dict[str, Any]) -> StepSummary:
 
 def load_summary(run_path: Path, files: StepFiles) -> StepSummary | None:
     """The cached summary of exactly these files, or None."""
-    if cache_refusal(run_path) is not None:
+    if cache_refusal(run_path) is not None or not caches.enabled():
         return None
     path = cache_dir() / "summaries" / f"{_key(run_path, files)}.json"
     try:
         with open(path, encoding="utf-8") as handle:
-            return _decode(json.load(handle))
+            summary = _decode(json.load(handle))
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    caches.touch(path)
+    return summary
 
 
 def store_summary(run_path: Path, files: StepFiles, summary: StepSummary) -> None:
     """Remember a complete summary; silently skips when the cache dir is unusable."""
-    if not summary.complete or summary.signature != files.signature or cache_refusal(run_path) is not None:
+    if (
+        not summary.complete
+        or summary.signature != files.signature
+        or (cache_refusal(run_path) is not None or not caches.enabled())
+    ):
         return
     folder = cache_dir() / "summaries"
+    target = folder / f"{_key(run_path, files)}.json"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(_encode(summary), handle, separators=(",", ":"))
-        os.replace(tmp, folder / f"{_key(run_path, files)}.json")
+        os.replace(tmp, target)
+        caches.note_write(target.stat().st_size, target)
     except OSError:
         return

@@ -2,7 +2,7 @@
 
 Contract: looks only at ``RUN_DIR/tokenizer/tokenizer.json`` (a Hugging Face
 ``tokenizers`` file); never downloads anything, never runs code from the
-folder. The file is read through :mod:`core.run_files` (a regular file, at most
+folder. The file is read through :mod:`miles_tui.core.run_files` (a regular file, at most
 ``TOKENIZER_MAX_BYTES``) and parsed from memory. No tokenizer, or one that fails
 to load, means ids only: callers get None and show ids, and ``status`` says why.
 """

@@ -2,57 +2,41 @@
 
 Contract:
 
-- :func:`decode_metric_record` turns one parsed line into a :data:`MetricRow`
-  or raises (a missing or mistyped field); it never reads files.
-- :class:`MetricStore` keeps every record in file order, columnar: per record
-  its ts, step key and step; per metric key the record index and value of each
-  point. Raw values survive the columns: an int comes back an int, a float a
-  float, and anything else (None, a string, a bool, a list) exactly as parsed.
-  Two million records with five metrics each take about 160 MB, not the
-  gigabytes the same records would take as dicts.
+- Lines are decoded by :mod:`miles_tui.core.telemetry.metric_batch` (:func:`decode_metric_record`
+  is the per-record rule); :class:`MetricStore` keeps every record in file
+  order, columnar, as numpy arrays: per record its ts, step key and step; per
+  metric key the record index and value of each point (a key may first appear
+  at any record). Raw values survive the columns: an int comes back an int, a
+  float a float, and anything else (None, a string, a bool, a list) exactly as
+  parsed. Fifty million points take about 12 bytes each.
 - The store is thread-safe: appends and reads take its lock, and every array it
   hands out is a copy, so a reader never sees half an append.
 - :func:`export_metrics` is a pure function of a store's contents: the JSON of
-  ``miles-tui export --metrics [KEY ...] [--x STEP_KEY]`` (cli.md).
+  ``miles-tui export --metrics [KEY ...] [--x STEP_KEY]`` (cli.md);
+  :mod:`miles_tui.core.telemetry.metric_export` writes the same document as a stream.
 - Never formats or rounds a value; never touches the clock.
 """
 
 from __future__ import annotations
 
-import bisect
-import math
 import threading
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-MetricRow = tuple[float, str, Any, Mapping[str, Any]]
-"""One metrics.jsonl record as decoded: (ts, step_key, step, metrics)."""
+from miles_tui.core.telemetry.metric_batch import MetricBatch, MetricRow, Values, decode_metric_record, rows_to_batch
 
-_EXACT: Final = 2**53  # ints beyond this do not survive a float64 round trip
-_FLOAT, _INT, _MIXED = 1, 2, 3
-
-
-def _is_number(value: Any) -> bool:
-    return type(value) in (int, float)
-
-
-def decode_metric_record(value: Any) -> MetricRow:
-    """Check one parsed metrics.jsonl line and return it as a row; raise ValueError/KeyError if it is not one."""
-    if not isinstance(value, dict):
-        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
-    ts, step_key, metrics = value["ts"], value["step_key"], value["metrics"]
-    if not _is_number(ts):
-        raise ValueError(f"field 'ts' is not a number: {ts!r}")
-    if not isinstance(step_key, str):
-        raise ValueError(f"field 'step_key' is not a string: {step_key!r}")
-    if not isinstance(metrics, dict):
-        raise ValueError("field 'metrics' is not an object")
-    return ts, step_key, value["step"], metrics
+__all__ = [
+    "MetricRecord",
+    "MetricRow",
+    "MetricSeries",
+    "MetricStore",
+    "decode_metric_record",
+    "export_metrics",
+]
 
 
 @dataclass(frozen=True)
@@ -87,79 +71,85 @@ class MetricSeries:
     """Each point's record ts."""
 
 
-class _Column:
-    """Append-only raw values: numbers in a float64 array, everything else in a sparse dict."""
+class _Grow:
+    """An append-only numpy array with room to grow (a quarter more at each move)."""
 
-    __slots__ = ("kind", "mask", "num", "raw")
+    __slots__ = ("data", "size")
 
-    def __init__(self) -> None:
-        self.num = array("d")
-        self.kind = 0  # _FLOAT / _INT once a number arrived; _MIXED once both did
-        self.mask: bytearray | None = None  # for _MIXED: 1 where the number was an int
-        self.raw: dict[int, Any] = {}  # position -> a value that is not a plain number
+    def __init__(self, dtype: type[Any], data: npt.NDArray[Any] | None = None) -> None:
+        self.data: npt.NDArray[Any] = np.zeros(0, dtype) if data is None else data
+        self.size = len(self.data)
 
-    def append(self, value: Any) -> None:
-        kind = type(value)
-        if kind is float:
-            is_int = False
-        elif kind is int and -_EXACT <= value <= _EXACT:
-            is_int = True
-        else:
-            self.raw[len(self.num)] = value
-            self.num.append(math.nan)
-            if self.mask is not None:
-                self.mask.append(0)
-            return
-        seen = _INT if is_int else _FLOAT
-        if self.kind != seen:
-            if not self.kind:
-                self.kind = seen
-            elif self.mask is None:
-                self.mask = bytearray([self.kind == _INT]) * len(self.num)
-                self.kind = _MIXED
-        if self.mask is not None:
-            self.mask.append(is_int)
-        self.num.append(value)
+    def extend(self, values: npt.NDArray[Any], ahead: float = 1.0) -> None:
+        """Append ``values``; when the array must move, make room for ``ahead`` times as many."""
+        need = self.size + len(values)
+        if need > len(self.data):
+            room = max(need, self.size + self.size // 4, 256, self.size + int(len(values) * ahead))
+            grown = np.empty(room, self.data.dtype)
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
+        self.data[self.size : need] = values
+        self.size = need
 
-    def floats(self) -> npt.NDArray[np.float64]:
-        """Every value as float64 (NaN where not a number); a copy."""
-        return np.frombuffer(self.num, dtype=np.float64).copy()
+    def view(self) -> npt.NDArray[Any]:
+        return self.data[: self.size]
 
-    def values(self, positions: npt.NDArray[np.int64]) -> list[Any]:
-        """The raw values at ``positions``."""
-        nums = self.floats()[positions]
-        if not self.raw and self.kind != _MIXED:
-            plain: list[Any] = nums.astype(np.int64).tolist() if self.kind == _INT else nums.tolist()
-            return plain
-        out: list[Any] = nums.tolist()
-        raw, mask, all_int = self.raw, self.mask, self.kind == _INT
-        for j, p in enumerate(positions.tolist()):
-            if p in raw:
-                out[j] = raw[p]
-            elif all_int or (mask is not None and mask[p]):
-                out[j] = int(out[j])
-        return out
 
-    def value(self, position: int) -> Any:
-        if position in self.raw:
-            return self.raw[position]
-        number = self.num[position]
-        if self.kind == _INT or (self.mask is not None and self.mask[position]):
-            return int(number)
-        return number
+class _ValueColumn:
+    """Append-only raw values (see :class:`~miles_tui.core.telemetry.metric_batch.Values`)."""
+
+    __slots__ = ("ints", "num", "raw")
+
+    def __init__(self, values: Values | None = None) -> None:
+        self.num = _Grow(np.float64, None if values is None else values.num)
+        self.ints = None if values is None or values.ints is None else _Grow(np.bool_, values.ints)
+        self.raw: dict[int, Any] = {} if values is None else dict(values.raw)
+
+    def extend(self, values: Values, ahead: float = 1.0) -> None:
+        base = self.num.size
+        self.num.extend(values.num, ahead)
+        if values.ints is not None and self.ints is None:
+            self.ints = _Grow(np.bool_, np.zeros(base, np.bool_))
+        if self.ints is not None:
+            self.ints.extend(values.ints if values.ints is not None else np.zeros(len(values), np.bool_), ahead)
+        if values.raw:
+            self.raw.update((base + p, v) for p, v in values.raw.items())
+
+    def snapshot(self) -> Values:
+        """The values as they are (views: use under the store's lock)."""
+        return Values(self.num.view(), None if self.ints is None else self.ints.view(), self.raw)
 
 
 class _KeyColumn:
-    """One metric key: the record index and raw value of each of its points."""
+    """One metric key: the record index and raw value of each of its points, and its points per step key."""
 
-    __slots__ = ("records", "values")
+    __slots__ = ("counts", "records", "values")
 
-    def __init__(self) -> None:
-        self.records = array("I")
-        self.values = _Column()
+    def __init__(self, records: npt.NDArray[np.uint32] | None = None, values: Values | None = None) -> None:
+        self.records = _Grow(np.uint32, records)
+        self.values = _ValueColumn(values)
+        self.counts: dict[int, int] | None = {} if records is None else None
+        """Step key id -> points logged against it (None: not counted yet, then kept up to date)."""
 
-    def record_indices(self) -> npt.NDArray[np.int64]:
-        return np.frombuffer(self.records, dtype=np.uint32).astype(np.int64)
+    def count(self, step_key_ids: npt.NDArray[np.uint32]) -> None:
+        """Add the points whose records have these step key ids."""
+        if self.counts is not None and len(step_key_ids):
+            for sk, n in enumerate(np.bincount(step_key_ids).tolist()):
+                if n:
+                    self.counts[sk] = self.counts.get(sk, 0) + n
+
+
+@dataclass(frozen=True)
+class StoreColumns:
+    """A store's whole contents as arrays (views: for the cache writer, under the store's lock)."""
+
+    ts: Values
+    step: Values
+    step_key: npt.NDArray[np.uint32]
+    step_keys: tuple[str, ...]
+    keys: Mapping[str, tuple[npt.NDArray[np.uint32], Values]]
+    counts: Mapping[str, Mapping[int, int]] | None = None
+    """Key -> step key id -> its points (None: to be counted)."""
 
 
 class MetricStore:
@@ -170,11 +160,10 @@ class MetricStore:
         self._clear()
 
     def _clear(self) -> None:
-        self._ts = _Column()
-        self._step = _Column()
-        self._step_key_of = array("I")
+        self._ts = _ValueColumn()
+        self._step = _ValueColumn()
+        self._step_key_of = _Grow(np.uint32)
         self._step_key_ids: dict[str, int] = {}
-        self._step_key_names: list[str] = []
         self._keys: dict[str, _KeyColumn] = {}
 
     @classmethod
@@ -184,36 +173,68 @@ class MetricStore:
         store.append_rows([decode_metric_record(r) for r in records])
         return store
 
+    @classmethod
+    def from_columns(cls, columns: StoreColumns) -> MetricStore:
+        """A store holding ``columns`` (its arrays are taken over, not copied)."""
+        store = cls()
+        store._ts, store._step = _ValueColumn(columns.ts), _ValueColumn(columns.step)
+        store._step_key_of = _Grow(np.uint32, columns.step_key)
+        store._step_key_ids = {name: i for i, name in enumerate(columns.step_keys)}
+        store._keys = {name: _KeyColumn(records, values) for name, (records, values) in columns.keys.items()}
+        for name, counts in (columns.counts or {}).items():
+            store._keys[name].counts = dict(counts)
+        return store
+
     def append_rows(self, rows: Sequence[MetricRow]) -> None:
         """Append decoded rows at the end, in order."""
+        self.append_batch(rows_to_batch(rows))
+
+    def append_batch(self, batch: Sequence[MetricRow], ahead: float = 1.0) -> None:
+        """Append records at the end, in order (a :class:`MetricBatch`, or checked rows).
+
+        ``ahead``: about this many times as many records are coming (this batch included), so an
+        array that must grow is sized once for a long read instead of moving again and again.
+        """
+        if not isinstance(batch, MetricBatch):
+            batch = rows_to_batch(batch)
+        if not len(batch):
+            return
         with self._lock:
-            ts_col, step_col, sk_of, sk_ids, keys = (
-                self._ts,
-                self._step,
-                self._step_key_of,
-                self._step_key_ids,
-                self._keys,
+            base = self._step_key_of.size
+            ids = self._step_key_ids
+            remap = np.array([ids.setdefault(name, len(ids)) for name in batch.step_keys], dtype=np.uint32)
+            step_key = remap[batch.step_key]
+            self._step_key_of.extend(step_key, ahead)
+            self._ts.extend(batch.ts, ahead)
+            self._step.extend(batch.step, ahead)
+            for name, points in batch.keys.items():
+                column = self._keys.get(name)
+                if column is None:
+                    column = self._keys[name] = _KeyColumn()
+                column.records.extend(points.records + np.uint32(base), ahead)
+                column.values.extend(points.values, ahead)
+                column.count(step_key[points.records])
+
+    def replace(self, other: MetricStore) -> None:
+        """Hold exactly what ``other`` holds (its arrays are taken over; ``other`` is left empty)."""
+        with self._lock, other._lock:
+            self._ts, self._step, self._step_key_of = other._ts, other._step, other._step_key_of
+            self._step_key_ids, self._keys = other._step_key_ids, other._keys
+            other._clear()
+
+    def columns(self) -> StoreColumns:
+        """Every array, as views (they stay valid: appends never write into what is already there)."""
+        with self._lock:
+            for name in self._keys:
+                self._step_key_counts(name)  # every key counted
+            return StoreColumns(
+                ts=self._ts.snapshot(),
+                step=self._step.snapshot(),
+                step_key=self._step_key_of.view(),
+                step_keys=tuple(self._step_key_ids),
+                keys={name: (c.records.view(), c.values.snapshot()) for name, c in self._keys.items()},
+                counts={name: dict(c.counts or {}) for name, c in self._keys.items()},
             )
-            index = len(sk_of)
-            for ts, step_key, step, metrics in rows:
-                sk = sk_ids.get(step_key)
-                if sk is None:
-                    sk = sk_ids[step_key] = len(self._step_key_names)
-                    self._step_key_names.append(step_key)
-                ts_col.append(ts)
-                step_col.append(step)
-                sk_of.append(sk)
-                for name, value in metrics.items():
-                    column = keys.get(name)
-                    if column is None:
-                        column = keys[name] = _KeyColumn()
-                    column.records.append(index)
-                    values = column.values
-                    if type(value) is float and values.kind == _FLOAT and values.mask is None:
-                        values.num.append(value)  # the common case, without a call
-                    else:
-                        values.append(value)
-                index += 1
 
     def clear(self) -> None:
         """Drop every record (the file was rewritten and is read again)."""
@@ -222,7 +243,7 @@ class MetricStore:
 
     def __len__(self) -> int:
         """Number of records."""
-        return len(self._step_key_of)
+        return self._step_key_of.size
 
     def keys(self) -> tuple[str, ...]:
         """Every metric name, sorted."""
@@ -232,19 +253,19 @@ class MetricStore:
     def step_keys(self) -> tuple[str, ...]:
         """Every step key records were logged against, sorted."""
         with self._lock:
-            return tuple(sorted(self._step_key_names))
+            return tuple(sorted(self._step_key_ids))
 
     def point_counts(self) -> dict[str, int]:
         """Metric name -> number of points (all step keys)."""
         with self._lock:
-            return {name: len(column.records) for name, column in self._keys.items()}
+            return {name: column.records.size for name, column in self._keys.items()}
 
     def time_range(self) -> tuple[float, float] | None:
         """(earliest, latest) record ts, or None without records."""
         with self._lock:
-            if not len(self._step_key_of):
+            ts = self._ts.num.view()
+            if not len(ts) or np.isnan(ts).all():
                 return None
-            ts = self._ts.floats()
             return float(np.nanmin(ts)), float(np.nanmax(ts))
 
     def step_key_counts(self, key: str) -> dict[str, int]:
@@ -256,9 +277,11 @@ class MetricStore:
         column = self._keys.get(key)
         if column is None:
             return {}
-        sk_of = np.frombuffer(self._step_key_of, dtype=np.uint32).copy()
-        counts = np.bincount(sk_of[column.record_indices()], minlength=len(self._step_key_names))
-        return {name: int(counts[i]) for i, name in enumerate(self._step_key_names) if counts[i]}
+        if column.counts is None:  # restored from the cache: counted once, then kept up to date by appends
+            column.counts = {}
+            column.count(self._step_key_of.view()[column.records.view()])
+        names = list(self._step_key_ids)
+        return {names[sk]: n for sk, n in column.counts.items()}
 
     def default_x_key(self, key: str) -> str | None:
         """The step key ``key`` was logged against most often (ties: alphabetically first); None if unknown."""
@@ -268,17 +291,32 @@ class MetricStore:
             return None
         return min(counts, key=lambda name: (-counts[name], name))
 
-    def _select(self, key: str, x_key: str, start: int) -> tuple[_KeyColumn, npt.NDArray[np.int64]] | None:
+    def _select(self, key: str, x_key: str, start: int) -> tuple[_KeyColumn, npt.NDArray[np.intp]] | None:
         """The key's column and the positions of its points logged against ``x_key`` in records >= start."""
         column = self._keys.get(key)
         sk = self._step_key_ids.get(x_key)
         if column is None or sk is None:
             return None
-        records = column.record_indices()
-        first = bisect.bisect_left(column.records, start)
-        sk_of = np.frombuffer(self._step_key_of, dtype=np.uint32).copy()
-        positions = first + np.flatnonzero(sk_of[records[first:]] == sk)
-        return column, positions.astype(np.int64)
+        records = column.records.view()
+        first = int(np.searchsorted(records, start)) if start > 0 else 0
+        if self._step_key_counts(key).get(x_key) == len(records):  # every point against x_key: no filtering
+            return column, np.arange(first, len(records), dtype=np.intp)
+        positions = first + np.flatnonzero(self._step_key_of.view()[records[first:]] == sk)
+        return column, positions
+
+    def selection(self, key: str, x_key: str) -> tuple[npt.NDArray[np.intp], Values] | None:
+        """(records, values) of ``key``'s points logged against ``x_key`` (copies); None if there is none."""
+        with self._lock:
+            selected = self._select(key, x_key, 0)
+            if selected is None:
+                return None
+            column, positions = selected
+            return column.records.view()[positions].astype(np.intp), _take(column.values.snapshot(), positions)
+
+    def steps_and_ts(self, records: npt.NDArray[np.intp]) -> tuple[Values, Values]:
+        """The step and the ts of records ``records`` (ascending), raw (copies)."""
+        with self._lock:
+            return _take(self._step.snapshot(), records), _take(self._ts.snapshot(), records)
 
     def series(self, key: str, x_key: str | None = None, start: int = 0) -> MetricSeries | None:
         """``key``'s points logged against ``x_key`` (default: :meth:`default_x_key`) in records >= ``start``.
@@ -293,42 +331,58 @@ class MetricStore:
             if selected is None:
                 return None
             column, positions = selected
-            records = column.record_indices()[positions]
+            records = column.records.view()[positions].astype(np.int64)
             return MetricSeries(
                 key=key,
                 x_key=x,
                 record=records,
-                step=self._step.floats()[records],
-                value=column.values.floats()[positions],
-                ts=self._ts.floats()[records],
+                step=self._step.num.view()[records],
+                value=column.values.num.view()[positions],
+                ts=self._ts.num.view()[records],
             )
 
     def points(self, key: str, x_key: str) -> tuple[list[Any], list[Any], list[Any]]:
         """(steps, values, ts) of ``key`` logged against ``x_key``, raw, in file order."""
-        with self._lock:
-            selected = self._select(key, x_key, 0)
-            if selected is None:
-                return [], [], []
-            column, positions = selected
-            records = column.record_indices()[positions]
-            return self._step.values(records), column.values.values(positions), self._ts.values(records)
+        selected = self.selection(key, x_key)
+        if selected is None:
+            return [], [], []
+        records, values = selected
+        steps, ts = self.steps_and_ts(records)
+        return steps.python(), values.python(), ts.python()
 
     def record(self, index: int) -> MetricRecord:
         """Record ``index`` (file order) rebuilt with its raw values; IndexError past the end."""
         with self._lock:
-            if not 0 <= index < len(self._step_key_of):
-                raise IndexError(f"no metrics record {index} (the store holds {len(self._step_key_of)})")
+            size = self._step_key_of.size
+            if not 0 <= index < size:
+                raise IndexError(f"no metrics record {index} (the store holds {size})")
             metrics: dict[str, Any] = {}
             for name, column in self._keys.items():
-                position = bisect.bisect_left(column.records, index)
-                if position < len(column.records) and column.records[position] == index:
-                    metrics[name] = column.values.value(position)
+                records = column.records.view()
+                position = int(np.searchsorted(records, index))
+                if position < len(records) and records[position] == index:
+                    metrics[name] = column.values.snapshot().value(position)
+            names = list(self._step_key_ids)
             return MetricRecord(
-                ts=self._ts.value(index),
-                step_key=self._step_key_names[self._step_key_of[index]],
-                step=self._step.value(index),
+                ts=self._ts.snapshot().value(index),
+                step_key=names[int(self._step_key_of.view()[index])],
+                step=self._step.snapshot().value(index),
                 metrics=metrics,
             )
+
+
+def _take(values: Values, positions: npt.NDArray[np.intp]) -> Values:
+    """The values at ``positions`` (ascending), as a new column."""
+    raw: dict[int, Any] = {}
+    if values.raw:
+        keys = np.fromiter(values.raw, np.intp, len(values.raw))
+        hit = np.searchsorted(positions, keys)
+        inside = hit < len(positions)
+        found = inside.copy()
+        found[inside] = positions[hit[inside]] == keys[inside]
+        raw = {int(hit[i]): values.raw[int(keys[i])] for i in np.flatnonzero(found).tolist()}
+    ints = None if values.ints is None else values.ints[positions]
+    return Values(values.num[positions], ints if ints is not None and ints.any() else None, raw)
 
 
 def export_metrics(store: MetricStore, keys: Sequence[str] | None = None, x_key: str | None = None) -> dict[str, Any]:

@@ -22,13 +22,17 @@ Contract:
   query never parses an hour outside the window.
 - Problems are values, not exceptions: malformed lines and rewritten files come
   back in the delta (file and byte offset), and reading goes on. meta.json is
-  read through :mod:`core.run_files` (a regular file of at most
+  read through :mod:`miles_tui.core.run_files` (a regular file of at most
   ``META_MAX_BYTES``, JSON of sane depth); otherwise the previous meta is kept
   and the problem reported. A folder or entry that cannot be followed (a
   symbolic link loop, permissions) is a problem said once; the rest goes on.
 - A stream file that is no longer listed (``rm -rf RUN_DIR`` and a restart) is
   forgotten: its records are dropped and the delta carries a
   :class:`~miles_tui.core.tail.StreamReset` with reason ``removed``.
+  back in the delta (file and byte offset), and reading goes on.
+- metrics.jsonl is followed by :class:`~miles_tui.core.telemetry.metric_stream.MetricStream`: the
+  same tail rule, decoded into columns (by ``parse_workers`` processes for a
+  long stretch, for that poll only) and cached in the user cache dir.
 - Never writes into the run, never sleeps, starts no threads, reads no clock.
 """
 
@@ -45,7 +49,8 @@ from typing import Any, Final
 from miles_tui.core.errors import StreamError, UnreadableFileError
 from miles_tui.core.run_files import META_MAX_BYTES, os_error_message, read_json
 from miles_tui.core.tail import ReadHook, StreamReset, TailFile, TailRead
-from miles_tui.core.telemetry.metrics import MetricStore, decode_metric_record
+from miles_tui.core.telemetry.metric_stream import MetricStream
+from miles_tui.core.telemetry.metrics import MetricStore
 from miles_tui.core.telemetry.stream_records import (
     DECODERS,
     RunMeta,
@@ -172,7 +177,13 @@ class DashboardReader:
     """Follows ``RUN_DIR/dashboard/``; see the module docstring for the contract."""
 
     def __init__(
-        self, directory: Path | str, *, recent_hours: int | None = None, read_hook: ReadHook | None = None
+        self,
+        directory: Path | str,
+        *,
+        recent_hours: int | None = None,
+        read_hook: ReadHook | None = None,
+        parse_workers: int = 0,
+        worker_nice: int = 0,
     ) -> None:
         self.directory = Path(directory)
         """The dashboard folder (it may not exist yet)."""
@@ -180,10 +191,12 @@ class DashboardReader:
         """Hours of each partitioned stream the first poll parses (None: all)."""
         self._read_hook = read_hook
         self._lock = threading.Lock()
-        self._metrics = MetricStore()
-        self._metrics_tail: TailFile[Any] = TailFile(
-            self.directory / "metrics.jsonl", decode_metric_record, read_hook=read_hook
+        # metrics.jsonl: columns, decoded by worker processes when long, cached in the user cache dir
+        self._metric_stream = MetricStream(
+            self.directory / "metrics.jsonl", read_hook=read_hook, workers=parse_workers, nice=worker_nice
         )
+        self._metrics = self._metric_stream.store
+        self._metrics_tail: TailFile[Any] = self._metric_stream.tail
         self._parts: dict[str, list[_Partition]] = {stream: [] for stream in TELEMETRY_STREAMS}
         self._known: set[str] = set()
         self._seen_stream: set[str] = set()
@@ -216,7 +229,7 @@ class DashboardReader:
 
             store = self._metrics
             before = len(store), store.point_counts()
-            read = self._metrics_tail.poll(store.append_rows, store.clear)
+            read = self._metric_stream.poll()
             problems += _problems(read)
             metric_keys: tuple[str, ...] = ()
             if read.reset is not None:

@@ -52,7 +52,7 @@ def test_looping_dashboard_entries_are_named_once_and_telemetry_goes_on(demo_run
         lines = [line for line in report.stdout.splitlines() if str(path) in line]
         assert len(lines) == 1 and "symbolic link loop" in lines[0], report.stdout
     metrics = cli("export", demo_run, "--metrics", "rollout/raw_reward")
-    assert metrics.returncode == 0 and '"rollout/raw_reward": {"x_key"' in metrics.stdout
+    assert metrics.returncode == 0 and '"rollout/raw_reward":{"x_key"' in metrics.stdout
 
 
 def test_a_looping_metrics_stream_is_named(demo_run: Path) -> None:

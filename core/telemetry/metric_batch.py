@@ -1,0 +1,461 @@
+"""metrics.jsonl lines -> columns: the block decoder, and the columnar batch it returns.
+
+Contract:
+
+- :func:`decode_block` takes complete metrics.jsonl lines (bytes without the
+  final newline) and the byte offset they start at, and returns a
+  :class:`MetricBatch` of the valid records in file order, plus a
+  :class:`BadLine` (offset, reason, first bytes) per malformed line. It reads
+  no file and keeps no state, so a worker process can run it.
+- Each line is decoded by msgspec against the record's shape; a line msgspec
+  refuses for any reason (the ``NaN``/``Infinity`` literals miles writes with
+  ``json.dumps``, a lone surrogate, a BOM ...) is decoded with ``json.loads``,
+  whose verdict stands: the result is always what ``json.loads`` gives.
+- A record is what :func:`decode_metric_record` accepts, and two rules more:
+  every integer in it fits a float64 (an integer of 309 digits does not), and
+  no value nests deeper than :data:`MAX_DEPTH`. A line breaking either is
+  malformed: never an error later, when the value is plotted or exported.
+- Every value is kept with its JSON type (:class:`Values`): a float as a float,
+  an integer as an integer, anything else (null, a bool, a string, a list, an
+  object, an integer beyond 2**53) exactly as parsed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple, overload
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from miles_tui.core.tail import _reason
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IndexArray = npt.NDArray[np.uint32]
+
+EXACT: Final = 2**53
+"""Integers up to this magnitude survive a float64 round trip; bigger ones are kept as Python ints."""
+
+MAX_DEPTH: Final = 64
+"""Deepest nesting of lists and objects a value may have."""
+
+EXCERPT_BYTES: Final = 160
+
+MetricRow = tuple[float, str, Any, Mapping[str, Any]]
+"""One metrics.jsonl record as decoded: (ts, step_key, step, metrics)."""
+
+
+class _Line(msgspec.Struct):
+    """The shape of a metrics.jsonl line msgspec decodes directly (any other shape goes through json.loads)."""
+
+    ts: int | float
+    step_key: str
+    step: Any
+    metrics: dict[str, int | float | None]
+
+
+_DECODE = msgspec.json.Decoder(_Line).decode
+
+
+class BadLine(NamedTuple):
+    """A malformed line: where it starts, what is wrong, its first bytes."""
+
+    offset: int
+    reason: str
+    excerpt: bytes
+
+
+def decode_metric_record(value: Any) -> MetricRow:
+    """Check one parsed metrics.jsonl line and return it as a row; raise ValueError/KeyError if it is not one."""
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    ts, step_key, metrics = value["ts"], value["step_key"], value["metrics"]
+    if type(ts) not in (int, float):
+        raise ValueError(f"field 'ts' is not a number: {ts!r}")
+    if not isinstance(step_key, str):
+        raise ValueError(f"field 'step_key' is not a string: {step_key!r}")
+    if not isinstance(metrics, dict):
+        raise ValueError("field 'metrics' is not an object")
+    return ts, step_key, value["step"], metrics
+
+
+def check_value(value: Any) -> None:
+    """Raise ValueError when ``value`` holds an integer float64 cannot hold or nests deeper than MAX_DEPTH."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is int:
+            if not -EXACT <= item <= EXACT:
+                try:
+                    float(item)
+                except OverflowError:
+                    raise ValueError(f"integer of {len(str(abs(item)))} digits: too big for a float64") from None
+        elif kind is list or kind is dict:
+            if depth >= MAX_DEPTH:
+                raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+            stack.extend((child, depth + 1) for child in (item.values() if kind is dict else item))
+
+
+@dataclass(frozen=True)
+class Values:
+    """A column of raw values: numbers in a float64 array, each value's JSON type kept."""
+
+    num: FloatArray
+    """Every value as a float64; NaN where the value is not a plain number."""
+    ints: BoolArray | None
+    """True where the value is a JSON integer within 2**53 (exact in ``num``); None when there is none."""
+    raw: Mapping[int, Any]
+    """Position -> a value that is not a plain number, as parsed."""
+
+    def __len__(self) -> int:
+        return len(self.num)
+
+    def python(self, positions: npt.NDArray[np.intp] | None = None) -> list[Any]:
+        """The raw values (at ``positions``, default all), with their JSON types."""
+        num = self.num if positions is None else self.num[positions]
+        out: list[Any] = num.tolist()
+        if self.ints is not None:
+            ints = self.ints if positions is None else self.ints[positions]
+            for j in np.flatnonzero(ints).tolist():
+                out[j] = int(out[j])
+        if self.raw:
+            if positions is None:
+                for p, v in self.raw.items():
+                    out[p] = v
+            else:
+                raw = self.raw
+                for j, p in enumerate(positions.tolist()):
+                    if p in raw:
+                        out[j] = raw[p]
+        return out
+
+    def value(self, position: int) -> Any:
+        """One raw value."""
+        if position in self.raw:
+            return self.raw[position]
+        number = float(self.num[position])
+        return int(number) if self.ints is not None and self.ints[position] else number
+
+    @staticmethod
+    def concat(parts: Sequence[Values]) -> Values:
+        """The values of ``parts`` one after the other."""
+        if len(parts) == 1:
+            return parts[0]
+        num = np.concatenate([p.num for p in parts]) if parts else np.zeros(0)
+        ints = None
+        if any(p.ints is not None for p in parts):
+            ints = np.concatenate([p.ints if p.ints is not None else np.zeros(len(p), bool) for p in parts])
+        raw: dict[int, Any] = {}
+        base = 0
+        for p in parts:
+            raw.update((base + k, v) for k, v in p.raw.items())
+            base += len(p)
+        return Values(num, ints, raw)
+
+
+EMPTY_VALUES: Final = Values(np.zeros(0), None, {})
+
+
+def values_of(items: Sequence[Any]) -> Values:
+    """The column of ``items`` (parsed JSON values, already checked by :func:`check_value`)."""
+    types = set(map(type, items))
+    if types <= {float, int}:
+        try:
+            num = np.array(items, dtype=np.float64) if items else np.zeros(0)
+        except (OverflowError, TypeError, ValueError):
+            return _values_slow(items)
+        if int not in types:
+            return Values(num, None, {})
+        ints = np.ones(len(items), bool) if float not in types else np.array([type(v) is int for v in items], bool)
+        raw = _beyond_exact(items, num, ints)
+        return Values(num, ints if ints.any() else None, raw)
+    return _values_slow(items)
+
+
+def _beyond_exact(items: Sequence[Any], num: FloatArray, ints: BoolArray) -> dict[int, Any]:
+    """Integers a float64 does not hold exactly, moved out of ``num`` into the raw values (found by their rounded
+    value: at 2**53 or beyond, the original is looked at)."""
+    raw: dict[int, Any] = {}
+    for p in np.flatnonzero(ints & ~(np.abs(num) < EXACT)).tolist():
+        if not -EXACT <= items[p] <= EXACT:
+            raw[p] = items[p]
+            num[p], ints[p] = np.nan, False
+    return raw
+
+
+def _values_slow(items: Sequence[Any]) -> Values:
+    nums: list[float] = [np.nan] * len(items)
+    int_at: list[int] = []
+    raw: dict[int, Any] = {}
+    for i, v in enumerate(items):
+        kind = type(v)
+        if kind is float:
+            nums[i] = v
+        elif kind is int and -EXACT <= v <= EXACT:
+            nums[i] = float(v)
+            int_at.append(i)
+        else:
+            raw[i] = v
+    ints = None
+    if int_at:
+        ints = np.zeros(len(items), bool)
+        ints[int_at] = True
+    return Values(np.array(nums, dtype=np.float64) if items else np.zeros(0), ints, raw)
+
+
+@dataclass(frozen=True)
+class KeyPoints:
+    """One metric's points in a batch."""
+
+    records: IndexArray
+    """Batch-local index of each point's record, ascending."""
+    values: Values
+    """Each point's value."""
+
+
+@dataclass(frozen=True)
+class MetricBatch(Sequence[MetricRow]):
+    """Consecutive metrics.jsonl records as columns (a sequence of rows for generic consumers)."""
+
+    ts: Values
+    """Each record's ts."""
+    step: Values
+    """Each record's step."""
+    step_key: IndexArray
+    """Each record's step key, an index into ``step_keys``."""
+    step_keys: tuple[str, ...]
+    """The step keys the records name."""
+    keys: Mapping[str, KeyPoints]
+    """Metric name -> its points, names in order of first appearance."""
+
+    def __len__(self) -> int:
+        return len(self.step_key)
+
+    @overload
+    def __getitem__(self, index: int) -> MetricRow: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[MetricRow]: ...
+    def __getitem__(self, index: int | slice) -> MetricRow | Sequence[MetricRow]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(len(self))[index])
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        index %= len(self)
+        metrics: dict[str, Any] = {}
+        for name, points in self.keys.items():
+            at = int(np.searchsorted(points.records, index))
+            if at < len(points.records) and points.records[at] == index:
+                metrics[name] = points.values.value(at)
+        return self.ts.value(index), self.step_keys[self.step_key[index]], self.step.value(index), metrics
+
+    def __iter__(self) -> Iterator[MetricRow]:
+        return (self[i] for i in range(len(self)))
+
+    @staticmethod
+    def concat(batches: Sequence[MetricBatch]) -> MetricBatch:
+        """The records of ``batches`` one after the other."""
+        batches = [b for b in batches if len(b)]
+        if len(batches) == 1:
+            return batches[0]
+        names: dict[str, int] = {}
+        step_key_parts = []
+        for b in batches:
+            remap = np.array([names.setdefault(name, len(names)) for name in b.step_keys], dtype=np.uint32)
+            step_key_parts.append(remap[b.step_key] if len(remap) else b.step_key)
+        parts: dict[str, list[tuple[IndexArray, Values]]] = {}
+        base = 0
+        for b in batches:
+            for name, points in b.keys.items():
+                parts.setdefault(name, []).append((points.records + np.uint32(base), points.values))
+            base += len(b)
+        return MetricBatch(
+            ts=Values.concat([b.ts for b in batches]),
+            step=Values.concat([b.step for b in batches]),
+            step_key=np.concatenate(step_key_parts) if step_key_parts else np.zeros(0, np.uint32),
+            step_keys=tuple(names),
+            keys={
+                name: KeyPoints(np.concatenate([r for r, _ in p]), Values.concat([v for _, v in p]))
+                for name, p in parts.items()
+            },
+        )
+
+
+EMPTY_BATCH: Final = MetricBatch(EMPTY_VALUES, EMPTY_VALUES, np.zeros(0, np.uint32), (), {})
+
+
+CHUNK_LINES: Final = 1024
+"""Lines decoded and converted together: few enough that their objects stay in the CPU cache."""
+
+
+def decode_block(block: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
+    """Decode complete lines starting at byte ``base``; see the module docstring."""
+    lines = block.split(b"\n")
+    parts: list[MetricBatch] = []
+    bad: list[BadLine] = []
+    position = base
+    for start in range(0, len(lines), CHUNK_LINES):
+        chunk = lines[start : start + CHUNK_LINES]
+        try:
+            parts.append(_decode_chunk(chunk, position, bad, fast=True))
+        except _Overflow:  # an integer too big for a float64 in a metric: check every line of this chunk
+            del bad[len(bad) - sum(b.offset >= position for b in bad) :]
+            parts.append(_decode_chunk(chunk, position, bad, fast=False))
+        position += sum(map(len, chunk)) + len(chunk)
+    return MetricBatch.concat(parts) if parts else EMPTY_BATCH, bad
+
+
+def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast: bool) -> MetricBatch:
+    chunk = _Chunk()
+    decode = _DECODE
+    ts_list, step_list, key_list, groups = chunk.ts, chunk.steps, chunk.step_keys, chunk.groups
+    index = 0
+    for line in lines:
+        try:
+            if not fast:
+                raise ValueError("checked")
+            record = decode(line)
+            ts, step = record.ts, record.step
+            if (type(ts) is int and not -EXACT <= ts <= EXACT) or type(step) not in (int, float):
+                check_value(ts)
+                check_value(step)
+            metrics = record.metrics
+            layout = tuple(metrics)
+            group = groups.get(layout)
+            if group is None:
+                group = groups[layout] = ([], [])
+            group[0].append(index)
+            group[1].extend(metrics.values())
+            ts_list.append(ts)
+            step_list.append(step)
+            key_list.append(record.step_key)
+            index += 1
+        except (msgspec.DecodeError, ValueError):
+            row = _slow_line(line, position, bad)
+            if row is not None:
+                chunk.add(row)
+                index += 1
+        position += len(line) + 1
+    return chunk.batch()
+
+
+def _slow_line(line: bytes, position: int, bad: list[BadLine]) -> MetricRow | None:
+    """A line msgspec refused: decoded as json.loads does (the tail's rule), then checked."""
+    try:
+        row = decode_metric_record(json.loads(line.decode("utf-8")))
+        check_value(row[0])
+        check_value(row[2])
+        check_value(row[3])
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
+        if line.decode("utf-8", "replace").strip():
+            bad.append(BadLine(position, _reason(err), line[:EXCERPT_BYTES]))
+        return None
+    return row
+
+
+class _Overflow(Exception):
+    """A metric value is an integer too big for a float64."""
+
+
+_CHECKED: Final = None
+"""First item of the layout of rows whose values may be of any type (not decoded by msgspec)."""
+
+
+class _Chunk:
+    """Rows being gathered into columns; rows whose metrics have the same keys in the same order are grouped."""
+
+    def __init__(self) -> None:
+        self.ts: list[Any] = []
+        self.steps: list[Any] = []
+        self.step_keys: list[str] = []
+        self.groups: dict[tuple[str | None, ...], tuple[list[int], list[Any]]] = {}
+
+    def add(self, row: MetricRow) -> None:
+        """A checked row whose values may be of any JSON type."""
+        metrics = row[3]
+        layout = (_CHECKED, *metrics)
+        group = self.groups.get(layout)
+        if group is None:
+            group = self.groups[layout] = ([], [])
+        group[0].append(len(self.ts))
+        group[1].extend(metrics.values())
+        self.ts.append(row[0])
+        self.steps.append(row[2])
+        self.step_keys.append(row[1])
+
+    def batch(self) -> MetricBatch:
+        ids: dict[str, int] = {}
+        step_key = np.array([ids.setdefault(k, len(ids)) for k in self.step_keys], dtype=np.uint32)
+        parts: dict[str, list[tuple[IndexArray, Values]]] = {}
+        for layout, (indices, flat) in self.groups.items():
+            names = layout[1:] if layout and layout[0] is _CHECKED else layout
+            if not names:
+                continue
+            records = np.array(indices, dtype=np.uint32)
+            columns = _table_columns(flat, len(names), layout[0] is not _CHECKED)
+            for name, values in zip(names, columns, strict=True):
+                parts.setdefault(str(name), []).append((records, values))
+        keys: dict[str, KeyPoints] = {}
+        for name, found in parts.items():
+            if len(found) == 1:
+                keys[name] = KeyPoints(*found[0])
+                continue
+            records = np.concatenate([r for r, _ in found])
+            order = np.argsort(records, kind="stable")
+            keys[name] = KeyPoints(records[order], _take(Values.concat([v for _, v in found]), order))
+        return MetricBatch(values_of(self.ts), values_of(self.steps), step_key, tuple(ids), keys)
+
+
+def rows_to_batch(rows: Sequence[MetricRow]) -> MetricBatch:
+    """Columns of rows already checked (:func:`decode_metric_record`, :func:`check_value`)."""
+    chunk = _Chunk()
+    for row in rows:
+        chunk.add(row)
+    return chunk.batch()
+
+
+def _take(values: Values, order: npt.NDArray[np.intp]) -> Values:
+    raw: dict[int, Any] = {}
+    if values.raw:
+        where = np.empty(len(order), np.intp)
+        where[order] = np.arange(len(order))
+        raw = {int(where[p]): v for p, v in values.raw.items()}
+    return Values(values.num[order], None if values.ints is None else values.ints[order], raw)
+
+
+def _table_columns(flat: list[Any], width: int, typed: bool) -> list[Values]:
+    """The columns of rows that share one layout, their values one row after the other in ``flat``.
+
+    ``typed``: every value is an int or a float (msgspec checked it), so they convert in one go.
+    """
+    rows = len(flat) // width
+    matrix = None
+    if typed:
+        try:
+            matrix = np.fromiter(flat, np.float64, len(flat)).reshape(rows, width)
+        except OverflowError:
+            raise _Overflow from None
+        except (TypeError, ValueError):
+            matrix = None
+    if matrix is None:
+        return [values_of(flat[j::width]) for j in range(width)]
+    with np.errstate(invalid="ignore"):
+        integral = (matrix == np.floor(matrix)).any(axis=0)  # columns with ints, or floats such as 1.0
+    columns = matrix.T.copy()
+    raws: list[dict[int, Any]] = [{} for _ in range(width)]
+    for c in np.flatnonzero(np.isnan(matrix)).tolist():  # numpy reads null as NaN: it stays a null
+        if flat[c] is None:
+            raws[c % width][c // width] = None
+    all_ints: list[BoolArray | None] = [None] * width
+    for j in np.flatnonzero(integral).tolist():
+        items = flat[j::width]
+        types = set(map(type, items))
+        if int in types:
+            ints = np.ones(rows, bool) if len(types) == 1 else np.array([type(v) is int for v in items], bool)
+            raws[j].update(_beyond_exact(items, columns[j], ints))
+            all_ints[j] = ints if ints.any() else None
+    return [Values(columns[j], all_ints[j], raws[j]) for j in range(width)]

@@ -1,0 +1,110 @@
+"""``dashboard/metrics.jsonl`` followed: its tail, its columnar store, its decoder and its cache entry.
+
+Contract:
+
+- :meth:`MetricStream.poll` is the tail rule of :mod:`miles_tui.core.tail` (complete
+  lines only, one transaction per poll, rewrite detection), with the lines
+  decoded into columns by :class:`~miles_tui.core.telemetry.metric_workers.MetricBlockDecoder`
+  (worker processes for a long stretch, stopped again before the poll returns).
+- The first poll starts from the user cache when it holds this file's records
+  (:mod:`miles_tui.core.telemetry.metric_cache`): the tail then reads only the bytes after them.
+  A poll that has read enough new bytes (``cache_min_bytes`` in all, and an
+  eighth more than the entry covers) writes the entry again. A rewritten file
+  drops the store's records, as the tail rule says, and so its entry.
+- Called by :class:`~miles_tui.core.telemetry.streams.DashboardReader` under its lock; never
+  writes into the run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from miles_tui.core.tail import BLOCK_SIZE, ReadHook, TailFile, TailRead
+from miles_tui.core.telemetry import metric_cache
+from miles_tui.core.telemetry.metric_batch import MetricRow, decode_metric_record
+from miles_tui.core.telemetry.metric_workers import BLOCK_BYTES, MetricBlockDecoder
+from miles_tui.core.telemetry.metrics import MetricStore
+
+CACHE_MIN_BYTES: Final = 4 << 20
+"""Files shorter than this are not cached: reading them again costs milliseconds."""
+
+RESAVE_BYTES: Final = 32 << 20
+"""New bytes (at least) after which the cache entry is written again."""
+
+
+class MetricStream:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        read_hook: ReadHook | None = None,
+        workers: int = 0,
+        nice: int = 0,
+        cache_min_bytes: int | None = None,
+    ) -> None:
+        self.path = path
+        self.store = MetricStore()
+        """Every record read so far."""
+        self.decoder = MetricBlockDecoder(path, workers=workers, nice=nice)
+        self.tail: TailFile[MetricRow] = TailFile(
+            path,
+            decode_metric_record,
+            read_hook=read_hook,
+            block_size=BLOCK_BYTES if workers > 0 else BLOCK_SIZE,
+            decode_block=self.decoder,
+        )
+        self.cache_min_bytes = CACHE_MIN_BYTES if cache_min_bytes is None else cache_min_bytes
+        self._started = False
+        self._saved_end = 0
+        self._size: int | None = None
+
+    def poll(self) -> TailRead:
+        """One transaction of the tail: new complete lines into the store (see the module docstring)."""
+        if not self._started:
+            self._started = True
+            self._restore()
+        self._size = None  # stat'ed when a block arrives: a poll that finds nothing costs the tail's one stat
+        try:
+            read = self.tail.poll(self._append, self._on_reset)
+        finally:
+            self.decoder.close()
+        self._save()
+        return read
+
+    def _append(self, records: Sequence[MetricRow]) -> None:
+        # A long read sizes the store's arrays for the whole file at its first block (no growth slack).
+        block = self.decoder.last_block
+        if self._size is None:
+            try:
+                self._size = os.stat(self.path).st_size
+            except OSError:
+                self._size = 0
+        ahead = (self._size - block[0]) / block[1] * 1.02 if block[1] else 1.0
+        self.store.append_batch(records, ahead if ahead > 2.0 else 1.0)
+
+    def _on_reset(self) -> None:
+        self.store.clear()
+        self._saved_end = 0
+
+    def _restore(self) -> None:
+        restored = metric_cache.load(self.path)
+        if restored is None:
+            return
+        self.store.replace(restored.store)
+        self.tail.resume(restored.end, restored.ino)
+        self.decoder.restored(restored.head, restored.tail, restored.end)
+        self._saved_end = restored.end
+
+    def _save(self) -> None:
+        fingerprint = self.decoder.fingerprint()
+        if fingerprint is None or fingerprint.end != self.tail.offset or fingerprint.end < self.cache_min_bytes:
+            return
+        if fingerprint.end - self._saved_end < max(RESAVE_BYTES, self._saved_end // 8) and self._saved_end:
+            return
+        if metric_cache.save(self.path, self.store, fingerprint):
+            self._saved_end = fingerprint.end

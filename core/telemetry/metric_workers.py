@@ -1,0 +1,213 @@
+"""The metrics tail's block decoder: big stretches decoded by worker processes, so the caller's GIL stays free.
+
+Contract:
+
+- :class:`MetricBlockDecoder` is a :data:`miles_tui.core.tail.BlockDecoder` for
+  ``metrics.jsonl``: a block shorter than ``parallel_bytes`` (every poll of a
+  live run) is decoded in the calling thread; a longer one (a first load) is
+  cut at line ends into pieces that ``workers`` processes decode, and their
+  batches are joined in file order. The result is the same either way, and the
+  same as :func:`miles_tui.core.telemetry.metric_batch.decode_block` on the whole block.
+- The pieces travel to the workers as bytes: a worker never reads the file, so
+  what it decodes is exactly what the tail read in its transaction.
+- Workers are started (``forkserver``, else ``spawn``; never ``fork``: the app
+  has threads) on the first long block and stopped by :meth:`close`, which the
+  reader calls at the end of every poll: no process outlives the poll that
+  needed it. ``nice`` lowers the workers' priority (the app's UI comes first).
+  A worker that fails has its piece decoded in the calling thread instead.
+- It also remembers the first and the last few KB of what it decoded
+  (:meth:`fingerprint`): the cache validates a file's covered bytes with them.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import multiprocessing
+import os
+import sys
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from miles_tui.core.tail import MalformedLineError
+from miles_tui.core.telemetry.metric_batch import BadLine, MetricBatch, decode_block
+
+PARALLEL_BYTES: Final = 8 << 20
+"""Blocks at least this long are decoded by worker processes (when there are workers)."""
+
+PIECE_BYTES: Final = 2 << 20
+"""What one worker task decodes."""
+
+BLOCK_BYTES: Final = 16 << 20
+"""What the metrics tail reads per block when it has workers (pieces of one block run in parallel)."""
+
+WINDOW: Final = 4096
+"""Bytes of the start and of the end of the decoded stretch kept for :meth:`MetricBlockDecoder.fingerprint`."""
+
+
+def _worker_start(nice: int) -> None:
+    gc.disable()  # a worker's objects live for one piece: the cyclic collector would only walk them
+    if nice:
+        try:
+            os.nice(nice)
+        except OSError:
+            return
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker with a real stderr.
+
+    The tracker hands ``sys.stderr.fileno()`` to the helper it starts; inside a Textual app
+    sys.stderr is a capture whose fileno() is -1, and the start fails. The swap lasts for
+    the start only (once per process; nothing prints meanwhile).
+    """
+    from multiprocessing import resource_tracker
+
+    saved = sys.stderr
+    try:
+        if saved is not None and sys.__stderr__ is not None and _fileno(saved) < 0:
+            sys.stderr = sys.__stderr__
+        resource_tracker.ensure_running()
+    finally:
+        sys.stderr = saved
+
+
+def _fileno(stream: object) -> int:
+    try:
+        return int(stream.fileno())  # type: ignore[attr-defined]
+    except Exception:
+        return -1
+
+
+def _decode_piece(piece: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
+    return decode_block(piece, base)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What identifies the bytes ``[0, end)`` of a file: its first and its last few KB, hashed."""
+
+    end: int
+    """Where the covered bytes end (just after a newline)."""
+    head: str
+    """blake2b of the first min(WINDOW, end) bytes."""
+    tail: str
+    """blake2b of the WINDOW bytes before ``end`` (fewer when the file is shorter)."""
+
+    @staticmethod
+    def of(head: bytes, tail: bytes, end: int) -> Fingerprint:
+        return Fingerprint(end, hashlib.blake2b(head).hexdigest(), hashlib.blake2b(tail).hexdigest())
+
+
+class MetricBlockDecoder:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        workers: int = 0,
+        nice: int = 0,
+        parallel_bytes: int | None = None,
+        piece_bytes: int | None = None,
+    ) -> None:
+        self.path = path
+        self.workers = workers
+        self.nice = nice
+        self.parallel_bytes = PARALLEL_BYTES if parallel_bytes is None else parallel_bytes
+        self.piece_bytes = PIECE_BYTES if piece_bytes is None else piece_bytes
+        self._pool: ProcessPoolExecutor | None = None
+        self._head = b""
+        self._tail = b""
+        self._end = 0
+        self._whole = False
+        self.last_block = (0, 0)
+        """(offset, bytes) of the last block decoded, its final newline included."""
+
+    def __call__(self, block: bytes, base: int) -> tuple[MetricBatch, list[MalformedLineError]]:
+        self._remember(block, base)
+        self.last_block = (base, len(block) + 1)
+        if self.workers > 0 and len(block) >= self.parallel_bytes:
+            batch, bad = self._parallel(block, base)
+        else:
+            batch, bad = decode_block(block, base)
+        return batch, [MalformedLineError(self.path, b.offset, b.reason, b.excerpt) for b in bad]
+
+    def _remember(self, block: bytes, base: int) -> None:
+        if base == 0:
+            self._head, self._tail, self._whole = b"", b"", True
+        elif base != self._end:
+            self._whole = False  # a gap: the start is unknown here, so no fingerprint until a read from 0
+        if len(self._head) < WINDOW:
+            self._head = (self._head + block[:WINDOW] + b"\n")[:WINDOW]
+        if len(block) + 1 >= WINDOW:
+            self._tail = block[len(block) + 1 - WINDOW :] + b"\n"
+        else:
+            self._tail = (self._tail + block + b"\n")[-WINDOW:]
+        self._end = base + len(block) + 1
+
+    def restored(self, head: bytes, tail: bytes, end: int) -> None:
+        """The first and last bytes of what a cache covered, up to ``end`` (the tail resumes there)."""
+        self._head, self._tail, self._end, self._whole = head[:WINDOW], tail[-WINDOW:], end, True
+
+    def fingerprint(self) -> Fingerprint | None:
+        """The fingerprint of everything decoded so far (None before anything was)."""
+        if not self._end or not self._whole:
+            return None
+        return Fingerprint.of(self._head, self._tail, self._end)
+
+    def _parallel(self, block: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
+        try:
+            pool = self._start()
+        except Exception:  # no worker processes here (a sandbox, no semaphores ...): this thread decodes
+            self.workers = 0
+            return decode_block(block, base)
+        futures: list[tuple[int, int, Future[tuple[MetricBatch, list[BadLine]]] | None]] = []
+        for start, end in _cut(block, self.piece_bytes):
+            try:
+                futures.append((start, end, pool.submit(_decode_piece, block[start:end], base + start)))
+            except Exception:  # the pool broke: this piece is decoded here
+                futures.append((start, end, None))
+        batches: list[MetricBatch] = []
+        bad: list[BadLine] = []
+        for start, end, future in futures:
+            try:
+                if future is None:
+                    raise RuntimeError("no worker")
+                batch, lines = future.result()
+            except Exception:  # a worker died or failed: the same piece, decoded here
+                batch, lines = decode_block(block[start:end], base + start)
+            batches.append(batch)
+            bad += lines
+        return MetricBatch.concat(batches), bad
+
+    def _start(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            _start_resource_tracker()
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=context, initializer=_worker_start, initargs=(self.nice,)
+            )
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started (the next long block starts them again)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _cut(block: bytes, piece: int) -> Sequence[tuple[int, int]]:
+    """``block`` cut at line ends into (start, end) pieces of about ``piece`` bytes (no newline inside the cut)."""
+    cuts: list[tuple[int, int]] = []
+    start = 0
+    while start < len(block):
+        end = block.find(b"\n", start + piece) if start + piece < len(block) else -1
+        end = len(block) if end < 0 else end
+        cuts.append((start, end))
+        start = end + 1
+    return cuts

@@ -1,0 +1,126 @@
+"""The telemetry cache: a re-open reads only the bytes after what the user cache holds; a shrunk, rewritten or
+replaced file, a damaged entry, or --no-cache never serves a stale record; the cache is never in the run."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from miles_tui.core import cache_dir
+from miles_tui.core.telemetry import metric_cache
+from miles_tui.core.telemetry.streams import DashboardReader
+
+
+def _line(i: int, **extra: Any) -> bytes:
+    metrics = {"train/loss": 1 / (i + 1), "train/step": i, "nan": float("nan") if i % 7 == 0 else 0.5, **extra}
+    return json.dumps({"ts": 1000.0 + i, "step_key": "train/step", "step": i, "metrics": metrics}).encode() + b"\n"
+
+
+def _records(reader: DashboardReader) -> list[str]:
+    store = reader.metrics
+    return [json.dumps(store.record(i).__dict__, sort_keys=True, default=dict) for i in range(len(store))]
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr("miles_tui.core.telemetry.metric_stream.CACHE_MIN_BYTES", 0)
+    monkeypatch.setattr("miles_tui.core.telemetry.metric_stream.RESAVE_BYTES", 0)
+    dash = tmp_path / "run" / "dashboard"
+    dash.mkdir(parents=True)
+    (dash / "metrics.jsonl").write_bytes(b"".join(_line(i) for i in range(200)))
+    return dash
+
+
+def _reader(dash: Path, opened: list[tuple[str, int]]) -> DashboardReader:
+    return DashboardReader(dash, read_hook=lambda path, offset: opened.append((path.name, offset)))
+
+
+def _entries() -> list[Path]:
+    return sorted((cache_dir.cache_root() / metric_cache.KIND).glob("*"))
+
+
+def test_a_reopen_reads_only_the_new_bytes_and_holds_the_same_records(run: Path) -> None:
+    size = (run / "metrics.jsonl").stat().st_size
+    first: list[tuple[str, int]] = []
+    cold = _reader(run, first)
+    cold.poll()
+    assert first == [("metrics.jsonl", 0)] and len(_entries()) == 1
+    assert not list(run.parent.rglob("*.npy"))  # never in the run
+    with (run / "metrics.jsonl").open("ab") as out:
+        out.write(b"".join(_line(i, late=i) for i in range(200, 210)) + _line(210)[:30])
+    again: list[tuple[str, int]] = []
+    warm = _reader(run, again)
+    delta = warm.poll()
+    assert again == [("metrics.jsonl", size)]  # only what the cache does not cover was read
+    assert delta.metric_records == range(210) and "late" in delta.metric_keys
+    cold.poll()
+    assert _records(warm) == _records(cold) and len(warm.metrics) == 210  # the unterminated line is not a record
+
+
+@pytest.mark.parametrize("change", ["shrunk", "rewritten", "replaced"])
+def test_a_changed_file_drops_its_entry(run: Path, change: str) -> None:
+    _reader(run, []).poll()
+    path = run / "metrics.jsonl"
+    data = path.read_bytes()
+    if change == "shrunk":
+        path.write_bytes(data[: len(data) // 2 + data[len(data) // 2 :].index(b"\n") + 1])
+    elif change == "rewritten":  # same size and inode, other content
+        path.write_bytes(data.replace(b'"ts": 1199.0', b'"ts": 9199.0'))
+    else:
+        (run / "new.jsonl").write_bytes(b"".join(_line(i) for i in range(300)))
+        os.replace(run / "new.jsonl", path)
+    opened: list[tuple[str, int]] = []
+    reader = _reader(run, opened)
+    reader.poll()
+    fresh = DashboardReader(run)
+    with cache_dir.configured(off=True):
+        fresh.poll()
+    assert opened == [("metrics.jsonl", 0)]  # read from the start, not from the cached offset
+    assert _records(reader) == _records(fresh)
+
+
+def test_no_cache_reads_and_writes_nothing(run: Path) -> None:
+    with cache_dir.configured(off=True):
+        _reader(run, []).poll()
+    assert _entries() == []
+    _reader(run, []).poll()
+    with cache_dir.configured(off=True):
+        opened: list[tuple[str, int]] = []
+        _reader(run, opened).poll()
+    assert opened == [("metrics.jsonl", 0)]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "object array", "out of range", "manifest"])
+def test_a_damaged_entry_is_dropped_never_trusted(run: Path, damage: str) -> None:
+    cold = _reader(run, [])
+    cold.poll()
+    (entry,) = _entries()
+    if damage == "truncated":
+        target = entry / "k0.num.npy"
+        target.write_bytes(target.read_bytes()[:-16])
+    elif damage == "object array":  # loading it would need pickle: refused
+        np.save(entry / "k0.num.npy", np.array([object()] * 200, dtype=object), allow_pickle=True)
+    elif damage == "out of range":
+        np.save(entry / "k0.rec.npy", np.arange(5, 205, dtype=np.uint32))
+    else:
+        (entry / "manifest.json").write_text("{")
+    opened: list[tuple[str, int]] = []
+    reader = _reader(run, opened)
+    reader.poll()
+    assert opened == [("metrics.jsonl", 0)] and _records(reader) == _records(cold)
+    third: list[tuple[str, int]] = []
+    _reader(run, third).poll()
+    assert third == []  # the entry written by the full read covers the whole file again
+
+
+def test_a_small_file_is_not_cached(tmp_path: Path) -> None:
+    dash = tmp_path / "dashboard"
+    dash.mkdir()
+    (dash / "metrics.jsonl").write_bytes(_line(0))
+    DashboardReader(dash).poll()
+    assert _entries() == []

@@ -1,0 +1,91 @@
+"""The app loads a long metrics.jsonl with worker processes (inside Textual, whose sys.stderr has no file
+descriptor), and a process where they cannot start still loads it, in the poll's thread."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from miles_tui.core.telemetry.metric_batch import decode_block
+from miles_tui.core.telemetry.metrics import MetricStore
+from miles_tui.tui.app import make_app
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _metrics(path: Path, lines: int) -> bytes:
+    rows = []
+    for i in range(lines):
+        metrics = {"train/loss": 1 / (i + 1), "train/step": i, **({"late": i} if i > lines // 2 else {})}
+        rows.append(json.dumps({"ts": 1000.0 + i, "step_key": "train/step", "step": i, "metrics": metrics}))
+    data = ("\n".join(rows) + "\n").encode()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    return data
+
+
+def _records(store: MetricStore) -> list[str]:
+    return [json.dumps(store.record(i).__dict__, sort_keys=True, default=dict) for i in range(len(store))]
+
+
+async def test_the_app_decodes_a_long_metrics_file_in_worker_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("miles_tui.core.telemetry.metric_workers.PARALLEL_BYTES", 1)
+    monkeypatch.setattr("miles_tui.core.telemetry.metric_workers.PIECE_BYTES", 16 << 10)
+    data = _metrics(tmp_path / "run" / "dashboard" / "metrics.jsonl", 3000)
+    app = make_app(tmp_path / "run", poll_seconds=3600)
+    async with app.run_test():
+        store = app.watcher.follower.metrics
+        for _ in range(600):
+            if len(store) == 3000:
+                break
+            await asyncio.sleep(0.05)
+        decoder = app.watcher.follower.dashboard._metric_stream.decoder
+        assert decoder.workers > 0  # the workers ran: no fallback to the poll's thread
+    expected = MetricStore()
+    expected.append_batch(decode_block(data[:-1], 0)[0])
+    assert _records(store) == _records(expected)
+
+
+def test_workers_start_when_stderr_has_no_file_descriptor(tmp_path: Path) -> None:
+    data = _metrics(tmp_path / "m" / "metrics.jsonl", 2000)
+    script = f"""
+import sys
+sys.path.insert(0, {str(REPO)!r})
+class Capture:  # what Textual puts in sys.stderr while an app runs
+    def write(self, text): return len(text)
+    def flush(self): pass
+    def fileno(self): return -1
+from pathlib import Path
+from miles_tui.core.telemetry.metric_workers import MetricBlockDecoder
+def main():
+    sys.stderr = Capture()
+    decoder = MetricBlockDecoder(Path("m"), workers=2, parallel_bytes=1, piece_bytes=8192)
+    block = Path({str(tmp_path / "m" / "metrics.jsonl")!r}).read_bytes()[:-1]
+    batch, bad = decoder(block, 0)
+    decoder.close()
+    print(decoder.workers, len(batch), len(bad))
+if __name__ == "__main__":
+    main()
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["2", "2000", "0"] and data
+
+
+def test_a_process_without_workers_decodes_in_the_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from miles_tui.core.telemetry import metric_workers
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("no semaphores here")
+
+    monkeypatch.setattr(metric_workers, "ProcessPoolExecutor", refuse)
+    data = _metrics(tmp_path / "m" / "metrics.jsonl", 500)
+    decoder = metric_workers.MetricBlockDecoder(tmp_path / "m", workers=2, parallel_bytes=1)
+    batch, bad = decoder(data[:-1], 0)
+    assert len(batch) == 500 and not bad and decoder.workers == 0
