@@ -5,10 +5,11 @@ position, the chosen window size (256 / 1k / 4k / all tokens, sizes not
 smaller than the sequence left out), the visible ``[start, stop)`` token
 positions and the rank of the outlier the cursor was last sent to. Every
 move returns a new value; nothing here draws or reads. The window keeps the
-cursor inside: it stays put while the cursor moves within it, and when the
-cursor leaves it, it is placed so the cursor sits a quarter in from the edge
-it entered from (three quarters when it moves on past the end), clamped to
-the sequence. An empty response keeps the cursor at 0.
+cursor inside: it stays put while the cursor moves within it; when the
+cursor leaves it forward, it is placed with the cursor three quarters in (so
+reading on shows what comes next), otherwise (backward, a new size, a new
+sample) a quarter in; always clamped to the sequence. An empty response
+keeps the cursor at 0.
 """
 
 from __future__ import annotations
