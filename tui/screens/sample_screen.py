@@ -11,6 +11,9 @@ reactives on widgets that already exist, so a key costs the same on a
 32k-token response as on a short one. The screen composes and routes: its
 text lines come from :mod:`miles_tui.tui.sample_lines`, the conversation tab
 is a :class:`~miles_tui.tui.widgets.conversation_view.ConversationView`.
+``h`` shows the token text coloured by |lp diff|, entropy or advantage
+(deciles from :func:`miles_tui.core.analysis.token_heat.token_heat`, drawn
+by :class:`~miles_tui.tui.widgets.token_text.TokenText`), then hides it.
 ``<``/``>`` replace the sample in place with its GRPO-group neighbour and post
 :class:`SampleScreen.SampleShown`. Esc/Backspace pop the screen.
 """
@@ -30,6 +33,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
+from miles_tui.core.analysis.token_heat import HeatStatistic, token_heat
 from miles_tui.core.dump.resolve import FieldState
 from miles_tui.core.dump.step import OpenStep
 from miles_tui.core.dump.token_view import SERIES
@@ -40,10 +44,12 @@ from miles_tui.core.inert_text import inert
 from miles_tui.tui.clipboard import copy_sample_row, copy_token_window
 from miles_tui.tui.sample_lines import LABELS, chip_lines, chips, cursor_line, cursor_rows
 from miles_tui.tui.sample_tracks import SampleTracks
+from miles_tui.tui.token_text_lines import HEAT_CYCLE, TokenSource
 from miles_tui.tui.token_window import TokenWindow
 from miles_tui.tui.widgets.conversation_view import ConversationView
 from miles_tui.tui.widgets.series_chart import ChartSeries, SeriesChart
 from miles_tui.tui.widgets.token_sparkline import TokenSeries, TokenSparkline
+from miles_tui.tui.widgets.token_text import TokenText
 
 
 class SampleScreen(Screen[None]):
@@ -65,6 +71,7 @@ class SampleScreen(Screen[None]):
         Binding("s", "cycle_series(1)", "Series"),
         Binding("S", "cycle_series(-1)", "Previous series", show=False),
         Binding("c", "toggle_chart", "Chart"),
+        Binding("h", "cycle_heat", "Colour"),
         Binding("t", "toggle_tab", "Conversation"),
         Binding("less_than_sign", "sibling(-1)", "Previous in group", key_display="<"),
         Binding("greater_than_sign", "sibling(1)", "Next in group", key_display=">"),
@@ -72,7 +79,7 @@ class SampleScreen(Screen[None]):
         Binding("Y", "copy_row", "Copy row", show=False),
     ]
     _TOKEN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
-        {"move", "move_to_end", "outlier", "cycle_window", "cycle_series", "toggle_chart"}
+        {"move", "move_to_end", "outlier", "cycle_window", "cycle_series", "toggle_chart", "cycle_heat"}
     )
 
     @dataclass
@@ -106,6 +113,9 @@ class SampleScreen(Screen[None]):
         """The cursor and the visible window."""
         self.selected = next((n for n in ("lp_diff", *SERIES) if n in self.sample.tracks), SERIES[0])
         self._charted: tuple[TokenSeries, tuple[int, int]] | None = None
+        self.heat: HeatStatistic | None = None
+        """What the token text is coloured by (None: the coloured text is hidden)."""
+        self._source = TokenSource(view.token_ids, self.sample.texts)
         self._on_tokens_tab = True
 
     @property
@@ -127,6 +137,7 @@ class SampleScreen(Screen[None]):
         with TabbedContent(id="tabs"):
             with TabPane("Tokens", id="tokens"):
                 yield Static(id="cursor-line")
+                yield TokenText(id="token-text")
                 yield Static(id="not-dumped")
                 yield TokenSparkline(axis=True, id="axis")
                 with VerticalScroll(id="panels", can_focus=False):
@@ -140,6 +151,7 @@ class SampleScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one(Tabs).can_focus = False
         self.query_one("#chart", SeriesChart).display = False
+        self.query_one(TokenText).display = False
         self._show_sample()
         if self._start_cursor is not None:
             self._move(self.tokens.moved_to(self._start_cursor))
@@ -172,7 +184,10 @@ class SampleScreen(Screen[None]):
         conversation = None if self.sidecar is None else self.sidecar.conversations.get(self.sample_index)
         self.query_one(ConversationView).show(conversation)
         view = sample.view
-        self._move(self.tokens.for_sample(view.prompt_length, view.response_length, sample.outliers))
+        self._source = TokenSource(view.token_ids, sample.texts)
+        self.tokens = self.tokens.for_sample(view.prompt_length, view.response_length, sample.outliers)
+        self._show_heat()
+        self._move(self.tokens)
 
     def _show_chips(self) -> None:
         self.query_one("#chips", Static).update(chip_lines(chips(self.step, self.sample), self.size.width - 2))
@@ -183,6 +198,7 @@ class SampleScreen(Screen[None]):
     def on_resize(self) -> None:
         """Re-wrap the chips and the cursor line; on short terminals, flatter panels so more fit."""
         self.set_class(self.size.height < 32, "-short")
+        self.query_one(TokenText).set_rows(3 if self.size.height < 32 else 6)
         self._show_chips()
         self._move(self.tokens.moved_to(self.cursor))
 
@@ -204,7 +220,18 @@ class SampleScreen(Screen[None]):
                 panel.reading = sample.value(panel.series, tokens.cursor)
         line = cursor_line(sample, tokens, self.detokenizer, self.size.width)
         self.query_one("#cursor-line", Static).update(line, layout=False)
+        if self.heat is not None:
+            self.query_one(TokenText).move(position)
         self._show_chart()
+
+    def _show_heat(self) -> None:
+        """Show the token text coloured by the chosen statistic (hidden when none is chosen)."""
+        text = self.query_one(TokenText)
+        text.display = self.heat is not None
+        if self.heat is not None:
+            heat = token_heat(self.sample.view, self.heat)
+            view, note = self.sample.view, self.sample.unreadable_note
+            text.show(self._source, view.prompt_length, heat, note, self.tokens.position)
 
     def _show_chart(self) -> None:
         chart = self.query_one("#chart", SeriesChart)
@@ -271,6 +298,11 @@ class SampleScreen(Screen[None]):
         chart = self.query_one("#chart", SeriesChart)
         chart.display = not chart.display
         self._show_chart()
+
+    def action_cycle_heat(self) -> None:
+        """Colour the token text by |lp diff|, entropy, advantage, then hide it again."""
+        self.heat = HEAT_CYCLE[(HEAT_CYCLE.index(self.heat) + 1) % len(HEAT_CYCLE)]
+        self._show_heat()
 
     def action_toggle_tab(self) -> None:
         """Switch between the token panels and the conversation."""
