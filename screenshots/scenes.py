@@ -1,19 +1,26 @@
 """The scenes of the real app that the README screenshots and the snapshot tests both show.
 
 A scene is a run directory built deterministically (a seeded demo run, or a
-golden case), a fixed clock, and the keys a user presses. ``screenshots/generate.py``
+golden case), a fixed clock, the keys a user presses, and what the screen must
+then say in text (``shows``, ``wide`` at the larger size only, ``hides``): the
+words that make it that scene, checked before any picture is compared or
+written, so a baseline can never approve a broken screen. ``screenshots/generate.py``
 renders each to SVG; ``tests/tui/test_snapshots.py`` compares each with its baseline.
 """
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
+from textual.app import App
 from textual.pilot import Pilot
 
 from miles_tui.tui.app import MilesApp
@@ -101,6 +108,14 @@ SYNTHETIC = {"engines_dp": build_engines}
 """Sources built here (beside ``demo`` and the golden cases)."""
 
 
+def screen_text(app: App[None]) -> str:
+    """The screen as a user reads it: plain text, one line per terminal row (what a screenshot shows)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), color_system=None, record=True)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
+
+
 @dataclass(frozen=True)
 class Scene:
     """One screen state to show."""
@@ -111,6 +126,12 @@ class Scene:
     """'demo' or a golden case name."""
     keys: tuple[str, ...]
     """Keys pressed after the first poll; '~' settles (waits for workers)."""
+    shows: tuple[str, ...] = ()
+    """Text the screen must show at every size (``re:`` starts a regular expression)."""
+    wide: tuple[str, ...] = ()
+    """Text it must show at the larger size (columns a small terminal has no room for)."""
+    hides: tuple[str, ...] = ()
+    """Text it must not show."""
 
     def build(self, workdir: Path) -> Path:
         target = workdir / self.source
@@ -139,8 +160,31 @@ class Scene:
                 else:
                     await pilot.press(key)
             await settle(pilot, quiet=True)
+            self.check(pilot.app)
 
         return drive
+
+    def check(self, app: App[None]) -> None:
+        """Assert the screen says what makes it this scene (AssertionError with the screen's text)."""
+        text = screen_text(app)
+        wanted = [*self.shows, *(self.wide if app.size.width >= WIDE else ())]
+        missing = [w for w in wanted if not _found(w, text)]
+        present = [h for h in self.hides if _found(h, text)]
+        if missing or present:
+            raise AssertionError(
+                f"scene {self.name} at {app.size.width}x{app.size.height}: missing {missing}, "
+                f"should not show {present}; the screen was:\n{text}"
+            )
+
+
+WIDE = 120
+"""Sizes at least this wide must also show a scene's ``wide`` text."""
+
+
+def _found(pattern: str, text: str) -> bool:
+    if pattern.startswith("re:"):
+        return re.search(pattern[3:], text) is not None
+    return pattern in text
 
 
 SCENES = (
@@ -151,6 +195,21 @@ SCENES = (
     Scene("sample", "demo", ("enter", "~", "down", "down", "down", "enter", "~", "n")),
     Scene("sample_chart", "demo", ("enter", "~", "down", "down", "down", "enter", "~", "n", "c", "~")),
     Scene("sample_conversation", "tp_dup", ("down", "enter", "~", "enter", "~", "t")),
+    Scene(  # a sample with a loss-masked tool span: its tokens struck, never coloured as low
+        "sample_colour",
+        "tp_dup",
+        ("down", "enter", "~", "down", "enter", "~", "h"),
+        shows=("step 2 · sample 25", "|lp diff| 0.0011", "underlined: top 10% >0.0461", "struck: no value"),
+        wide=("deciles of 28 trained tokens", "italic: prompt", "t17t20t96t36t31t76"),
+        hides=("UNREADABLE",),
+    ),
+    Scene(  # every per-token series unreadable: the text says so and no token is in a decile
+        "sample_colour_unreadable",
+        "cp_legacy_ambiguous",
+        ("enter", "~", "enter", "~", "h", "h"),
+        shows=("entropy UNREADABLE for this sample", "struck: no value"),
+        hides=("underlined: top 10%", "deciles of"),
+    ),
     Scene("unreadable", "cp_legacy_ambiguous", ("enter", "~")),
     Scene("help", "demo", ("question_mark",)),
     Scene("metrics", "live_streams", ("m", "~")),
