@@ -7,7 +7,8 @@ no dump (and no torch) is needed. Then it runs the app headless and, for each
 key, measures from posting the key to the end of the first frame Textual
 writes after it (Pilot's own settling is not counted: a user does not wait
 for it). Keys: right, shift+right, n (next outlier), w (window), end/home,
-then right/shift+left with the chart showing. Prints median, p90 and max
+then right/shift+left with the chart showing, then right/n with the token
+text coloured by |lp diff| too (h). Prints median, p90 and max
 per key at each terminal size; exits 1 when a median misses the target.
 
     python bench/sample_cursor.py [--sizes 160x48,80x24] [--repeats 40]
@@ -117,8 +118,15 @@ KEY_PLAN: tuple[tuple[str, int], ...] = (
     ("c", -1),
     ("right", 1),
     ("shift+left", 1),
+    ("h", -1),
+    ("right", 1),
+    ("n", 1),
 )
-"""Keys in order, with repeats as a multiple of --repeats (0: twice, -1: once); ``c`` turns the chart on."""
+"""Keys in order, with repeats as a multiple of --repeats (0: twice, -1: once); ``c`` turns the chart on,
+``h`` the coloured token text."""
+
+MODE_KEYS = {"c": "chart", "h": "colour"}
+"""Keys that turn on a mode; the keys after them are labelled with every mode on."""
 
 
 async def measure(screen_factory: Callable[[], Any], size: tuple[int, int], repeats: int) -> dict[str, list[float]]:
@@ -133,13 +141,14 @@ async def measure(screen_factory: Callable[[], Any], size: tuple[int, int], repe
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         clock = PaintClock(app)
-        chart = False
+        modes: list[str] = []
         for key, times in KEY_PLAN:
-            chart = chart or key == "c"
-            label = f"{key} (chart)" if chart and key != "c" else key
+            label = f"{key} ({', '.join(modes)})" if modes and key not in MODE_KEYS else key
             count = repeats * times if times > 0 else (2 if times == 0 else 1)
             for _ in range(count):
                 timings.setdefault(label, []).append(await clock.press(pilot, key))
+            if key in MODE_KEYS:
+                modes.append(MODE_KEYS[key])
     return timings
 
 
@@ -167,7 +176,7 @@ def main() -> int:
             verdict = "ok" if median <= TARGET_MS else f"OVER {TARGET_MS:.0f} ms"
             failed = failed or median > TARGET_MS
             print(
-                f"  {label:>18}  median {median:5.1f} ms  p90 {p90:5.1f} ms  max {max(values) * 1e3:6.1f} ms"
+                f"  {label:>24}  median {median:5.1f} ms  p90 {p90:5.1f} ms  max {max(values) * 1e3:6.1f} ms"
                 f"  n={len(values):<3} {verdict}"
             )
     return 1 if failed else 0

@@ -222,6 +222,21 @@ SCENES = (
         ("down", "enter", "~", "enter", "~", "t"),
         shows=("recorded conversation", "─ user", "─ assistant", "─ tool · count"),
     ),
+    Scene(  # a sample with a loss-masked tool span: its tokens struck, never coloured as low
+        "sample_colour",
+        "tp_dup",
+        ("down", "enter", "~", "down", "enter", "~", "h"),
+        shows=("step 2 · sample 25", "|lp diff| 0.0011", "underlined: top 10% >0.0461", "struck: no value"),
+        wide=("deciles of 28 trained tokens", "italic: prompt", "t17t20t96t36t31t76"),
+        hides=("UNREADABLE",),
+    ),
+    Scene(  # every per-token series unreadable: the text says so and no token is in a decile
+        "sample_colour_unreadable",
+        "cp_legacy_ambiguous",
+        ("enter", "~", "enter", "~", "h", "h"),
+        shows=("entropy UNREADABLE for this sample", "struck: no value"),
+        hides=("underlined: top 10%", "deciles of"),
+    ),
     Scene(  # the cursor on the |lpΔ| column: the per-token columns are on screen at 80 columns too
         "unreadable",
         "cp_legacy_ambiguous",

@@ -158,6 +158,7 @@ TOUR = [
     ("StepScreen", ["enter"], "0" + VISIBLE_ESC + "]52"),  # the weight version column
     ("SampleScreen", ["down", "down", "enter"], "completed" + VISIBLE_ESC),  # sample 18: multi-turn
     ("SampleScreen", ["t"], "Checking." + VISIBLE_ESC),  # the conversation tab
+    ("SampleScreen", ["t", "h"], VISIBLE_ESC),  # back to the tokens: the token text coloured by |lp diff|
     ("CompareScreen", ["escape", "c"], "hostile" + VISIBLE_ESC),
     ("OutlierScreen", ["escape", "O"], "hostile" + VISIBLE_ESC),
     ("MetricsScreen", ["escape", "escape", "escape", "m"], "rollout/raw_reward" + VISIBLE_ESC),

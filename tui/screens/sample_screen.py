@@ -5,8 +5,15 @@ nothing itself: the step, the detokenizer and the conversation sidecar are
 handed in, and every per-token value comes from :func:`miles_tui.core.dump.token_view.token_view`
 (NaN at loss-masked positions, never 0; UNREADABLE series say so, NOT_DUMPED
 ones are listed on one line). All per-sample arrays are prepared once when a
-sample is shown; a cursor key only moves reactives on widgets that already
-exist, so a key costs the same on a 32k-token response as on a short one.
+sample is shown (:class:`~miles_tui.tui.sample_tracks.SampleTracks`); a cursor
+key only moves the :class:`~miles_tui.tui.token_window.TokenWindow` and
+reactives on widgets that already exist, so a key costs the same on a
+32k-token response as on a short one. The screen composes and routes: its
+text lines come from :mod:`miles_tui.tui.sample_lines`, the conversation tab
+is a :class:`~miles_tui.tui.widgets.conversation_view.ConversationView`.
+``h`` shows the token text coloured by |lp diff|, entropy or advantage
+(deciles from :func:`miles_tui.core.analysis.token_heat.token_heat`, drawn
+by :class:`~miles_tui.tui.widgets.token_text.TokenText`), then hides it.
 ``<``/``>`` replace the sample in place with its GRPO-group neighbour and post
 :class:`SampleScreen.SampleShown`. Esc/Backspace pop the screen.
 """
@@ -17,7 +24,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-import numpy.typing as npt
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -27,93 +33,23 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
+from miles_tui.core.analysis.token_heat import HeatStatistic, token_heat
 from miles_tui.core.dump.resolve import FieldState
 from miles_tui.core.dump.step import OpenStep
-from miles_tui.core.dump.summary import SampleRow
-from miles_tui.core.dump.token_view import SERIES, TokenView, token_view
+from miles_tui.core.dump.token_view import SERIES
 from miles_tui.core.dump.tokenizer import Detokenizer
-from miles_tui.core.dump.trajectory import Conversation, Sidecar, tool_call
-from miles_tui.core.dump.trajectory import Message as ChatMessage
+from miles_tui.core.dump.trajectory import Sidecar
 from miles_tui.core.errors import MilesTuiError
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.clipboard import copy_sample_row, copy_token_window
-from miles_tui.tui.formatting import MISSING, number, version_span
-from miles_tui.tui.renderers.sparkline import Band, BandArray, FloatArray
+from miles_tui.tui.sample_lines import LABELS, chip_lines, chips, cursor_line, cursor_rows
+from miles_tui.tui.sample_tracks import SampleTracks
+from miles_tui.tui.token_text_lines import HEAT_CYCLE, TokenSource
+from miles_tui.tui.token_window import TokenWindow
+from miles_tui.tui.widgets.conversation_view import ConversationView
 from miles_tui.tui.widgets.series_chart import ChartSeries, SeriesChart
-from miles_tui.tui.widgets.token_sparkline import TokenSeries, TokenSparkline, reading_text
-
-LABELS = {
-    "rollout_log_probs": "rollout logp",
-    "train_log_probs": "train logp",
-    "ref_log_probs": "ref logp",
-    "lp_diff": "lp diff",
-    "imp_ratio": "imp ratio",
-    "entropy": "entropy",
-    "ref_entropy": "ref entropy",
-    "advantages": "advantage",
-    "returns": "return",
-}
-"""Series names on the panels, in core's SERIES order."""
-
-SHORT_LABELS = {
-    "rollout_log_probs": "rollout",
-    "train_log_probs": "train",
-    "ref_log_probs": "ref",
-    "lp_diff": "lp diff",
-    "imp_ratio": "ratio",
-    "entropy": "entropy",
-    "ref_entropy": "ref ent",
-    "advantages": "adv",
-    "returns": "return",
-}
-"""Series names on the cursor line."""
-
-WINDOWS: tuple[int | None, ...] = (256, 1024, 4096, None)
-"""Visible window sizes in tokens, ``w`` cycles; None is the whole sequence."""
-
-
-@dataclass(frozen=True, eq=False)
-class _Sample:
-    """One sample prepared for drawing: computed once per sample, read on every key."""
-
-    row: SampleRow
-    view: TokenView
-    tracks: dict[str, TokenSeries]
-    """OK series over every token position (NaN on prompt and masked positions)."""
-    bands: BandArray
-    outliers: npt.NDArray[np.int64]
-    texts: list[str] | None
-    unreadable_note: str
-
-    @classmethod
-    def load(cls, step: OpenStep, sample_index: int, detokenizer: Detokenizer | None) -> _Sample:
-        row = step.row(sample_index)  # StepNotFoundError for an unknown sample
-        view = token_view(step, sample_index)
-        trained = view.trained()
-        bands = np.full(view.total_length, int(Band.PROMPT), dtype=np.int8)
-        bands[view.prompt_length :] = np.where(trained, int(Band.TRAINED), int(Band.MASKED))
-        tracks = {}
-        for name in SERIES:
-            masked = view.masked(name)
-            if masked is not None:
-                values: FloatArray = np.full(view.total_length, np.nan)
-                values[view.prompt_length :] = masked
-                tracks[name] = TokenSeries(values, bands)
-        texts = detokenizer.texts(view.token_ids) if detokenizer is not None else None
-        note = (
-            "UNREADABLE: its train file could not be loaded"
-            if sample_index in step.unreadable
-            else "UNREADABLE: dumped, but its slices could not be placed"
-        )
-        return cls(row, view, tracks, bands, view.outlier_positions(), texts, note)
-
-    def value(self, name: str, response_position: int) -> float | None:
-        """A series at a response position; None where it has no value."""
-        track = self.tracks.get(name)
-        if track is None or not 0 <= response_position < self.view.response_length:
-            return None
-        value = float(track.values[self.view.prompt_length + response_position])
-        return None if np.isnan(value) else value
+from miles_tui.tui.widgets.token_sparkline import TokenSeries, TokenSparkline
+from miles_tui.tui.widgets.token_text import TokenText
 
 
 class SampleScreen(Screen[None]):
@@ -135,6 +71,7 @@ class SampleScreen(Screen[None]):
         Binding("s", "cycle_series(1)", "Series"),
         Binding("S", "cycle_series(-1)", "Previous series", show=False),
         Binding("c", "toggle_chart", "Chart"),
+        Binding("h", "cycle_heat", "Colour"),
         Binding("t", "toggle_tab", "Conversation"),
         Binding("less_than_sign", "sibling(-1)", "Previous in group", key_display="<"),
         Binding("greater_than_sign", "sibling(1)", "Next in group", key_display=">"),
@@ -142,7 +79,7 @@ class SampleScreen(Screen[None]):
         Binding("Y", "copy_row", "Copy row", show=False),
     ]
     _TOKEN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
-        {"move", "move_to_end", "outlier", "cycle_window", "cycle_series", "toggle_chart"}
+        {"move", "move_to_end", "outlier", "cycle_window", "cycle_series", "toggle_chart", "cycle_heat"}
     )
 
     @dataclass
@@ -170,25 +107,37 @@ class SampleScreen(Screen[None]):
         self.step = step
         self.detokenizer = detokenizer
         self.sidecar = sidecar
-        self.sample = _Sample.load(step, sample_index, detokenizer)
-        self.cursor = 0
-        """Response position under the cursor."""
-        self.window_choice = 0
-        self.window = (0, 0)
+        self.sample = SampleTracks.load(step, sample_index, detokenizer)
+        view = self.sample.view
+        self.tokens = TokenWindow(view.prompt_length, view.response_length, self.sample.outliers)
+        """The cursor and the visible window."""
         self.selected = next((n for n in ("lp_diff", *SERIES) if n in self.sample.tracks), SERIES[0])
-        self.outlier_rank = -1
         self._charted: tuple[TokenSeries, tuple[int, int]] | None = None
+        self.heat: HeatStatistic | None = None
+        """What the token text is coloured by (None: the coloured text is hidden)."""
+        self._source = TokenSource(view.token_ids, self.sample.texts)
         self._on_tokens_tab = True
 
     @property
     def sample_index(self) -> int:
         return self.sample.row.sample_index
 
+    @property
+    def cursor(self) -> int:
+        """Response position under the cursor."""
+        return self.tokens.cursor
+
+    @property
+    def window(self) -> tuple[int, int]:
+        """Visible token positions ``[start, stop)``."""
+        return self.tokens.window
+
     def compose(self) -> ComposeResult:
         yield Static(id="chips")
         with TabbedContent(id="tabs"):
             with TabPane("Tokens", id="tokens"):
                 yield Static(id="cursor-line")
+                yield TokenText(id="token-text")
                 yield Static(id="not-dumped")
                 yield TokenSparkline(axis=True, id="axis")
                 with VerticalScroll(id="panels", can_focus=False):
@@ -196,15 +145,16 @@ class SampleScreen(Screen[None]):
                         yield TokenSparkline(name, id=f"series-{name}", classes="series")
                 yield SeriesChart(id="chart")
             with TabPane("Conversation", id="conversation"):
-                yield VerticalScroll(id="messages")
+                yield ConversationView(id="messages")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(Tabs).can_focus = False
         self.query_one("#chart", SeriesChart).display = False
+        self.query_one(TokenText).display = False
         self._show_sample()
         if self._start_cursor is not None:
-            self._move(self._start_cursor)
+            self._move(self.tokens.moved_to(self._start_cursor))
 
     # ---- showing a sample --------------------------------------------------------------------
 
@@ -214,8 +164,6 @@ class SampleScreen(Screen[None]):
     def _show_sample(self) -> None:
         sample = self.sample
         self._show_chips()
-        self.window = (0, 0)
-        self.window_choice = min(self.window_choice, len(self._window_sizes()) - 1)
         if self.selected not in sample.tracks and sample.tracks:
             self.selected = next(n for n in SERIES if n in sample.tracks)
         not_dumped = []
@@ -233,61 +181,57 @@ class SampleScreen(Screen[None]):
         line = self.query_one("#not-dumped", Static)
         line.update(Content.assemble(("not dumped: ", "bold"), ", ".join(not_dumped)))
         line.display = bool(not_dumped)
-        self._show_conversation()
-        self.outlier_rank = -1
-        self._move(0)
+        conversation = None if self.sidecar is None else self.sidecar.conversations.get(self.sample_index)
+        self.query_one(ConversationView).show(conversation, None if self.sidecar is None else self.sidecar.problem)
+        view = sample.view
+        self._source = TokenSource(view.token_ids, sample.texts)
+        self.tokens = self.tokens.for_sample(view.prompt_length, view.response_length, sample.outliers)
+        self._show_heat()
+        self._move(self.tokens)
 
     def _show_chips(self) -> None:
-        chips = self.query_one("#chips", Static)
-        chips.update(_chip_lines(_chips(self.step, self.sample), self.size.width - 2))
-        self.query_one("#cursor-line", Static).styles.height = self._cursor_rows()
+        self.query_one("#chips", Static).update(chip_lines(chips(self.step, self.sample), self.size.width - 2))
+        self.query_one("#cursor-line", Static).styles.height = cursor_rows(
+            self.sample, self.detokenizer, self.size.width
+        )
 
     def on_resize(self) -> None:
         """Re-wrap the chips and the cursor line; on short terminals, flatter panels so more fit."""
         self.set_class(self.size.height < 32, "-short")
+        self.query_one(TokenText).set_rows(3 if self.size.height < 32 else 6)
         self._show_chips()
-        self._move(self.cursor)
-
-    def _show_conversation(self) -> None:
-        messages = self.query_one("#messages", VerticalScroll)
-        messages.remove_children()
-        conversation = None if self.sidecar is None else self.sidecar.conversations.get(self.sample_index)
-        messages.mount_all(_conversation_widgets(conversation, None if self.sidecar is None else self.sidecar.problem))
+        self._move(self.tokens.moved_to(self.cursor))
 
     # ---- the cursor ----------------------------------------------------------------------------
 
-    def _window_sizes(self) -> list[int | None]:
-        total = self.sample.view.total_length
-        return [size for size in WINDOWS if size is None or size < total]
-
-    def _place_window(self, position: int) -> tuple[int, int]:
-        total = self.sample.view.total_length
-        size = self._window_sizes()[self.window_choice] or total
-        start, stop = self.window
-        if stop - start == size and start <= position < stop:
-            return self.window
-        lead = size * 3 // 4 if position >= stop and stop - start == size else size // 4
-        start = max(0, min(position - lead, total - size))
-        return start, start + size
-
-    def _move(self, response_position: int) -> None:
-        """Put the cursor on a response position and redraw what depends on it."""
+    def _move(self, tokens: TokenWindow) -> None:
+        """Take the new cursor and window, and redraw what depends on them."""
+        self.tokens = tokens
         sample = self.sample
         length = sample.view.response_length
-        self.cursor = max(0, min(response_position, length - 1)) if length else 0
-        position = sample.view.prompt_length + self.cursor
-        self.window = self._place_window(position)
+        position = tokens.position
         axis = self.query_one("#axis", TokenSparkline)
-        size = self._window_sizes()[self.window_choice]
-        axis.title = f"window {'all' if size is None else size}"
-        axis.window, axis.cursor = self.window, position
+        axis.title = f"window {'all' if tokens.size is None else tokens.size}"
+        axis.window, axis.cursor = tokens.window, position
         for panel in self._panels():
             if panel.display:
-                panel.window = self.window
+                panel.window = tokens.window
                 panel.cursor = position if length else None
-                panel.reading = sample.value(panel.series, self.cursor)
-        self.query_one("#cursor-line", Static).update(self._cursor_line(), layout=False)
+                panel.reading = sample.value(panel.series, tokens.cursor)
+        line = cursor_line(sample, tokens, self.detokenizer, self.size.width)
+        self.query_one("#cursor-line", Static).update(line, layout=False)
+        if self.heat is not None:
+            self.query_one(TokenText).move(position)
         self._show_chart()
+
+    def _show_heat(self) -> None:
+        """Show the token text coloured by the chosen statistic (hidden when none is chosen)."""
+        text = self.query_one(TokenText)
+        text.display = self.heat is not None
+        if self.heat is not None:
+            heat = token_heat(self.sample.view, self.heat)
+            view, note = self.sample.view, self.sample.unreadable_note
+            text.show(self._source, view.prompt_length, heat, note, self.tokens.position)
 
     def _show_chart(self) -> None:
         chart = self.query_one("#chart", SeriesChart)
@@ -298,68 +242,7 @@ class SampleScreen(Screen[None]):
         if self._charted != (track, self.window):  # a new ChartSeries redraws the whole chart
             chart.series = ChartSeries(LABELS[self.selected], start, track.values[start:stop])
             self._charted = (track, self.window)
-        chart.cursor = self.sample.view.prompt_length + self.cursor
-
-    def _value_rows(self) -> list[list[str]]:
-        """The series on the cursor line, split in two rows when one would not fit the width."""
-        names = [name for name in SERIES if name in self.sample.tracks]
-        needed = sum(len(SHORT_LABELS[name]) + 13 for name in names)
-        if needed <= self.size.width - 2 or len(names) < 2:
-            return [names]
-        half = (len(names) + 1) // 2
-        return [names[:half], names[half:]]
-
-    def _cursor_rows(self) -> int:
-        texts = 1 if self.sample.texts is not None or self.detokenizer is not None else 0
-        unreadable = 1 if any(s is FieldState.UNREADABLE for s in self.sample.view.states.values()) else 0
-        return 1 + texts + max(len(self._value_rows()), unreadable)
-
-    def _cursor_line(self) -> Content:
-        """Exactly ``_cursor_rows()`` lines (the widget does not wrap them): a key press never relayouts."""
-        sample, r = self.sample, self.cursor
-        view = sample.view
-        if view.response_length == 0:
-            return Content("this sample has an empty response: no per-token values")
-        position = view.prompt_length + r
-        trained = bool(view.trained()[r])
-        parts: list[str | tuple[str, str]] = [
-            ("token ", "$text-muted"),
-            (f"{position}", "bold"),
-            (f"  response {r + 1}/{view.response_length}  id ", "$text-muted"),
-            (str(view.token_ids[position]), "bold"),
-        ]
-        if sample.texts is not None:
-            parts += [("  text ", "$text-muted"), (repr(sample.texts[position]), "bold")]
-        if view.loss_mask is None:
-            parts.append(("  no loss mask (trained)", "$text-success"))
-        else:
-            mask = int(view.loss_mask[r])
-            parts.append(
-                (f"  mask {mask} (trained)", "$text-success")
-                if trained
-                else (f"  mask {mask} (loss-masked)", "$text-warning")
-            )
-        outliers = sample.outliers
-        if 0 <= self.outlier_rank < len(outliers) and outliers[self.outlier_rank] == r:
-            parts.append((f"  outlier #{self.outlier_rank + 1}/{len(outliers)}", "$text-error"))
-        if sample.texts is not None:
-            parts.append("\n")
-            parts += _context(sample.texts, view.prompt_length, position, view.trained(), self.size.width - 2)
-        elif self.detokenizer is not None and self.detokenizer.status.reason:
-            parts += ["\n", (inert(self.detokenizer.status.reason), "$text-muted")]
-        rows = self._value_rows()
-        unreadable = [SHORT_LABELS[n] for n in SERIES if view.states[n] is FieldState.UNREADABLE]
-        for index in range(max(len(rows), 1 if unreadable else 0)):
-            parts.append("\n")
-            for name in rows[index] if index < len(rows) else ():
-                value = sample.value(name, r)
-                parts += [
-                    (f"{SHORT_LABELS[name]} ", "$text-muted"),
-                    (f"{reading_text(value)}  ", "bold" if value is not None else ""),
-                ]
-            if unreadable and index == len(rows) - 1:
-                parts.append((f"UNREADABLE: {', '.join(unreadable)}", "$text-error"))
-        return Content.assemble(*parts)
+        chart.cursor = self.tokens.position
 
     # ---- actions ---------------------------------------------------------------------------------
 
@@ -379,30 +262,23 @@ class SampleScreen(Screen[None]):
 
     def action_move(self, delta: int) -> None:
         """Move the token cursor by ``delta`` response positions."""
-        self._move(self.cursor + delta)
+        self._move(self.tokens.moved_by(delta))
 
     def action_move_to_end(self, last: bool) -> None:
         """Jump to the first or last response token."""
-        self._move(self.sample.view.response_length - 1 if last else 0)
+        self._move(self.tokens.at_end(last))
 
     def action_outlier(self, step: int) -> None:
         """Jump to the next (or previous) token in order of |lp diff|, largest first."""
-        outliers = self.sample.outliers
-        if len(outliers) == 0:
-            self.notify("no lp diff for this sample (needs train and rollout log-probs): no outliers", timeout=4)
+        stepped = self.tokens.outlier_step(step)
+        if stepped.note is not None:
+            self.notify(stepped.note, timeout=4 if len(self.sample.outliers) == 0 else 2)
             return
-        rank = self.outlier_rank + step
-        if not 0 <= rank < len(outliers):
-            self.notify("no more outliers" if step > 0 else "already at the largest |lp diff|", timeout=2)
-            return
-        self.outlier_rank = rank
-        self._move(int(outliers[rank]))
+        self._move(stepped.window)
 
     def action_cycle_window(self) -> None:
         """Show 256 / 1k / 4k / all tokens around the cursor."""
-        self.window_choice = (self.window_choice + 1) % len(self._window_sizes())
-        self.window = (0, 0)
-        self._move(self.cursor)
+        self._move(self.tokens.cycled())
 
     def action_cycle_series(self, step: int) -> None:
         """Select the series the chart draws."""
@@ -423,6 +299,11 @@ class SampleScreen(Screen[None]):
         chart.display = not chart.display
         self._show_chart()
 
+    def action_cycle_heat(self) -> None:
+        """Colour the token text by |lp diff|, entropy, advantage, then hide it again."""
+        self.heat = HEAT_CYCLE[(HEAT_CYCLE.index(self.heat) + 1) % len(HEAT_CYCLE)]
+        self._show_heat()
+
     def action_toggle_tab(self) -> None:
         """Switch between the token panels and the conversation."""
         tabs = self.query_one("#tabs", TabbedContent)
@@ -440,7 +321,7 @@ class SampleScreen(Screen[None]):
             self.notify(f"{'first' if step < 0 else 'last'} sample of group {group}", timeout=2)
             return
         try:
-            self.sample = _Sample.load(self.step, members[index], self.detokenizer)
+            self.sample = SampleTracks.load(self.step, members[index], self.detokenizer)
         except MilesTuiError as err:  # e.g. the sibling's token ids are unreadable
             self.notify(inert(str(err)), severity="error", markup=False, timeout=8)
             return
@@ -464,124 +345,10 @@ class SampleScreen(Screen[None]):
         if self._on_tokens_tab:
             self.set_focus(None)
         else:
-            self.query_one("#messages", VerticalScroll).focus()
+            self.query_one(ConversationView).focus()
         self.refresh_bindings()
 
     @on(TokenSparkline.PositionClicked)
     def _clicked(self, event: TokenSparkline.PositionClicked) -> None:
         """Move the cursor to a clicked token (a click on the prompt goes to the first response token)."""
-        self._move(event.position - self.sample.view.prompt_length)
-
-
-def _chips(step: OpenStep, sample: _Sample) -> list[tuple[str, str]]:
-    row, view = sample.row, sample.view
-    summary = step.summary
-    members = [r.sample_index for r in summary.rows if r.group_index == row.group_index]
-    status_style = {"completed": "$text-success", "truncated": "$text-warning"}.get(row.status or "", "$text-error")
-    states = set(view.states.values())
-    if FieldState.UNREADABLE in states:
-        reason = (
-            "its train file failed to load" if row.sample_index in step.unreadable else "slices could not be placed"
-        )
-        alignment = (f"per-token data UNREADABLE ({reason})", "bold $text-error")
-    elif states == {FieldState.NOT_DUMPED}:
-        alignment = ("per-token data not dumped", "$text-muted")
-    elif FieldState.NOT_DUMPED in states:
-        missing = sum(state is FieldState.NOT_DUMPED for state in view.states.values())
-        alignment = (f"per-token ok ({missing} series not dumped)", "$text-success")
-    else:
-        alignment = ("per-token ok", "$text-success")
-    chips: list[tuple[str, str]] = [
-        (f"{'eval ' if summary.evaluation else ''}step {summary.rollout_id} · sample {row.sample_index}", "bold"),
-        (
-            f"group {MISSING if row.group_index is None else row.group_index}"
-            + (f" {members.index(row.sample_index) + 1}/{len(members)}" if row.group_index is not None else ""),
-            "",
-        ),
-        (inert(row.status or MISSING), status_style),
-        (f"reward {number(row.reward)}", ""),
-        (f"staleness {MISSING if row.staleness is None else row.staleness}", ""),
-        (version_span(row) + (" mixed" if row.mixed_version else ""), "$text-warning" if row.mixed_version else ""),
-        (f"prompt {view.prompt_length} + response {view.response_length} = {view.total_length} tok", ""),
-        alignment,
-    ]
-    return chips
-
-
-def _chip_lines(chips: list[tuple[str, str]], width: int) -> Content:
-    """Chips separated by bars, wrapped between chips (never inside one) to ``width`` cells."""
-    parts: list[str | tuple[str, str]] = []
-    used = 0
-    for text, style in chips:
-        if used and used + 3 + len(text) > width:
-            parts.append("\n")
-            used = 0
-        elif used:
-            parts.append((" │ ", "$text-muted"))
-            used += 3
-        parts.append((text, style))
-        used += len(text)
-    return Content.assemble(*parts)
-
-
-def _escape(text: str) -> str:
-    return repr(text)[1:-1]
-
-
-def _context(
-    texts: list[str], prompt_length: int, position: int, trained: npt.NDArray[np.bool_], width: int
-) -> list[str | tuple[str, str]]:
-    """The tokens around the cursor as text, the cursor token centred and reversed, within ``width``."""
-    budget = max(width - len(_escape(texts[position])) - 2, 0) // 2
-    lo, used = position, 0
-    while lo > 0 and used + len(_escape(texts[lo - 1])) <= budget:
-        lo -= 1
-        used += len(_escape(texts[lo]))
-    hi, used = position + 1, 0
-    while hi < len(texts) and used + len(_escape(texts[hi])) <= budget:
-        used += len(_escape(texts[hi]))
-        hi += 1
-    parts: list[str | tuple[str, str]] = [("…" if lo > 0 else "", "$text-muted")]
-    for index in range(lo, hi):
-        if index == position:
-            style = "reverse bold"
-        elif index < prompt_length:
-            style = "$text-muted italic"
-        elif not trained[index - prompt_length]:
-            style = "$text-warning"
-        else:
-            style = "underline" if index % 2 else ""
-        parts.append((_escape(texts[index]), style))
-    parts.append(("…" if hi < len(texts) else "", "$text-muted"))
-    return parts
-
-
-def _conversation_widgets(conversation: Conversation | None, problem: str | None = None) -> list[Static]:
-    if conversation is None:
-        why = problem or "this run recorded no conversation for this sample"  # problem: why the sidecar was not read
-        return [Static(Content(why), classes="no-conversation")]
-    header = Content.assemble(
-        ("recorded conversation", "bold"),
-        f" · status {inert(conversation.status or MISSING)} · reward {inert(repr(conversation.reward))}"
-        f" · {len(conversation.messages)} messages",
-    )
-    widgets = [Static(header, classes="conversation-header")]
-    for message in conversation.messages:
-        widgets.append(_message_widget(message))
-    return widgets
-
-
-def _message_widget(message: ChatMessage) -> Static:
-    parts: list[str | tuple[str, str]] = []
-    if message.reasoning_content:
-        reasoning = inert(message.reasoning_content, multiline=True)
-        parts += [("reasoning: ", "italic $text-muted"), (reasoning + "\n", "italic $text-muted")]
-    parts.append(inert(message.content, multiline=True))
-    for raw in message.tool_calls:
-        call = tool_call(raw)
-        arguments = "" if call.arguments is None else call.arguments
-        parts.append((inert(f"\n→ {call.name or '?'}({arguments})", multiline=True), "$text-accent"))
-    role_class = "".join(c if c.isalnum() else "-" for c in message.role.lower())
-    widget = Static(Content.assemble(*parts), classes=f"message -{role_class}")
-    widget.border_title = Content(inert(message.role + (f" · {message.name}" if message.name else "")))  # not markup
-    return widget
+        self._move(self.tokens.moved_to(event.position - self.sample.view.prompt_length))
