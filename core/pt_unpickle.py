@@ -1,91 +1,68 @@
-"""The allow-list unpickler of ``torch.save`` pickles: plain data out, never code.
+"""The allow-list unpickler of ``torch.save`` pickles: plain data out, never code, never unbounded.
 
-Contract: :class:`_SafeUnpickler` never imports a class or calls a function
-named by the pickle except an allow-list of constructors that build plain data:
+Contract: :func:`unpickle` never imports a class or calls a function named by
+the pickle except an allow-list of builders of plain data:
 
-- tensors (``torch._utils._rebuild_tensor_v2``/``v3``, parameters) become numpy
-  arrays over the archive's storage records (:mod:`core.pt_zip`); CUDA storage
-  locations are irrelevant because nothing is moved to a device;
-- numpy arrays, dtypes and scalars; builtin containers and scalars;
-  ``collections.OrderedDict``; ``datetime`` values;
+- tensors (``torch._utils._rebuild_tensor_v2``/``v3``, parameters) become
+  read-only numpy arrays holding a copy of their elements, and numpy arrays,
+  scalars and dtypes are rebuilt from checked numbers, never from numpy's own
+  ``__setstate__`` (:mod:`core.pt_numpy`: plain numeric and bool dtypes only);
+- builtin containers and scalars through stand-ins that check their arguments
+  and charge their size first (:mod:`core.pt_builtins`),
+  ``collections.OrderedDict``, ``datetime`` values;
 - any other class (the training framework's dataclasses such as ``RewardSpec``
   or ``AdapterRef``) becomes an :class:`InertRecord` holding its name, its
   constructor arguments and its state, and nothing of it is imported;
 - a global from the standard library, torch or numpy outside the allow-list
-  (``os.system``, ``builtins.eval``, ``subprocess.Popen``, ``numpy.load`` ...)
-  is refused with :class:`UnsafePickleError` before anything runs.
+  (``os.system``, ``builtins.eval``, ``subprocess.Popen``, ``numpy.load`` ...),
+  or a numpy value outside the table, is refused with :class:`UnsafePickleError`
+  before anything runs.
 
-Other failures surface as the unpickler's own exceptions; :mod:`core.pt_archive`
-turns them into an error naming the file.
+What the pickle gets back from a name is immutable (a builder, a token, a
+class that refuses new attributes), so one file cannot change how the next one
+loads. Every allocation is charged to the load's budget
+(:mod:`core.pt_guard`). Other failures surface as the unpickler's own
+exceptions; :mod:`core.pt_archive` turns them into an error naming the file.
 """
 
 from __future__ import annotations
 
 import _compat_pickle
-import builtins
-import codecs
-import collections
 import datetime
 import gc
 import pickle
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO, Any, ClassVar, cast
 
-import numpy as np
-
+from core import pt_builtins, pt_numpy
 from core.errors import UnsafePickleError
-from core.pt_zip import _StorageRecords
-
-_TORCH_STORAGE_DTYPES: dict[str, Any] = {
-    "DoubleStorage": np.float64,
-    "FloatStorage": np.float32,
-    "HalfStorage": np.float16,
-    "BFloat16Storage": "bfloat16",
-    "LongStorage": np.int64,
-    "IntStorage": np.int32,
-    "ShortStorage": np.int16,
-    "CharStorage": np.int8,
-    "ByteStorage": np.uint8,
-    "BoolStorage": np.bool_,
-    "UntypedStorage": np.uint8,
-}
-
-_TORCH_DTYPES: dict[str, Any] = {
-    "float64": np.float64,
-    "double": np.float64,
-    "float32": np.float32,
-    "float": np.float32,
-    "float16": np.float16,
-    "half": np.float16,
-    "bfloat16": "bfloat16",
-    "int64": np.int64,
-    "long": np.int64,
-    "int32": np.int32,
-    "int": np.int32,
-    "int16": np.int16,
-    "short": np.int16,
-    "int8": np.int8,
-    "uint8": np.uint8,
-    "bool": np.bool_,
-}
-
-_SAFE_BUILTINS = frozenset(
-    {"set", "frozenset", "complex", "slice", "range", "bytearray", "bytes", "list", "dict", "tuple"}
-    | {"int", "float", "str", "bool", "object"}
-)
+from core.pt_numpy import LoadContext, NumpyRefused, Pending
 
 _STRICT_TOP_MODULES = frozenset({"torch", "numpy"}) | frozenset(sys.stdlib_module_names)
+_INERT_CACHE_LIMIT = 4096
+"""Stand-in classes kept across loads; past this, a new name gets an uncached class."""
+_INERT_CLASS_COST = 2048
+"""Bytes charged for making a stand-in class (a type object and its dict)."""
 
 
-class InertRecord:
+class _InertMeta(type):
+    """Stand-in classes are shared by every load: nothing may set an attribute on one."""
+
+    def __setattr__(cls, name: str, value: Any) -> None:
+        raise AttributeError(f"{cls.__name__} cannot be changed by a pickle")
+
+    def __delattr__(cls, name: str) -> None:
+        raise AttributeError(f"{cls.__name__} cannot be changed by a pickle")
+
+
+class InertRecord(metaclass=_InertMeta):
     """An object of a class this reader does not import: its name, arguments and state.
 
     Records compare equal when name, arguments and state are equal, so tests
     and caches can treat them as values. Nothing of the original class runs.
     """
 
+    __slots__ = ("args", "state")  # an object per record a pickle makes: no __dict__ (56 bytes)
     type_name: ClassVar[str] = "?"
 
     def __new__(cls, *args: Any, **kwargs: Any) -> InertRecord:
@@ -126,8 +103,12 @@ def inert_class(type_name: str) -> type[InertRecord]:
     """The (cached) inert stand-in class for a dotted class name."""
     cls = _INERT_CLASSES.get(type_name)
     if cls is None:
-        cls = type(type_name.rsplit(".", 1)[-1], (InertRecord,), {"type_name": type_name})
-        _INERT_CLASSES[type_name] = cls
+        cls = cast(
+            type[InertRecord],
+            _InertMeta(type_name.rsplit(".", 1)[-1], (InertRecord,), {"type_name": type_name, "__slots__": ()}),
+        )
+        if len(_INERT_CLASSES) < _INERT_CACHE_LIMIT:
+            _INERT_CLASSES[type_name] = cls
     return cls
 
 
@@ -137,145 +118,80 @@ def _rebuild_inert(type_name: str, args: tuple[Any, ...], state: Any) -> InertRe
     return record
 
 
-@dataclass(frozen=True)
-class _StorageType:
-    dtype: Any
+def _inert_class_charged(ctx: LoadContext, type_name: str) -> type[InertRecord]:
+    if type_name not in _INERT_CLASSES:
+        ctx.budget.charge(_INERT_CLASS_COST + len(type_name), f"a stand-in class for {type_name[:80]}")
+    return inert_class(type_name)
 
 
-class _Storage:
-    """One storage record of the archive, as a flat numpy array (memory-mapped when possible)."""
-
-    __slots__ = ("array",)  # one per tensor of a dump: thousands per file
-
-    def __init__(self, array: np.ndarray[Any, Any]) -> None:
-        self.array = array
-
-
-def _to_numpy_dtype(dtype: Any) -> Any:
-    return np.uint16 if dtype == "bfloat16" else dtype
+def _rebuild_inert_checked(ctx: LoadContext, type_name: Any, args: Any, state: Any = None) -> InertRecord:
+    if not isinstance(type_name, str) or len(type_name) > 1024 or not isinstance(args, tuple):
+        raise pickle.UnpicklingError("an inert record with a bad name or arguments")
+    record = _inert_class_charged(ctx, type_name).__new__(inert_class(type_name), *args)
+    record.state = state
+    return record
 
 
-_NUMPY_DTYPES: dict[Any, np.dtype[Any]] = {}
-
-
-def _numpy_dtype(dtype: Any) -> np.dtype[Any]:
-    """The numpy dtype holding a storage's elements (bfloat16 as its raw uint16), cached."""
-    found = _NUMPY_DTYPES.get(dtype)
-    if found is None:
-        found = _NUMPY_DTYPES[dtype] = np.dtype(_to_numpy_dtype(dtype))
-    return found
-
-
-def _rebuild_tensor(
-    storage: _Storage,
-    storage_offset: int,
-    size: tuple[int, ...],
-    stride: tuple[int, ...],
-    *_ignored: Any,
-) -> np.ndarray[Any, Any]:
-    base = storage.array
-    if len(size) == 1 and tuple(stride) == (1,) and storage_offset >= 0 and size[0] >= 0:
-        # The common case (every column of a dump): a contiguous vector is a plain slice.
-        end = storage_offset + size[0]
-        if end > len(base):
-            raise pickle.UnpicklingError(
-                f"tensor of shape {tuple(size)} does not fit its storage of {len(base)} elements"
-            )
-        vector: np.ndarray[Any, Any] = base[storage_offset:end]
-        return vector
-    itemsize = base.dtype.itemsize
-    needed = storage_offset + (1 + sum((n - 1) * s for n, s in zip(size, stride, strict=True)) if all(size) else 0)
-    if storage_offset < 0 or needed > len(base) or any(s < 0 for s in stride):
-        raise pickle.UnpicklingError(f"tensor of shape {tuple(size)} does not fit its storage of {len(base)} elements")
-    view: np.ndarray[Any, Any] = np.ndarray(
-        shape=tuple(size),
-        dtype=base.dtype,
-        buffer=base,
-        offset=storage_offset * itemsize,
-        strides=tuple(s * itemsize for s in stride),
-    )
-    return view
-
-
-def _rebuild_tensor_v3(
-    storage: _Storage,
-    storage_offset: int,
-    size: tuple[int, ...],
-    stride: tuple[int, ...],
-    requires_grad: bool,
-    backward_hooks: Any,
-    dtype: Any,
-    *_ignored: Any,
-) -> np.ndarray[Any, Any]:
-    raw = storage.array.view(np.uint8)
-    typed = _Storage(
-        raw[: len(raw) - len(raw) % np.dtype(_to_numpy_dtype(dtype)).itemsize].view(_to_numpy_dtype(dtype))
-    )
-    return _rebuild_tensor(typed, storage_offset, size, stride)
-
-
-def _rebuild_parameter(data: Any, *_ignored: Any) -> Any:
+def _rebuild_parameter(ctx: LoadContext, data: Any, *_ignored: Any) -> Any:
     return data
 
 
-def _latin1_encode(text: str, encoding: str = "utf-8") -> bytes:
-    if encoding not in ("latin1", "latin-1", "utf-8", "utf8", "ascii"):
-        raise pickle.UnpicklingError(f"refusing codec {encoding!r}")
-    return codecs.encode(text, encoding)
-
-
-def _reconstructor(cls: Any, base: Any, state: Any = None) -> Any:
+def _reconstructor(ctx: LoadContext, cls: Any, base: Any, state: Any = None) -> Any:
     if isinstance(cls, type) and issubclass(cls, InertRecord):
         record = cls.__new__(cls)
         record.state = state
         return record
-    if base is object and cls in (collections.OrderedDict,):
+    if base is object and isinstance(cls, pt_builtins.Builder) and cls.name == "collections.OrderedDict":
         return cls()
-    raise pickle.UnpicklingError(f"copyreg._reconstructor for {cls!r} is not allowed")
+    raise pickle.UnpicklingError(f"copyreg._reconstructor for a {type(cls).__name__} is not allowed")
 
 
-def _newobj(cls: Any, *args: Any) -> Any:
+def _newobj(ctx: LoadContext, cls: Any, *args: Any) -> Any:
     if isinstance(cls, type) and issubclass(cls, InertRecord):
         return cls.__new__(cls, *args)
-    raise pickle.UnpicklingError(f"copyreg.__newobj__ for {cls!r} is not allowed")
-
-
-def _numpy_global(name: str) -> Any:
-    from numpy._core import multiarray  # numpy >= 2 (the dumps' writer)
-
-    table: dict[str, Any] = {
-        "_reconstruct": multiarray._reconstruct,
-        "scalar": multiarray.scalar,
-        "ndarray": np.ndarray,
-        "dtype": np.dtype,
-    }
-    return table.get(name)
+    raise pickle.UnpicklingError(f"copyreg.__newobj__ for a {type(cls).__name__} is not allowed")
 
 
 _ALLOWED: dict[tuple[str, str], Any] = {
-    ("collections", "OrderedDict"): collections.OrderedDict,
-    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
-    ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
-    ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
+    ("collections", "OrderedDict"): pt_builtins.make_ordered_dict,
+    ("torch._utils", "_rebuild_tensor_v2"): pt_numpy.rebuild_tensor,
+    ("torch._utils", "_rebuild_tensor"): pt_numpy.rebuild_tensor,
+    ("torch._utils", "_rebuild_tensor_v3"): pt_numpy.rebuild_tensor_v3,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-    ("torch", "Size"): tuple,
-    ("_codecs", "encode"): _latin1_encode,
+    ("torch", "Size"): pt_builtins.make_size,
+    ("_codecs", "encode"): pt_builtins.encode,
     ("copyreg", "_reconstructor"): _reconstructor,
     ("copyreg", "__newobj__"): _newobj,
-    ("core.pt_archive", "_rebuild_inert"): _rebuild_inert,
-    ("core.pt_unpickle", "_rebuild_inert"): _rebuild_inert,
+    ("core.pt_archive", "_rebuild_inert"): _rebuild_inert_checked,
+    ("core.pt_unpickle", "_rebuild_inert"): _rebuild_inert_checked,
+    **{("builtins", name): build for name, build in pt_builtins.BUILTINS.items()},
+    **{
+        (module, name): build
+        for module in ("numpy", "numpy.core.multiarray", "numpy._core.multiarray")
+        for name, build in (
+            ("_reconstruct", pt_numpy.reconstruct),
+            ("scalar", pt_numpy.scalar),
+            ("dtype", pt_numpy.make_dtype),
+        )
+    },
+}
+"""Builders by the (module, name) a pickle asks for; each is bound to the load and wrapped in a Builder."""
+
+_TYPES: dict[tuple[str, str], Any] = {
+    ("builtins", "object"): object,
     ("datetime", "datetime"): datetime.datetime,
     ("datetime", "date"): datetime.date,
     ("datetime", "timedelta"): datetime.timedelta,
     ("datetime", "timezone"): datetime.timezone,
+    ("numpy", "ndarray"): pt_numpy.NDARRAY,
 }
+"""Immutable builtin types (and tokens) handed out as they are."""
 
 
 class _SafeUnpickler(pickle.Unpickler):
-    def __init__(self, stream: IO[bytes], storages: _StorageRecords | None, path: Path) -> None:
+    def __init__(self, stream: IO[bytes], ctx: LoadContext) -> None:
         super().__init__(stream)
-        self._storages = storages
-        self._path = path
+        self._ctx = ctx
 
     def find_class(self, module: str, name: str) -> Any:
         # Protocol-2 pickles name Python 2 modules ("commands" for subprocess,
@@ -283,53 +199,35 @@ class _SafeUnpickler(pickle.Unpickler):
         if (module, name) in _compat_pickle.NAME_MAPPING:
             module, name = _compat_pickle.NAME_MAPPING[(module, name)]
         module = _compat_pickle.IMPORT_MAPPING.get(module, module)
-        allowed = _ALLOWED.get((module, name))
-        if allowed is not None:
-            return allowed
-        if module == "torch":
-            if name in _TORCH_STORAGE_DTYPES:
-                return _StorageType(_TORCH_STORAGE_DTYPES[name])
-            if name in _TORCH_DTYPES:
-                return _TORCH_DTYPES[name]
-        if module == "torch.storage" and name in ("UntypedStorage", "TypedStorage"):
-            return _StorageType(np.uint8)
-        if module in ("numpy", "numpy.core.multiarray", "numpy._core.multiarray"):
-            found = _numpy_global(name)
-            if found is not None:
-                return found
-        if module == "builtins" and name in _SAFE_BUILTINS:
-            return getattr(builtins, name)
+        build = _ALLOWED.get((module, name))
+        if build is not None:
+            return pt_builtins.bind(self._ctx, f"{module}.{name}", build)
+        found = _TYPES.get((module, name))
+        if found is None and module == "torch":
+            found = pt_numpy.storage_type(name) or pt_numpy.torch_dtype(name)
+        if found is None and module == "torch.storage" and name in ("UntypedStorage", "TypedStorage"):
+            found = pt_numpy.storage_type("UntypedStorage")
+        if found is not None:
+            return found
         if module.split(".", 1)[0] in _STRICT_TOP_MODULES:
             raise UnsafePickleError(
-                f"refused to load: the pickle asks for {module}.{name}, which could run code. "
+                f"refused to load: the pickle asks for {module[:200]}.{name[:200]}, which could run code. "
                 "Nothing was executed; do not trust this file",
-                self._path,
+                self._ctx.path,
             )
-        return inert_class(f"{module}.{name}")
+        return _inert_class_charged(self._ctx, f"{module}.{name}")
 
     def persistent_load(self, pid: Any) -> Any:
         if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] not in ("storage", b"storage"):
-            raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
-        storage_type, key, _location, numel = pid[1], pid[2], pid[3], pid[4]
-        if self._storages is None:
-            raise pickle.UnpicklingError("tensor storage outside a torch zip archive")
-        key = key.decode() if isinstance(key, bytes) else str(key)
-        raw = self._storages.get(key)
-        if raw is None:
-            raise pickle.UnpicklingError(f"storage record {key} is missing from the archive")
-        dtype = storage_type.dtype if isinstance(storage_type, _StorageType) else np.uint8
-        np_dtype = _numpy_dtype(dtype)
-        nbytes = int(numel) * np_dtype.itemsize
-        if nbytes > len(raw):
-            raise pickle.UnpicklingError(f"storage record {key} is shorter than its {numel} elements")
-        typed = raw[:nbytes].view(np_dtype)
-        if dtype == "bfloat16":
-            typed = (typed.astype(np.uint32) << 16).view(np.float32)
-        return _Storage(typed)
+            raise pickle.UnpicklingError(f"unknown persistent id {pt_numpy.describe(pid)}")
+        key = pid[2]
+        if not isinstance(key, str | bytes) or len(key) > 256:
+            raise pickle.UnpicklingError(f"a storage key of {pt_numpy.describe(key)}")
+        return pt_numpy.storage(self._ctx, pid[1], key, pid[4])
 
 
-def _unpickle(unpickler: _SafeUnpickler) -> Any:
-    """Run the unpickler with the cyclic GC paused.
+def unpickle(stream: IO[bytes], ctx: LoadContext) -> Any:
+    """Run the unpickler over ``stream`` (cyclic GC paused), then put numpy values in place of placeholders.
 
     A rollout file is millions of ints and floats in a few thousand lists: the
     collector would walk those lists again and again while they are built (a
@@ -340,7 +238,97 @@ def _unpickle(unpickler: _SafeUnpickler) -> Any:
     if paused:
         gc.disable()
     try:
-        return unpickler.load()
+        value = _SafeUnpickler(stream, ctx).load()
+        return _settle(value) if ctx.placeholders else value
+    except NumpyRefused as err:
+        raise UnsafePickleError(
+            f"refused to load: the pickle asks for {err}, which could corrupt memory. "
+            "Nothing was built from it; do not trust this file",
+            ctx.path,
+        ) from None
     finally:
         if paused:
             gc.enable()
+
+
+_LEAVES = frozenset({int, float, str, bytes, bool, type(None), complex, bytearray, range})
+
+
+def _nodes(items: Any) -> list[Any]:
+    """The items that may hold (or be) a placeholder; a list of plain scalars is passed over at C speed."""
+    if _LEAVES.issuperset(map(type, items)):
+        return []
+    return [item for item in items if type(item) not in _LEAVES]
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, list | tuple):
+        return _nodes(node)
+    if isinstance(node, dict):
+        return _nodes(node.values()) + _nodes(node.keys())
+    if isinstance(node, set | frozenset):
+        return _nodes(node)
+    if isinstance(node, InertRecord):
+        return [node.args, node.state]
+    if isinstance(node, slice):
+        return [node.start, node.stop, node.step]
+    return []
+
+
+def _settle(root: Any) -> Any:
+    """Replace every placeholder reachable from ``root`` by its value (iteratively, cycles allowed)."""
+    done: dict[int, Any] = {}
+    keep: list[Any] = []  # the originals, so that no id is reused while the walk runs
+    started: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        key = id(node)
+        if key in done:
+            continue
+        if isinstance(node, Pending):
+            done[key] = node.value
+            keep.append(node)
+            continue
+        if not expanded:
+            if key in started:
+                continue  # a cycle: finished by the visit that started it
+            started.add(key)
+            children = _children(node)
+            if not children:  # nothing inside can change: most lists, every string
+                done[key] = node
+                keep.append(node)
+                continue
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in done)
+            continue
+        done[key] = _replaced(node, done)
+        keep.append(node)
+    return done.get(id(root), root)
+
+
+def _replaced(node: Any, done: dict[int, Any]) -> Any:
+    """``node`` with its children swapped for their settled versions (in place when mutable)."""
+
+    def settled(item: Any) -> Any:
+        return done.get(id(item), item)
+
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            if type(item) not in _LEAVES and settled(item) is not item:
+                node[i] = settled(item)
+    elif isinstance(node, dict):
+        for k, item in list(node.items()):
+            if type(item) not in _LEAVES and settled(item) is not item:
+                node[k] = settled(item)
+    elif isinstance(node, tuple):
+        if any(settled(item) is not item for item in node):
+            return tuple(settled(item) for item in node)
+    elif isinstance(node, InertRecord):
+        node.args, node.state = settled(node.args), settled(node.state)
+    elif isinstance(node, slice):
+        return slice(settled(node.start), settled(node.stop), settled(node.step))
+    return node
+
+
+__all__ = ["InertRecord", "inert_class", "unpickle"]

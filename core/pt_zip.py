@@ -2,33 +2,35 @@
 
 Contract: :class:`_Archive` parses the central directory of the zip that
 ``torch.save`` writes (every record STORED, aligned, no encryption) and hands
-out each record: small ones whole (:meth:`_Archive.read`, CRC-32 checked), the
-pickle as a buffered stream (:meth:`_Archive.stream`, CRC-32 checked before a
-byte is returned, and never returning more than the record holds), storage
-records as bytes (:meth:`_Archive.storage`). A record that runs past the end
-of the file, a bad local header or a bad CRC raises :class:`zipfile.BadZipFile`;
-the caller (:mod:`core.pt_archive`) turns every failure into an error naming
-the file. Nothing here interprets the pickle.
+out its records: small ones whole (:meth:`_Archive.read`, CRC-32 checked), the
+pickle as a buffered stream (:meth:`_Archive.stream`) that never returns more
+than the record holds, shows every byte to an :class:`~core.pt_guard.OpcodeGuard`
+before the unpickler gets it, and checks the CRC-32 of the whole record when
+:meth:`_RecordStream.finish` is called; storage records by key
+(:class:`_StorageRecords`), read into memory the caller owns.
+
+It never maps the file into memory: everything is read with ``pread`` into
+buffers of this process, so a file truncated while (or after) it is read gives
+a short read and a clear error, never SIGBUS. It never inflates anything: a
+compressed or encrypted record, or a layout ``torch.save`` does not write, is
+refused with a :class:`CorruptFileError` naming the file ("not a torch.save
+archive (compressed entry ...)"). Truncation and damage raise
+:class:`zipfile.BadZipFile`, which :mod:`core.pt_archive` turns into an error
+naming the file. Nothing here interprets the pickle.
 """
 
 from __future__ import annotations
 
 import io
-import mmap
 import os
 import struct
 import zipfile
 import zlib
-from typing import IO, Any, NamedTuple
+from pathlib import Path
+from typing import NamedTuple
 
-import numpy as np
-
-# --- the zip container -----------------------------------------------------------------------------
-#
-# torch.save writes a plain zip: every record STORED, aligned, no encryption. The
-# central directory of a train shard has a record per tensor (thousands), which
-# zipfile parses in Python at ~20 us each; this reads just what is needed and
-# falls back to zipfile for anything unusual (compressed records, a prefixed archive).
+from core.errors import CorruptFileError
+from core.pt_guard import OpcodeGuard
 
 _EOCD = struct.Struct("<4s4H2LH")
 _ZIP64_LOCATOR = struct.Struct("<4sLQL")
@@ -40,16 +42,58 @@ _LOCAL_LENGTHS = struct.Struct("<4s22xHH")
 _MAX_COMMENT = 0xFFFF
 _STREAM_BUFFER = 1 << 20
 """Bytes the unpickler's stream reads at a time."""
+_SMALL_RECORD = 1 << 16
+"""Largest record read whole (byteorder, version)."""
+
+
+class _Source:
+    """The bytes of an archive: an open file read with ``pread``, or bytes already in memory."""
+
+    def __init__(self, size: int, fd: int | None = None, data: bytes | None = None) -> None:
+        self.size = size
+        self._fd = fd
+        self._data = data
+
+    @staticmethod
+    def of_file(fd: int, size: int) -> _Source:
+        return _Source(size, fd=fd)
+
+    @staticmethod
+    def of_bytes(data: bytes) -> _Source:
+        return _Source(len(data), data=data)
+
+    def pread(self, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes from ``offset`` (fewer at the end of the file)."""
+        if offset < 0 or length <= 0:
+            return b""
+        if self._data is not None:
+            return self._data[offset : offset + length]
+        assert self._fd is not None
+        return os.pread(self._fd, length, offset)
+
+    def readinto(self, offset: int, target: memoryview) -> int:
+        """Fill ``target`` from ``offset``; the number of bytes read (short at the end of the file)."""
+        if self._data is not None:
+            chunk = self._data[offset : offset + len(target)]
+            target[: len(chunk)] = chunk
+            return len(chunk)
+        assert self._fd is not None
+        got = 0
+        while got < len(target):
+            with target[got:] as rest:
+                n = os.preadv(self._fd, [rest], offset + got)
+            if n <= 0:
+                break
+            got += n
+        return got
 
 
 class _Entry(NamedTuple):
-    """A record of the archive, as its central directory describes it (a tuple: thousands per file)."""
+    """A STORED record of the archive, as its central directory describes it (thousands per file)."""
 
     name: str
-    compress_type: int
     header_offset: int
-    compress_size: int
-    file_size: int
+    size: int
     crc: int
 
 
@@ -72,33 +116,41 @@ def _zip64_extra(extra: bytes, file_size: int, compress_size: int, header_offset
     return file_size, compress_size, header_offset
 
 
-def _central_directory(buffer: Any) -> dict[str, _Entry] | None:
-    """Every record of the zip in ``buffer`` by name; None when only zipfile can read it."""
-    size = len(buffer)
-    eocd = buffer.rfind(b"PK\x05\x06", max(0, size - _EOCD.size - _MAX_COMMENT))
-    if eocd < 0 or eocd + _EOCD.size > size:
+def _directory_bounds(source: _Source) -> tuple[int, int, int]:
+    """Where the central directory starts and ends, and how many bytes precede the archive (as zipfile)."""
+    tail_len = min(source.size, _EOCD.size + _MAX_COMMENT + _ZIP64_LOCATOR.size + _ZIP64_EOCD.size)
+    tail_start = source.size - tail_len
+    tail = source.pread(tail_start, tail_len)
+    eocd = tail.rfind(b"PK\x05\x06", max(0, len(tail) - _EOCD.size - _MAX_COMMENT))
+    if eocd < 0 or eocd + _EOCD.size > len(tail):
         raise zipfile.BadZipFile("end of central directory not found")
-    _sig, _disk, _cd_disk, _here, _count, cd_size, cd_offset, _comment = _EOCD.unpack_from(buffer, eocd)
-    cd_end = eocd
+    _sig, _disk, _cd_disk, _here, _count, cd_size, cd_offset, _comment = _EOCD.unpack_from(tail, eocd)
+    cd_end = tail_start + eocd
     # torch always writes the zip64 records; like zipfile, expect the zip64 end record
     # right before its locator (no extensible data) and ignore both when it is not there.
     locator = eocd - _ZIP64_LOCATOR.size
     record = locator - _ZIP64_EOCD.size
-    if (
-        record >= 0
-        and bytes(buffer[locator : locator + 4]) == b"PK\x06\x07"
-        and bytes(buffer[record : record + 4]) == b"PK\x06\x06"
-    ):
-        *_, _count, cd_size, cd_offset = _ZIP64_EOCD.unpack_from(buffer, record)
-        cd_end = record
-    if cd_offset + cd_size != cd_end:
-        return None  # data before the archive (or a directory zipfile understands better)
+    if record >= 0 and tail[locator : locator + 4] == b"PK\x06\x07" and tail[record : record + 4] == b"PK\x06\x06":
+        *_, _count, cd_size, cd_offset = _ZIP64_EOCD.unpack_from(tail, record)
+        cd_end = tail_start + record
+    concat = cd_end - cd_size - cd_offset  # data before the archive shifts every offset
+    if concat < 0:
+        raise zipfile.BadZipFile("the central directory is not where the end record says")
+    return cd_offset + concat, cd_end, concat
+
+
+def _central_directory(source: _Source, path: Path) -> dict[str, _Entry]:
+    """Every record of the archive by name; compressed or encrypted records refuse the file."""
+    cd_offset, cd_end, concat = _directory_bounds(source)
+    directory = source.pread(cd_offset, cd_end - cd_offset)
+    if len(directory) != cd_end - cd_offset:
+        raise zipfile.BadZipFile("truncated central directory")
     entries: dict[str, _Entry] = {}
-    pos = cd_offset
-    while pos < cd_end:  # by size, not by the record count, as zipfile reads it
-        if pos + _CENTRAL.size > cd_end:
+    pos, end = 0, len(directory)
+    while pos < end:  # by size, not by the record count, as zipfile reads it
+        if pos + _CENTRAL.size > end:
             raise zipfile.BadZipFile("truncated central directory")
-        fields = _CENTRAL.unpack_from(buffer, pos)
+        fields = _CENTRAL.unpack_from(directory, pos)
         if fields[0] != b"PK\x01\x02":
             raise zipfile.BadZipFile("bad central directory record")
         flags, compress_type = fields[5], fields[6]
@@ -106,198 +158,165 @@ def _central_directory(buffer: Any) -> dict[str, _Entry] | None:
         name_len, extra_len, comment_len = fields[12], fields[13], fields[14]
         header_offset = fields[18]
         name_end = pos + _CENTRAL.size + name_len
-        raw_name = bytes(buffer[pos + _CENTRAL.size : name_end])
+        name = directory[pos + _CENTRAL.size : name_end].decode("utf-8" if flags & 0x800 else "cp437")
         if 0xFFFFFFFF in (compress_size, file_size, header_offset):
-            extra = bytes(buffer[name_end : name_end + extra_len])
+            extra = directory[name_end : name_end + extra_len]
             file_size, compress_size, header_offset = _zip64_extra(extra, file_size, compress_size, header_offset)
-        name = raw_name.decode("utf-8" if flags & 0x800 else "cp437")
-        entries[name] = _Entry(name, compress_type, header_offset, compress_size, file_size, fields[9])
+        if compress_type != zipfile.ZIP_STORED or flags & 0x1:
+            what = "encrypted" if flags & 0x1 else "compressed"
+            raise CorruptFileError(
+                f"not a torch.save archive ({what} entry {name!r}; torch.save never writes one). "
+                "Nothing was inflated; do not trust this file",
+                path,
+            )
+        if compress_size != file_size:
+            raise zipfile.BadZipFile(f"record {name} has two different sizes")
+        entries[name] = _Entry(name, header_offset + concat, file_size, fields[9])
         pos = name_end + extra_len + comment_len
     return entries
 
 
-def _data_offset(buffer: Any, entry: _Entry, handle: IO[bytes] | None) -> int:
-    """Where a record's bytes start (after its local header), checked against the file size.
-
-    With the file at hand the header is read with ``pread``, not through the
-    mapping: touching a mapped page makes the kernel map its neighbours too, and
-    a train shard has a header every few pages, so the whole file would count
-    as this process's resident memory although no value was read.
-    """
-    if handle is not None:
-        header = os.pread(handle.fileno(), _LOCAL.size, entry.header_offset)
-    else:
-        header = bytes(buffer[entry.header_offset : entry.header_offset + _LOCAL.size])
-    if len(header) < _LOCAL.size:
-        raise zipfile.BadZipFile(f"bad local header for {entry.name}")
-    signature, name_len, extra_len = _LOCAL_LENGTHS.unpack(header)
-    if signature != b"PK\x03\x04":
-        raise zipfile.BadZipFile(f"bad local header for {entry.name}")
-    start: int = entry.header_offset + _LOCAL.size + int(name_len) + int(extra_len)
-    if start + entry.compress_size > len(buffer):
-        raise zipfile.BadZipFile(f"record {entry.name} runs past the end of the file")
-    return start
-
-
 class _Archive:
-    """The records of one torch zip archive: STORED ones read in place, others through zipfile."""
+    """The STORED records of one torch zip archive, read with ``pread`` (never mapped, never inflated)."""
 
-    def __init__(self, buffer: Any, handle: IO[bytes] | None) -> None:
-        self._buffer = buffer
-        self._handle = handle
-        self._whole: np.ndarray[Any, Any] | None = None
-        entries = _central_directory(buffer)
-        self._zip: zipfile.ZipFile | None = None
-        if entries is None:
-            self._zip = zipfile.ZipFile(io.BytesIO(buffer) if isinstance(buffer, bytes) else _MmapReader(buffer))
-            entries = {
-                i.filename: _Entry(i.filename, i.compress_type, i.header_offset, i.compress_size, i.file_size, i.CRC)
-                for i in self._zip.infolist()
-            }
-        self.entries = entries
+    def __init__(self, source: _Source, path: Path) -> None:
+        self.source = source
+        self.path = path
+        self.entries = _central_directory(source, path)
 
-    def _zipfile(self) -> zipfile.ZipFile:
-        if self._zip is None:
-            self._zip = zipfile.ZipFile(
-                io.BytesIO(self._buffer) if isinstance(self._buffer, bytes) else _MmapReader(self._buffer)
-            )
-        return self._zip
+    def data_offset(self, entry: _Entry) -> int:
+        """Where a record's bytes start (after its local header), checked against the file size."""
+        header = self.source.pread(entry.header_offset, _LOCAL.size)
+        if len(header) < _LOCAL.size:
+            raise zipfile.BadZipFile(f"bad local header for {entry.name}")
+        signature, name_len, extra_len = _LOCAL_LENGTHS.unpack(header)
+        if signature != b"PK\x03\x04":
+            raise zipfile.BadZipFile(f"bad local header for {entry.name}")
+        start: int = entry.header_offset + _LOCAL.size + int(name_len) + int(extra_len)
+        if start + entry.size > self.source.size:
+            raise zipfile.BadZipFile(f"record {entry.name} runs past the end of the file")
+        return start
 
     def read(self, entry: _Entry) -> bytes:
-        """A whole record (small records: byteorder, version), checked against its CRC-32 as zipfile does."""
-        if entry.compress_type == zipfile.ZIP_STORED:
-            start = _data_offset(self._buffer, entry, self._handle)
-            data = bytes(self._buffer[start : start + entry.file_size])
-            if zlib.crc32(data) != entry.crc:
-                raise zipfile.BadZipFile(f"bad CRC-32 for record {entry.name}")
-            return data
-        return self._zipfile().read(entry.name)
+        """A small record whole (byteorder, version), checked against its CRC-32 as zipfile does."""
+        if entry.size > _SMALL_RECORD:
+            raise zipfile.BadZipFile(f"record {entry.name} is {entry.size:,} bytes, more than such a record holds")
+        start = self.data_offset(entry)
+        data = self.source.pread(start, entry.size)
+        if len(data) != entry.size or zlib.crc32(data) != entry.crc:
+            raise zipfile.BadZipFile(f"bad CRC-32 for record {entry.name}")
+        return data
 
-    def stream(self, entry: _Entry) -> _RecordStream:
-        """A buffered stream over a record (the pickle), its CRC-32 checked before anything reads it.
+    def stream(self, entry: _Entry, guard: OpcodeGuard) -> _RecordStream:
+        """A buffered stream over a record (the pickle) whose every byte ``guard`` sees first.
 
-        Read through the file rather than the mapping, so the pickle's pages never
-        count as this process's memory; buffered, so the C unpickler prefetches
-        instead of calling back into Python for every opcode. The CRC pass costs a
-        second read from the page cache, and keeps a corrupt pickle (whose lengths
-        the unpickler would trust) from being unpickled at all, as zipfile did.
+        Read through ``pread`` in chunks, so the pickle's pages never count as this
+        process's memory; buffered, so the C unpickler prefetches instead of calling
+        back into Python for every opcode. Its CRC-32 is checked by
+        :meth:`_RecordStream.finish`, once the unpickler is done.
         """
-        if entry.compress_type == zipfile.ZIP_STORED and self._handle is not None:
-            start = _data_offset(self._buffer, entry, self._handle)
-            if _file_crc(self._handle, start, entry.file_size) != entry.crc:
-                raise zipfile.BadZipFile(f"bad CRC-32 for record {entry.name}")
-            return _RecordStream(_FileWindow(self._handle, start, entry.file_size), entry.file_size)
-        data = self.read(entry)
-        return _RecordStream(io.BytesIO(data), len(data))
-
-    def storage(self, entry: _Entry) -> np.ndarray[Any, Any]:
-        """A storage record as bytes: a view of the mapping for STORED records (nothing is read)."""
-        if entry.compress_type == zipfile.ZIP_STORED:
-            start = _data_offset(self._buffer, entry, self._handle)
-            if self._whole is None:
-                self._whole = np.frombuffer(self._buffer, dtype=np.uint8)
-            return self._whole[start : start + entry.file_size]
-        return np.frombuffer(self._zipfile().read(entry.name), dtype=np.uint8)
+        window = _RecordWindow(self.source, self.data_offset(entry), entry.size, guard)
+        return _RecordStream(window, entry.size, entry.name, entry.crc)
 
 
-class _StorageRecords:
-    """Storage records by key, located only when the pickle asks for them."""
+class _RecordWindow(io.RawIOBase):
+    """``length`` bytes of the source from ``start``, as a raw stream, shown to a guard and CRC'd as read."""
 
-    def __init__(self, archive: _Archive, prefix: str) -> None:
-        self._archive = archive
-        self._prefix = prefix
-        self._cache: dict[str, np.ndarray[Any, Any]] = {}
+    def __init__(self, source: _Source, start: int, length: int, guard: OpcodeGuard) -> None:
+        self._source = source
+        self._pos = start
+        self._end = start + length
+        self._guard = guard
+        self.crc = 0
 
-    def get(self, key: str) -> np.ndarray[Any, Any] | None:
-        found = self._cache.get(key)
-        if found is None:
-            entry = self._archive.entries.get(self._prefix + key)
-            if entry is None:
-                return None
-            found = self._cache[key] = self._archive.storage(entry)
-        return found
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: memoryview) -> int:  # type: ignore[override]
+        want = min(len(target), self._end - self._pos)
+        if want <= 0:
+            return 0
+        # The target may be the unpickler's own bytes being filled: take a copy of what the
+        # guard must see and release every view before the guard may raise; a short file is
+        # signalled by reading less, and the unpickler reports the pickle as truncated.
+        with memoryview(target) as view, view[:want] as window:
+            got = self._source.readinto(self._pos, window)
+            with window[:got] as filled:
+                self.crc = zlib.crc32(filled, self.crc)
+                skipped = self._guard.skip(got)
+                with filled[skipped:] as rest:
+                    unseen = bytes(rest)
+        self._pos += got
+        self._guard.feed(unseen)
+        return got
+
+    def drain(self) -> None:
+        """Read (and CRC) the rest of the record, past where the unpickler stopped."""
+        chunk = bytearray(min(self._end - self._pos, _STREAM_BUFFER))
+        with memoryview(chunk) as view:
+            while self._pos < self._end:
+                with view[: min(len(view), self._end - self._pos)] as window:
+                    got = self._source.readinto(self._pos, window)
+                    if not got:
+                        break
+                    with window[:got] as filled:
+                        self.crc = zlib.crc32(filled, self.crc)
+                self._pos += got
 
 
 class _RecordStream(io.BufferedReader):
     """A buffered stream over one record that never asks for more than the record holds.
 
     The unpickler trusts the lengths in the pickle; clamping a read to the record
-    keeps a corrupt length from allocating gigabytes before it fails.
+    keeps a corrupt length from allocating more than the file holds before it fails.
     """
 
-    def __init__(self, raw: io.RawIOBase | io.BytesIO, length: int) -> None:
+    def __init__(self, raw: _RecordWindow, length: int, name: str = "", crc: int | None = None) -> None:
         super().__init__(raw, _STREAM_BUFFER)
+        self._window = raw
         self._length = length
+        self._name = name
+        self._crc = crc
 
     def read(self, size: int | None = -1) -> bytes:
         return super().read(size if size is None or size < 0 else min(size, self._length))
 
-
-def _file_crc(handle: IO[bytes], start: int, length: int) -> int:
-    """CRC-32 of ``length`` bytes of the file from ``start``, read in small chunks."""
-    crc, pos, end = 0, start, start + length
-    chunk = bytearray(min(length, 1 << 18))
-    with memoryview(chunk) as view:
-        while pos < end:
-            handle.seek(pos)
-            with view[: min(len(view), end - pos)] as window:
-                got = int(handle.readinto(window) or 0)  # type: ignore[attr-defined]
-                if not got:
-                    break
-                with window[:got] as filled:
-                    crc = zlib.crc32(filled, crc)
-            pos += got
-    return crc
+    def finish(self) -> None:
+        """Check the whole record against its CRC-32 (after the unpickler stopped reading)."""
+        if self._crc is None:
+            return
+        self._window.drain()
+        if self._window.crc != self._crc:
+            raise zipfile.BadZipFile(f"bad CRC-32 for record {self._name}")
 
 
-class _FileWindow(io.RawIOBase):
-    """``length`` bytes of an open file from ``start``, as a raw stream."""
+class _StorageSpan(NamedTuple):
+    """Where a storage record's bytes are in the archive."""
 
-    def __init__(self, handle: IO[bytes], start: int, length: int) -> None:
-        self._handle = handle
-        self._pos = start
-        self._end = start + length
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, target: Any) -> int:
-        want = min(len(target), self._end - self._pos)
-        if want <= 0:
-            return 0
-        self._handle.seek(self._pos)
-        # The target may be the unpickler's own bytes being filled: release the views
-        # before returning, and signal a short file by reading less (never by raising
-        # with them alive); the unpickler then reports the pickle as truncated.
-        with memoryview(target) as view, view[:want] as window:
-            got = int(self._handle.readinto(window) or 0)  # type: ignore[attr-defined]
-        self._pos += got
-        return got
+    start: int
+    size: int
 
 
-class _MmapReader(io.RawIOBase):
-    """A seekable read-only file over an mmap, for zipfile's central-directory parsing."""
+class _StorageRecords:
+    """Storage records by key, located only when the pickle asks for them, read into the caller's memory."""
 
-    def __init__(self, buffer: mmap.mmap) -> None:
-        self._buffer = buffer
-        self._pos = 0
+    def __init__(self, archive: _Archive, prefix: str) -> None:
+        self._archive = archive
+        self._prefix = prefix
+        self._cache: dict[str, _StorageSpan] = {}
 
-    def readable(self) -> bool:
-        return True
+    def get(self, key: str) -> _StorageSpan | None:
+        found = self._cache.get(key)
+        if found is None:
+            entry = self._archive.entries.get(self._prefix + key)
+            if entry is None:
+                return None
+            found = self._cache[key] = _StorageSpan(self._archive.data_offset(entry), entry.size)
+        return found
 
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: len(self._buffer)}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, target: Any) -> int:
-        chunk = self._buffer[self._pos : self._pos + len(target)]
-        target[: len(chunk)] = chunk
-        self._pos += len(chunk)
-        return len(chunk)
+    def read_into(self, span: _StorageSpan, offset: int, target: memoryview) -> None:
+        """Fill ``target`` with the record's bytes from ``offset``; a short read (the file shrank) raises."""
+        if offset < 0 or offset + len(target) > span.size:
+            raise zipfile.BadZipFile("a read outside its storage record")
+        if self._archive.source.readinto(span.start + offset, target) != len(target):
+            raise zipfile.BadZipFile("a storage record ends early: the file shrank while it was read")
