@@ -85,7 +85,16 @@ def _container(kind: type, per_element: int) -> Callable[..., Any]:
 make_set = _container(set, _ENTRY)
 make_frozenset = _container(frozenset, _ENTRY)
 make_list = _container(list, _SLOT)
-make_tuple = _container(tuple, _SLOT)
+
+
+def make_tuple(ctx: LoadContext, iterable: Any = ()) -> tuple[Any, ...]:
+    """``tuple()`` of plain scalars only: a tuple of containers would nest past what the guard follows
+    (:mod:`core.pt_depth`); a pickle spells its tuples with opcodes, never with this call."""
+    count = _length(iterable, "tuple")
+    ctx.budget.charge(64 + _SLOT * count, f"tuple() of {count:,} elements")
+    if not all(isinstance(item, _SCALARS) for item in iterable):
+        raise pickle.UnpicklingError("tuple() of anything but plain scalars")
+    return tuple(iterable)
 
 
 def _mapping(kind: type, ctx: LoadContext, *args: Any, **kwargs: Any) -> Any:

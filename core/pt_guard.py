@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Final
 
 from core.errors import CorruptFileError
+from core.pt_depth import NestingModel
 
 BUDGET_FACTOR: Final = 8
 """Bytes a load may allocate per byte of its archive, beyond what the pickle spells out."""
@@ -128,13 +129,16 @@ _SHORT_BINUNICODE = 0x8C
 _STRINGS = frozenset({_BINUNICODE, _SHORT_BINUNICODE})
 _SIGNED_LENGTHS = frozenset({ord("T"), 0x8B})
 
-_FAST_OPS = rb"J....|M..|K.|[()012Naesu\x88\x89\x90\x93\x97\x98QRtb\x81\x92\x85\x86\x87]|h.|j....|q.|r..\x00\x00"
+_SCALARS = rb"J....|M..|K.|[N\x88\x89)]"
 # Possessive (Python >= 3.11): no backtracking state is kept per opcode, which makes the walk ~4x faster.
-_FAST = re.compile(
-    rb"(?:" + _FAST_OPS + (rb")*+" if sys.version_info >= (3, 11) else rb")*"),
-    re.DOTALL,
-)
-"""Runs of opcodes that allocate nothing the pickle does not spell out: skipped at regex speed."""
+_FAST = re.compile(rb"(?:" + _SCALARS + (rb")*+" if sys.version_info >= (3, 11) else rb")*"), re.DOTALL)
+"""Runs of opcodes that push a plain scalar (the bulk of a rollout file): skipped at regex speed."""
+_MEMO_OPS = frozenset(b"pqr\x94ghj")
+_BARE = frozenset(b"()012aesutRb\x81\x92\x85\x86\x87Q\x90\x93\x97\x98")
+"""Argument-free opcodes with nothing to charge or check: only their effect on the nesting model."""
+_GETS = frozenset(b"hj")
+_BINGET = ord("h")
+_PUTS = frozenset(b"pqr\x94")
 
 
 class OpcodeGuard:
@@ -153,7 +157,10 @@ class OpcodeGuard:
         self._skip_line = False
         """Passing a protocol-0 string up to its newline."""
         self._memo_size = 32
-        self._puts = 0
+        self._memo_used = bytearray()
+        """One bit per memo index stored: MEMOIZE stores at the count of them, as the unpickler does."""
+        self._memo_len = 0
+        self._nest = NestingModel(self._budget.refuse)
         self._stopped = False
 
     @property
@@ -178,7 +185,7 @@ class OpcodeGuard:
             data = self._carry + data
             self._carry = b""
         i, end = 0, len(data)
-        match = _FAST.match
+        match, nest = _FAST.match, self._nest
         while i < end:
             if self._skip:
                 taken = min(self._skip, end - i)
@@ -193,12 +200,22 @@ class OpcodeGuard:
                 self._skip_line = False
                 i = newline + 1
                 continue
-            i = match(data, i).end()  # type: ignore[union-attr]
+            scalars_end = match(data, i).end()  # type: ignore[union-attr]
+            nest.scalars(data, i, scalars_end)
+            i = scalars_end
             if i >= end:
                 break
             op = data[i]
             if op == _BINFLOAT:  # floats come in lists: a run of them at C speed
                 step = self._floats(data, i)
+                if step > 0:
+                    nest.scalars(data, i, i + step)
+            elif op in _BARE:  # one byte that only moves values on the stack: the common case, inline
+                nest.apply(op)
+                step = 1
+            elif op in _GETS and i + 5 <= end:
+                step = 2 if op == _BINGET else 5
+                nest.apply(op, int.from_bytes(data[i + 1 : i + step], "little"))
             elif op in _STRINGS and i + 5 <= end:
                 width = 4 if op == _BINUNICODE else 1
                 length = int.from_bytes(data[i + 1 : i + 1 + width], "little")
@@ -208,6 +225,7 @@ class OpcodeGuard:
                     )
                 step = min(1 + width + length, end - i)
                 self._skip = 1 + width + length - step
+                nest.push(0)
             else:
                 step = self._opcode(data, i)
             if step < 0:  # the opcode's argument is not all here yet
@@ -235,21 +253,20 @@ class OpcodeGuard:
         return 9 * count if count else -1
 
     def _opcode(self, data: bytes, i: int) -> int:
-        """Check one opcode at ``data[i]``: bytes it spans here, -1 when its header is incomplete."""
+        """Check one opcode at ``data[i]``: bytes it spans here, -1 when its argument is incomplete."""
         op = data[i]
         spec = _OPS.get(op)
         at = self._pos + i
         if spec is None:
             raise self._budget.refuse(f"not a pickle (unknown opcode 0x{op:02x} at byte {at})")
         kind, size, charge = spec
-        if charge:
-            self._budget.charge(charge, f"the object made at pickle byte {at}")
+        index = 0
         if kind == _FIXED:
             if i + 1 + size > len(data):
                 return -1
-            self._fixed(op, data[i + 1 : i + 1 + size], at)
-            return 1 + size
-        if kind == _LEN:
+            index = self._fixed(op, data[i + 1 : i + 1 + size], at)
+            step = 1 + size
+        elif kind == _LEN:
             if i + 1 + size > len(data):
                 return -1
             length = int.from_bytes(data[i + 1 : i + 1 + size], "little", signed=op in _SIGNED_LENGTHS)
@@ -259,13 +276,25 @@ class OpcodeGuard:
                 )
             available = min(length, len(data) - (i + 1 + size))
             self._skip = length - available
-            return 1 + size + available
-        if kind == _LONG_LINE:
+            step = 1 + size + available
+        elif kind == _LONG_LINE:
             self._skip_line = True
-            return 1
-        return self._lines(op, data, i, size, at)
+            step = 1
+        else:
+            step, line = self._lines(data, i, size, at)
+            if step < 0:
+                return -1
+            if op in _MEMO_OPS:
+                index = self._index(line, at)
+        if charge:
+            self._budget.charge(charge, f"the object made at pickle byte {at}")
+        if op in _PUTS:
+            self._memo(index, at)
+        self._nest.apply(op, index)
+        return step
 
-    def _lines(self, op: int, data: bytes, i: int, count: int, at: int) -> int:
+    def _lines(self, data: bytes, i: int, count: int, at: int) -> tuple[int, bytes]:
+        """Bytes spanned by ``count`` newline-terminated arguments and the last of them (-1: incomplete)."""
         cursor = i + 1
         line = b""
         for _ in range(count):
@@ -273,32 +302,33 @@ class OpcodeGuard:
             if newline < 0:
                 if len(data) - cursor > _MAX_LINE:
                     raise self._budget.refuse(f"a text argument longer than {_MAX_LINE} bytes at pickle byte {at}")
-                return -1
+                return -1, b""
             line = data[cursor:newline]
             cursor = newline + 1
-        if op == ord("p"):
-            try:
-                index = int(line)
-            except ValueError:
-                raise self._budget.refuse(f"a bad memo index at pickle byte {at}") from None
-            self._memo(index, at)
-        return cursor - i
+        return cursor - i, line
 
-    def _fixed(self, op: int, arg: bytes, at: int) -> None:
-        if op == ord("r"):
-            self._memo(struct.unpack("<I", arg)[0], at)
-        elif op == 0x94:  # MEMOIZE: the next index
-            self._memo(self._puts, at)
-        elif op == 0x95:
+    def _index(self, line: bytes, at: int) -> int:
+        try:
+            return int(line)
+        except ValueError:
+            raise self._budget.refuse(f"a bad memo index at pickle byte {at}") from None
+
+    def _fixed(self, op: int, arg: bytes, at: int) -> int:
+        """Check a fixed-size argument; the memo index it names (0 if none)."""
+        if op == 0x94:  # MEMOIZE: the next index, as the unpickler counts them
+            return self._memo_len
+        if op in _MEMO_OPS:
+            return int.from_bytes(arg, "little")
+        if op == 0x95:
             (frame,) = struct.unpack("<Q", arg)
             if at + 9 + frame > self._length:
                 raise self._budget.refuse(f"a frame of {frame:,} bytes at pickle byte {at} runs past the end")
         elif op == _STOP:
             self._stopped = True
+        return 0
 
     def _memo(self, index: int, at: int) -> None:
         """A memo store at ``index``: it may not exceed the stores this pickle could have made."""
-        self._puts += 1
         if index < 0 or index > self._length:
             raise self._budget.refuse(
                 f"a memo index of {index:,} at pickle byte {at}, more than a pickle of {self._length:,} bytes can use"
@@ -307,3 +337,9 @@ class OpcodeGuard:
             grown = index * 2
             self._budget.charge((grown - self._memo_size) * _MEMO_SLOT, f"the memo table (index {index:,})")
             self._memo_size = grown
+        byte, bit = divmod(index, 8)
+        if byte >= len(self._memo_used):
+            self._memo_used.extend(bytes(byte + 1 - len(self._memo_used)))
+        if not self._memo_used[byte] & (1 << bit):
+            self._memo_used[byte] |= 1 << bit
+            self._memo_len += 1
