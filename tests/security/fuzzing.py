@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pickle
 import random
 import select
 import struct
@@ -220,13 +221,50 @@ def opcode(draw: Any) -> bytes:
     return draw(st.sampled_from([b"I12\n", b"L99999999999999999999L\n", b"F1.5\n", b"S'abc'\n", b"Vab\n"]))
 
 
+REPEATED = [b"\x85", b"2\x86", b"(", b"t", b"]", b"}", b"\x8f", b"0h\x01N\x86q\x01", b"h\x00)R", b"2", b"K\x00", b"(t"]
+"""Snippets that build depth or count when repeated (nesting, amplification, stack growth)."""
+
+
+def _numpy_fragments() -> list[bytes]:
+    """Opcodes numpy itself writes (arrays, scalars, dtypes), some with forged states, without PROTO/STOP."""
+    import numpy as np
+
+    from tests.security.hostile import Reduce
+
+    values: list[Any] = [
+        np.arange(6, dtype=np.int32).reshape(2, 3),
+        np.float32(1.5),
+        np.bool_(True),
+        np.dtype(">f8"),
+        np.zeros(3, dtype=[("a", "i4")]),
+        np.array([1, "x"], dtype=object),
+        Reduce(np.dtype, ("V8", False, True), (3, "|", None, ("a",), {"a": (np.dtype("O"), 0)}, 8, 1, 0)),
+        Reduce(np.dtype, ("i8", False, True), (3, "<", None, None, None, -1, -1, 63)),
+        Reduce(np.dtype, ("O8", False, True)),
+    ]
+    return [pickle.dumps(v, protocol=2)[2:-1] for v in values]
+
+
+NUMPY = _numpy_fragments()
+
+
 @st.composite
 def opcode_stream(draw: Any) -> bytes:
     """A pickle: PROTO, a run of opcodes (often a known-good prefix), STOP."""
     proto = draw(st.integers(0, 5))
     head = b"\x80" + bytes([proto]) if proto >= 2 else b""
-    body = b"".join(draw(st.lists(opcode(), min_size=1, max_size=40)))
-    return head + body + draw(st.sampled_from([b".", b"", b".junk"]))
+    repeated = st.builds(
+        lambda snippet, n: snippet * n, st.sampled_from(REPEATED), st.sampled_from([1, 2, 10, 100, 1000, 20_000])
+    )
+    piece = opcode() | st.sampled_from(NUMPY) | repeated
+    body = b"".join(draw(st.lists(piece, min_size=1, max_size=16)))
+    # Often inside a container that hashes what it gets (a dict key, a set) or keeps it (a list).
+    before, after = draw(st.sampled_from(TEMPLATES))
+    return head + before + body + after + draw(st.sampled_from([b".", b"", b".junk"]))
+
+
+TEMPLATES = [(b"", b""), (b"}K\x00", b"K\x01s"), (b"}", b"K\x01s"), (b"\x8f(", b"\x90"), (b"](", b"e"), (b"(", b"\x91")]
+"""Around a generated body: nothing, a dict key, a set's items, a list's items, a frozenset's items."""
 
 
 STORAGES = {"0": struct.pack("<4q", 1, 2, 3, 4), "1": struct.pack("<2f", 0.5, -1.0), "2": b"\x01\x00\x01\x00"}
