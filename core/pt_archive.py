@@ -2,10 +2,11 @@
 
 A dump lives on a shared filesystem that other people can write to, and a
 pickle can run code when loaded, so this module is the only place a ``.pt`` is
-unpickled. It is the façade of four parts: :mod:`core.pt_zip` reads and checks
+unpickled. It is the façade of its parts: :mod:`core.pt_zip` reads and checks
 the zip container (never memory-mapped, never inflated), :mod:`core.pt_guard`
 walks the pickle's opcodes before the unpickler runs them and holds the load's
-allocation budget, :mod:`core.pt_unpickle` runs the allow-list unpickler, and
+allocation budget (with :mod:`core.pt_depth`, which bounds how deep values
+nest), :mod:`core.pt_unpickle` runs the allow-list unpickler, and
 :mod:`core.pt_numpy` / :mod:`core.pt_builtins` build the values it allows.
 :func:`load_pt` and :func:`loads_pickle` are the entry points; every failure is
 a :class:`DumpLoadError` naming the file, never another exception.
@@ -30,7 +31,7 @@ from typing import Any
 from core.errors import CorruptFileError, DumpLoadError
 from core.pt_guard import LoadBudget, OpcodeGuard
 from core.pt_numpy import LoadContext
-from core.pt_unpickle import InertRecord, inert_class, unpickle
+from core.pt_unpickle import InertRecord, check_expansion, inert_class, unpickle
 from core.pt_zip import _Archive, _RecordStream, _RecordWindow, _Source, _StorageRecords
 
 __all__ = ["InertRecord", "inert_class", "load_pt", "loads_pickle"]
@@ -108,9 +109,12 @@ def _load(source: _Source, path: Path) -> Any:
     if byteorder is not None and archive.read(byteorder).strip() not in (b"little", b""):
         raise CorruptFileError("big-endian torch archives are not supported", path)
     budget = LoadBudget(source.size, path)
-    stream = archive.stream(pickle_entry, OpcodeGuard(budget, pickle_entry.size))
+    guard = OpcodeGuard(budget, pickle_entry.size)
+    stream = archive.stream(pickle_entry, guard)
     value = unpickle(stream, LoadContext(budget, path, _StorageRecords(archive, prefix + "data/")))
     stream.finish()
+    if guard.shared:
+        check_expansion(value, budget)
     return value
 
 
@@ -119,9 +123,12 @@ def loads_pickle(data: bytes, path: Path | str = "<bytes>") -> Any:
     where = Path(path)
     try:
         budget = LoadBudget(len(data), where)
-        window = _RecordWindow(_Source.of_bytes(data), 0, len(data), OpcodeGuard(budget, len(data)))
-        stream = _RecordStream(window, len(data))
-        return unpickle(stream, LoadContext(budget, where, None))
+        guard = OpcodeGuard(budget, len(data))
+        window = _RecordWindow(_Source.of_bytes(data), 0, len(data), guard)
+        value = unpickle(_RecordStream(window, len(data)), LoadContext(budget, where, None))
+        if guard.shared:
+            check_expansion(value, budget)
+        return value
     except DumpLoadError:
         raise
     except _FAILURES as err:

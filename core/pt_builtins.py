@@ -31,6 +31,8 @@ _SLOT = 8
 """Bytes a container spends per element (a pointer), before the element itself."""
 _ENTRY = 48
 """Bytes a set or dict spends per element (hash table slot, load factor, the element's own int)."""
+_HASH_VISIT = 8
+"""Bytes of allowance charged per value a hash visits (as :mod:`core.pt_depth` charges the unpickler's)."""
 
 
 class Builder:
@@ -72,19 +74,70 @@ def _length(value: Any, what: str) -> int:
     return len(value)
 
 
-def _container(kind: type, per_element: int) -> Callable[..., Any]:
+def hash_cost(items: Any, limit: int) -> int:
+    """How many tuples and scalars hashing each of ``items`` visits (past ``limit``: some number beyond it).
+
+    A tuple's hash recurses through the tuples inside it and remembers nothing,
+    so ``x = (x, x)`` nested 100 times costs 2**100; this counts it by the
+    distinct tuples (and inert records, which hash their arguments) it holds.
+    """
+    memo: dict[int, int] = {}
+    total = 0
+    for item in items:
+        total += _expanded(item, memo, limit)
+        if total > limit:
+            break
+    return total
+
+
+def _hash_children(node: Any) -> Any:
+    if type(node) is tuple:
+        return node
+    if getattr(type(node), "type_name", None) is not None and isinstance(getattr(node, "args", None), tuple):
+        return node.args  # an inert record: hashes (name, args)
+    return None
+
+
+def _expanded(root: Any, memo: dict[int, int], limit: int) -> int:
+    if _hash_children(root) is None:
+        return 1
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in memo:
+            continue
+        children = _hash_children(node)
+        if not ready:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if _hash_children(c) is not None and id(c) not in memo)
+            continue
+        memo[id(node)] = min(1 + sum(memo.get(id(c), 1) for c in children), limit + 1)
+    return memo[id(root)]
+
+
+def _container(kind: type, per_element: int, hashed: bool) -> Callable[..., Any]:
     def build(ctx: LoadContext, iterable: Any = ()) -> Any:
         count = _length(iterable, kind.__name__)
         ctx.budget.charge(64 + per_element * count, f"{kind.__name__}() of {count:,} elements")
+        if hashed:
+            _charge_hashing(ctx, iterable)
         return kind(iterable)
 
     build.__name__ = kind.__name__
     return build
 
 
-make_set = _container(set, _ENTRY)
-make_frozenset = _container(frozenset, _ENTRY)
-make_list = _container(list, _SLOT)
+def _charge_hashing(ctx: LoadContext, items: Any) -> None:
+    """Charge the hashing of ``items`` (set elements, dict keys) before it happens."""
+    if isinstance(items, str | bytes | bytearray | range):
+        return
+    cost = hash_cost(items, ctx.budget.limit)
+    ctx.budget.charge(_HASH_VISIT * cost, f"hashing values that expand to {cost:,} items")
+
+
+make_set = _container(set, _ENTRY, hashed=True)
+make_frozenset = _container(frozenset, _ENTRY, hashed=True)
+make_list = _container(list, _SLOT, hashed=False)
 
 
 def make_tuple(ctx: LoadContext, iterable: Any = ()) -> tuple[Any, ...]:
@@ -102,7 +155,14 @@ def _mapping(kind: type, ctx: LoadContext, *args: Any, **kwargs: Any) -> Any:
         raise pickle.UnpicklingError(f"{kind.__name__}() with {len(args)} arguments")
     count = (_length(args[0], kind.__name__) if args else 0) + len(kwargs)
     ctx.budget.charge(64 + _ENTRY * count, f"{kind.__name__}() of {count:,} items")
+    if args:
+        source = args[0]
+        _charge_hashing(ctx, source.keys() if isinstance(source, dict) else [_key(pair) for pair in source])
     return kind(*args, **kwargs)
+
+
+def _key(pair: Any) -> Any:
+    return pair[0] if isinstance(pair, tuple | list) and pair else pair
 
 
 make_dict = functools.partial(_mapping, dict)

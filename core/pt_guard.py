@@ -160,8 +160,13 @@ class OpcodeGuard:
         self._memo_used = bytearray()
         """One bit per memo index stored: MEMOIZE stores at the count of them, as the unpickler does."""
         self._memo_len = 0
-        self._nest = NestingModel(self._budget.refuse)
+        self._nest = NestingModel(self._budget)
         self._stopped = False
+
+    @property
+    def shared(self) -> bool:
+        """The pickle referenced a container twice: its value may expand past what it spells out."""
+        return self._nest.shared
 
     @property
     def done(self) -> bool:
@@ -225,7 +230,7 @@ class OpcodeGuard:
                     )
                 step = min(1 + width + length, end - i)
                 self._skip = 1 + width + length - step
-                nest.push(0)
+                nest.scalar()
             else:
                 step = self._opcode(data, i)
             if step < 0:  # the opcode's argument is not all here yet

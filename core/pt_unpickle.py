@@ -36,11 +36,14 @@ from typing import IO, Any, ClassVar, cast
 
 from core import pt_builtins, pt_numpy
 from core.errors import UnsafePickleError
+from core.pt_guard import LoadBudget
 from core.pt_numpy import LoadContext, NumpyRefused, Pending
 
 _STRICT_TOP_MODULES = frozenset({"torch", "numpy"}) | frozenset(sys.stdlib_module_names)
 _INERT_CACHE_LIMIT = 4096
 """Stand-in classes kept across loads; past this, a new name gets an uncached class."""
+_EXPANDED_ITEM = 8
+"""Bytes of allowance per item a shared value expands to (what a walker that copies it would spend)."""
 _INERT_CLASS_COST = 2048
 """Bytes charged for making a stand-in class (a type object and its dict)."""
 
@@ -331,4 +334,32 @@ def _replaced(node: Any, done: dict[int, Any]) -> Any:
     return node
 
 
-__all__ = ["InertRecord", "inert_class", "unpickle"]
+def check_expansion(root: Any, budget: LoadBudget) -> None:
+    """Charge what ``root`` expands to when walked as a tree (repr, JSON, a copy): a shared container counts
+    every time it appears. Needed only when the pickle referenced a container twice; cycles count once."""
+    sizes: dict[int, int] = {}
+    started: set[int] = set()
+    keep: list[Any] = []
+    cap = budget.limit
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children = _children(node) if not isinstance(node, Pending) else []
+        if not ready:
+            if key in started:
+                continue  # a cycle: walkers stop there
+            started.add(key)
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        leaves = len(node) if isinstance(node, list | tuple | dict | set | frozenset) else 0
+        sizes[key] = min(1 + leaves + sum(sizes.get(id(child), 1) for child in children), cap)
+        keep.append(node)
+    total = sizes.get(id(root), 1)
+    budget.charge(_EXPANDED_ITEM * total, f"values that share containers and expand to {total:,} items")
+
+
+__all__ = ["InertRecord", "check_expansion", "inert_class", "unpickle"]

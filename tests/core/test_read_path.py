@@ -71,7 +71,7 @@ def test_a_compressed_archive_is_refused_not_inflated(tmp_path: Path) -> None:
     assert str(deflated) in str(info.value)
 
 
-def test_a_corrupt_pickle_is_refused_before_it_is_unpickled(tmp_path: Path) -> None:
+def test_a_corrupt_pickle_is_refused_by_its_crc(tmp_path: Path) -> None:
     path = tmp_path / "flipped.pt"
     torch.save(PAYLOAD, path)
     data = bytearray(path.read_bytes())

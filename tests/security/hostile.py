@@ -97,28 +97,25 @@ def tensor_opcodes(size: tuple[int, ...], stride: tuple[int, ...], numel: int, k
 
 
 def deflate_bomb(path: Path, inflated: int) -> Path:
-    """An archive whose data.pkl is DEFLATE-compressed and inflates to ``inflated`` bytes."""
+    """An archive whose data.pkl is DEFLATE-compressed and inflates to ``inflated`` bytes of zeros.
+
+    One fully flushed block of 16 MiB of zeros is repeated (a full flush makes each block
+    independent), so a 2 GiB bomb costs a single 16 MiB compression. The CRC is left 0:
+    a reader that checks it has already inflated everything.
+    """
+    chunk = 1 << 24
     compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
-    chunk = b"\x00" * (1 << 24)
-    body = bytearray()
-    for _ in range(inflated // len(chunk)):
-        body += compressor.compress(chunk)
-    body += compressor.flush()
-    crc = 0
-    for _ in range(inflated // len(chunk)):
-        crc = zlib.crc32(chunk, crc)
-    info = zipfile.ZipInfo("archive/data.pkl")
-    info.compress_type = zipfile.ZIP_DEFLATED
-    # zipfile would compress again: write the entry by hand (local header, data, central directory).
-    name = info.filename.encode()
-    local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0, crc, len(body), inflated, len(name), 0)
+    block = compressor.compress(bytes(chunk)) + compressor.flush(zlib.Z_FULL_FLUSH)
+    body = block * (inflated // chunk) + compressor.flush()
+    name = b"archive/data.pkl"
+    local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0, 0, len(body), inflated, len(name), 0)
     central = struct.pack(
-        "<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, crc, len(body), inflated, len(name), 0, 0, 0, 0, 0, 0
+        "<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, 0, len(body), inflated, len(name), 0, 0, 0, 0, 0, 0
     )
     cd_offset = len(local) + len(name) + len(body)
-    cd = central + name
-    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 1, 1, len(cd), cd_offset, 0)
-    path.write_bytes(local + name + bytes(body) + cd + end)
+    directory = central + name
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 1, 1, len(directory), cd_offset, 0)
+    path.write_bytes(local + name + body + directory + end)
     return path
 
 

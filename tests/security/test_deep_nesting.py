@@ -72,3 +72,43 @@ def test_honest_tuples_load() -> None:
     value["deep"] = deep
     for protocol in (2, 4):
         assert loads_pickle(pickle.dumps(value, protocol=protocol)) == value
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [
+        ("dict-key", b"}K\x00" + b"2\x86" * 100 + b"K\x01s"),  # x = (x, x), 100 times, as a key: 2**100 to hash
+        ("set-item", b"\x8f(K\x00" + b"2\x86" * 100 + b"\x90"),
+        ("memo", b"}K\x00q\x01" + b"0h\x01h\x01\x86q\x01" * 100 + b"0h\x01K\x01s"),
+    ],
+)
+def test_a_tuple_dag_that_hashes_forever_is_refused(tmp_path: Path, name: str, body: bytes) -> None:
+    """Found by the fuzzer: 200 bytes whose key takes 2**100 steps to hash (the loader never returned)."""
+    path = write_archive(tmp_path / f"{name}.pt", proto2(body))
+    loaded = load_in_child(path, timeout=30)
+    assert loaded.returncode == 0, loaded.describe()
+    assert loaded.refused and "hashing" in loaded.outcome["message"], loaded.describe()
+
+
+def test_a_builtin_set_of_a_tuple_dag_is_refused(tmp_path: Path) -> None:
+    body = b"K\x00q\x01" + b"0h\x01h\x01\x86q\x01" * 100 + b"0cbuiltins\nset\n](h\x01e\x85R"
+    path = write_archive(tmp_path / "set.pt", proto2(body))
+    loaded = load_in_child(path, timeout=30)
+    assert loaded.returncode == 0 and loaded.refused, loaded.describe()
+
+
+def test_a_list_dag_that_expands_past_the_allowance_is_refused(tmp_path: Path) -> None:
+    """``L = [L, L]`` 60 times: 2**60 items to whoever prints, copies or exports it."""
+    body = b"]q\x01" + b"0](h\x01h\x01eq\x01" * 60 + b"0}(X\x08\x00\x00\x00metadatah\x01u"
+    path = write_archive(tmp_path / "dag.pt", proto2(body))
+    loaded = load_in_child(path, timeout=30)
+    assert loaded.returncode == 0, loaded.describe()
+    assert loaded.refused and "expand" in loaded.outcome["message"], loaded.describe()
+
+
+def test_honest_sharing_loads() -> None:
+    shared = {"source": "gsm8k", "tags": ["math", "easy"]}
+    value = {"samples": [{"index": i, "metadata": shared} for i in range(1000)]}
+    loaded = loads_pickle(pickle.dumps(value, protocol=2))
+    assert loaded == value
+    assert loaded["samples"][0]["metadata"] is loaded["samples"][1]["metadata"]
