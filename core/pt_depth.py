@@ -84,8 +84,7 @@ class NestingModel:
 
     def scalars(self, data: bytes, start: int, end: int) -> None:
         """A run of plain-scalar opcodes ``data[start:end]`` (counted only if it is popped item by item)."""
-        if end > start:
-            self._stack.append(_Run(data, start, end))
+        self._stack.append(_Run(data, start, end))
 
     def scalar(self) -> None:
         """One plain value (a number, a string, a class)."""

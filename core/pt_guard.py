@@ -206,8 +206,9 @@ class OpcodeGuard:
                 i = newline + 1
                 continue
             scalars_end = match(data, i).end()  # type: ignore[union-attr]
-            nest.scalars(data, i, scalars_end)
-            i = scalars_end
+            if scalars_end > i:
+                nest.scalars(data, i, scalars_end)
+                i = scalars_end
             if i >= end:
                 break
             op = data[i]
