@@ -1,0 +1,100 @@
+"""Child process: load one input under an address-space limit, touch every value, report as JSON.
+
+    python tests/security/load_child.py pt|pickle PATH MEM_MB          one input, one JSON line
+    python tests/security/load_child.py serve - MEM_MB                 many: JSON requests on stdin
+
+The last line of stdout is ``{"outcome": "value" | "error" | "crash", ...}``;
+"error" means the project's own error (core/errors.py), with whether its
+message names the input. A crash of the interpreter itself shows as the exit
+status. ``serve`` mode answers one request line (``{"kind": ..., "path": ...}``)
+per case, so a fuzzer pays for the imports once.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from miles_tui.core.dump.pt_archive import load_pt, loads_pickle
+from miles_tui.core.errors import MilesTuiError
+
+TOUCH_LIMIT = 200_000
+"""Values visited per load (a DAG of shared lists can spell a huge tree: visit each object once)."""
+
+
+def _limit_memory(mem_mb: int) -> None:
+    with open("/proc/self/statm") as handle:
+        pages = int(handle.read().split()[0])
+    vsz = pages * resource.getpagesize()
+    limit = vsz + mem_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _touch(value: Any) -> None:
+    """What a report does with a loaded value: str() of each leaf, arithmetic on each array."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack and len(seen) < TOUCH_LIMIT:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            stack.extend(item)
+        elif isinstance(item, np.ndarray):
+            if item.dtype.kind in "biufc" and item.size < 2**24:
+                item.sum(dtype=np.float64)
+            str(item)
+        elif hasattr(item, "args") and hasattr(item, "state"):
+            stack.append(item.args)
+            stack.append(item.state)
+        else:
+            str(item)
+
+
+def _load(kind: str, path: str) -> dict[str, Any]:
+    try:
+        value = load_pt(path) if kind == "pt" else loads_pickle(Path(path).read_bytes(), path)
+        _touch(value)
+        return {"outcome": "value", "type": type(value).__name__}
+    except MilesTuiError as err:
+        return {"outcome": "error", "class": type(err).__name__, "message": str(err), "names_file": path in str(err)}
+    except BaseException as err:  # anything else is a bug the caller reports
+        return {"outcome": "crash", "class": type(err).__name__, "message": str(err)[:2000]}
+
+
+def _maxrss_mb() -> float:
+    """This process's peak RSS (VmHWM: unlike ru_maxrss, not inherited from the parent across exec)."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main(argv: list[str]) -> int:
+    kind, path, mem_mb = argv[0], argv[1], int(argv[2])
+    _limit_memory(mem_mb)
+    if kind != "serve":
+        report = _load(kind, path)
+        report["maxrss_mb"] = _maxrss_mb()
+        print(json.dumps(report), flush=True)
+        return 0
+    for line in sys.stdin:
+        request = json.loads(line)
+        report = _load(request["kind"], request["path"])
+        report["maxrss_mb"] = _maxrss_mb()
+        print(json.dumps(report), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
