@@ -97,7 +97,18 @@ def build_engines(root: Path) -> Path:
     return root
 
 
-SYNTHETIC = {"engines_dp": build_engines}
+def build_fleet(root: Path) -> Path:
+    """96 GPUs (12 nodes × 8) over two hours up to ten seconds ago, sampled every 10 s, each a training rank
+    that waits, trains and updates weights every 50 s; one node runs slow and one died 20 minutes ago."""
+    from tests.core.fleet_writer import write_fleet
+
+    end = EPOCH - 10
+    write_fleet(root, nodes=12, start=end - 7200, seconds=7200, dead_node=3, dead_at=end - 1200, slow_node=5)
+    _stamp(root, end)
+    return root
+
+
+SYNTHETIC = {"engines_dp": build_engines, "fleet": build_fleet}
 """Sources built here (beside ``demo`` and the golden cases)."""
 
 
@@ -111,6 +122,8 @@ class Scene:
     """'demo' or a golden case name."""
     keys: tuple[str, ...]
     """Keys pressed after the first poll; '~' settles (waits for workers)."""
+    expect: tuple[str, ...] = ()
+    """Texts the screen must show: what makes it this scene (checked by the snapshot test at every size)."""
 
     def build(self, workdir: Path) -> Path:
         target = workdir / self.source
@@ -154,7 +167,13 @@ SCENES = (
     Scene("unreadable", "cp_legacy_ambiguous", ("enter", "~")),
     Scene("help", "demo", ("question_mark",)),
     Scene("metrics", "live_streams", ("m", "~")),
-    Scene("compute", "live_streams", ("u", "~")),
+    Scene("compute", "live_streams", ("u", "~"), ("last 15m · live", "· train_wait", "10.0.0.7:0", "phases", "memory")),
+    Scene(
+        "compute_panned",
+        "fleet",
+        ("u", "~", "minus", "~", "left", "~"),
+        ("30m · PANNED, ends 15m00s ago", "DEAD: 10.1.0.4", "median", "10.1.0.4:0", "phases", "memory"),
+    ),
     Scene("engines", "live_engines", ("E", "~")),
     Scene("engines_dp", "engines_dp", ("E", "~")),
     Scene("outliers", "demo", ("O", "~")),
