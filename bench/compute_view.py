@@ -11,7 +11,8 @@ core (headless, what the screen's worker thread runs):
 - a whole view computation (columns -> bins, ages, fleet percentiles, phase
   shares, each lane's own phase per bin) per preset live window at 118 bins
   wide, with the columns already converted, and for a 15-minute window panned an
-  hour back; and the per-lane phases (lane_phases) alone for the 15-minute window;
+  hour back; and, for the 15-minute window, the seconds per rank and phase
+  (phase_time) and the per-lane phases made of them (lane_phases);
 
 screen (a headless app at 160x48):
 - UI-thread redraw: ComputeScreen._draw (rows for every lane) plus drawing every
@@ -42,7 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from miles_tui.core.analysis.compute_view import compute_view, sampling_interval
 from miles_tui.core.follow import RunFollower
-from miles_tui.core.telemetry.phase_bands import lane_phases
+from miles_tui.core.telemetry.lane_phases import lane_phases
+from miles_tui.core.telemetry.phase_bands import phase_time
 from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
 from miles_tui.core.telemetry.time_bins import WINDOWS, bin_count, time_bins
 from miles_tui.core.telemetry.time_window import TimeWindow, frame
@@ -130,13 +132,16 @@ def bench_core(fleet: Fleet, repeat: int) -> None:
             spans = columns.phase_spans(shown.since, shown.until, follower.state().open_phases)
             compute_view(samples, spans, bins, now=now, frame=shown, interval=interval)
 
-        print(f"view computation, window {name:>5}          {_median(view, repeat)}")
+        print(f"view computation, window {name:<15} {_median(view, repeat)}")
 
     samples = columns.gpu_samples(now - 900, now)
     bins = time_bins(now - 900, now, bin_count(900, sampling_interval(samples), WIDTH))
     spans = columns.phase_spans(now - 900, now, follower.state().open_phases)
     lanes = sorted(set(samples.lanes))
-    print(f"  of which lane phases, 512 lanes, 15m     {_median(lambda: lane_phases(spans, lanes, bins, now), repeat)}")
+    time_ = phase_time(spans, bins, now)
+    print(f"  of which phase_time, 15m                {_median(lambda: phase_time(spans, bins, now), repeat)}")
+    lanes_cost = _median(lambda: lane_phases(spans, lanes, bins, now, time_), repeat)
+    print(f"  of which lane_phases, 512 lanes, 15m    {lanes_cost}")
 
 
 async def bench_screen(fleet: Fleet, repeat: int, now: float) -> None:

@@ -108,13 +108,16 @@ def percent_text(share: float) -> str:
     return "<1%" if 0 < share < 0.005 else f"{share * 100:.0f}%"
 
 
-def lane_phase_row(lane: Lane, kinds: np.ndarray, share: np.ndarray, looks: Sequence[tuple[str, Style]]) -> HeatRow:
-    """``  phases  [a mark per bin]  █50% ·40% ▒10%``: the lane's phase in each bin, each phase's share."""
+def lane_phase_row(
+    lane: Lane, kinds: np.ndarray, shares: Sequence[tuple[int, float]], looks: Sequence[tuple[str, Style]]
+) -> HeatRow:
+    """``  phases  [a mark per bin]  █50% ·40% ▒10%``: the lane's phase in each bin, each phase's share
+    (``shares``: (band id, share), largest first)."""
     suffix = Text()
-    for band in sorted(np.flatnonzero(share > 0).tolist(), key=lambda b: -float(share[b])):
+    for band, share in shares[:6]:  # what fits the column: the largest
         mark, style = looks[band]
         suffix.append(" " if suffix else "")
-        suffix.append(f"{mark}{percent_text(float(share[band]))}", style=style)
+        suffix.append(f"{mark}{percent_text(share)}", style=style)
     if not suffix:
         suffix = Text("no phases", style="dim")
     marks = tuple(mark for mark, _ in looks)
@@ -176,7 +179,7 @@ class LaneRows(Sequence[HeatRow]):
             return lane_row(lane, grid.util[i], float(grid.mean_util[i]), float(self._mem[i]), view.health[i])
         if line == 1:
             phases = view.lane_phases
-            return lane_phase_row(lane, phases.dominant[i], phases.share[i], self._looks)
+            return lane_phase_row(lane, phases.dominant[i], phases.shares(i), self._looks)
         return lane_memory_row(lane, grid.mem_mb[i], float(self._peak[i]), self._scale)
 
 

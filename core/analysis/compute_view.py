@@ -14,7 +14,7 @@ Contract:
   node) or the whole fleet is quiet. :func:`select_lanes` picks the lanes to list
   (all, one node's, the worst N). :func:`compute_view` does all of it, phases too: the
   bands across ranks, and each lane's own phase per bin
-  (:func:`~miles_tui.core.telemetry.phase_bands.lane_phases`). The window comes
+  (:func:`~miles_tui.core.telemetry.lane_phases.lane_phases`). The window comes
   resolved (:class:`~miles_tui.core.telemetry.time_window.Frame`: live or panned).
 - Pure: arrays in, frozen values out; everything that depends on the clock takes
   ``now``. Never reads files, never formats.
@@ -33,7 +33,8 @@ from typing import Final, Literal, TypeAlias
 import numpy as np
 
 from miles_tui.core.telemetry.gpu_samples import FloatArray, GpuSamples, IntArray, Lane, lane_key, natural_key
-from miles_tui.core.telemetry.phase_bands import LanePhases, PhaseBand, PhaseSpans, lane_phases, phase_bands
+from miles_tui.core.telemetry.lane_phases import LanePhases, lane_phases
+from miles_tui.core.telemetry.phase_bands import PhaseBand, PhaseSpans, phase_bands, phase_time
 from miles_tui.core.telemetry.time_bins import TimeBins
 from miles_tui.core.telemetry.time_window import Frame, TimeWindow
 
@@ -345,6 +346,7 @@ def compute_view(
     """Bin the lanes and phases of a window and summarize the fleet (no ``frame``: a live window over ``bins``)."""
     interval = interval if interval is not None else sampling_interval(samples)
     grid = bin_lanes(samples, bins)
+    time = phase_time(spans, bins, now)  # per rank, band and bin: the bands and the lanes both sum it
     if frame is None:
         frame = Frame(TimeWindow(bins.until - bins.since), bins.since, bins.until, False, bins.since,
                       samples.newest, bins.until, now)  # fmt: skip
@@ -355,6 +357,6 @@ def compute_view(
         health=lane_health(samples, grid.lanes, now, interval),
         interval=interval,
         fleet=fleet_summary(grid, samples.newest),
-        bands=phase_bands(spans, bins, now),
-        lane_phases=lane_phases(spans, grid.lanes, bins, now),
+        bands=phase_bands(spans, bins, now, time),
+        lane_phases=lane_phases(spans, grid.lanes, bins, now, time),
     )

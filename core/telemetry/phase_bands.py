@@ -6,9 +6,11 @@ before ``attempt_start`` (an attempt that died). :func:`phase_bands` gives, per
 (role, name) and bin, the fraction of the bin its ranks spent in that phase,
 averaged over the ranks, an open phase counting up to ``now``; the sums are
 taken relative to the window start so that short spans survive epoch-sized
-times. :func:`lane_phases` gives, per GPU lane (the ranks whose phases name
-that node and GPU), the phase that took most of each bin (none when it spent
-longer in no phase) and the share of the window each phase took. Pure; takes ``now``; never reads files, never formats.
+times. :func:`phase_time` holds the seconds per (rank, band) pair and bin, one
+row per pair present, computed once for the bands and the lanes
+(:mod:`miles_tui.core.telemetry.lane_phases`); work and memory follow the
+number of spans, never ranks × bands. Pure; takes ``now``; never reads files,
+never formats.
 """
 
 from __future__ import annotations
@@ -109,18 +111,35 @@ class PhaseBand:
     """Ranks in it right now (open phases)."""
 
 
-def _covered(t0: FloatArray, t1: FloatArray, edges: FloatArray) -> FloatArray:
-    """Total time the spans cover in each bin: differences of F(e) = sum clip(e - t0, 0, t1 - t0)."""
-
-    def ramp(starts: FloatArray) -> FloatArray:
-        ordered = np.sort(starts)
-        sums = np.concatenate([[0.0], np.cumsum(ordered)])
-        k = np.searchsorted(ordered, edges, side="left")
-        area: FloatArray = edges * k - sums[k]
-        return area
-
-    integral = ramp(t0) - ramp(t1)
-    return np.maximum(np.diff(integral), 0.0)
+def binned_cover(key: IntArray, lo: FloatArray, hi: FloatArray, keys: int, bins: TimeBins) -> FloatArray:
+    """(keys, bins): the seconds of the spans ``[lo, hi)`` (seconds since the window start) in each bin,
+    summed per ``key``: the partial first and last bins of a span directly, the whole bins between them
+    through a running sum, so a span costs the same however many bins it crosses."""
+    count, width = bins.count, bins.width
+    size = keys * count
+    # In place where it can be: at 100k+ spans every temporary is megabytes the allocator maps afresh.
+    b0 = (lo / width).astype(np.int64)
+    np.minimum(b0, count - 1, out=b0)
+    b1 = (hi / width).astype(np.int64)
+    np.minimum(b1, count - 1, out=b1)
+    first = key * count
+    first += b0
+    same = b0 == b1
+    head = (b0 + 1) * width
+    np.copyto(head, hi, where=same)
+    head -= lo
+    total = np.bincount(first, weights=head, minlength=size).astype(np.float64, copy=False)  # none: int zeros
+    crossing = np.flatnonzero(~same)
+    if len(crossing):  # spans ending in a later bin: their last bin, and the whole bins between
+        start, span_bins = first[crossing], (b1 - b0)[crossing]
+        total += np.bincount(start + span_bins, weights=hi[crossing] - b1[crossing] * width, minlength=size)
+        full = np.flatnonzero(span_bins > 1)
+        if len(full):
+            steps = np.bincount(start[full] + 1, minlength=size + 1)
+            steps -= np.bincount(start[full] + span_bins[full], minlength=size + 1)
+            total += np.cumsum(steps)[:size].astype(np.float64) * width
+    np.maximum(total, 0.0, out=total)
+    return total.reshape(keys, count)
 
 
 def _relative(spans: PhaseSpans, bins: TimeBins, now: float) -> tuple[FloatArray, FloatArray, BoolArray]:
@@ -133,20 +152,70 @@ def _relative(spans: PhaseSpans, bins: TimeBins, now: float) -> tuple[FloatArray
     return lo, hi, hi > lo
 
 
-def phase_bands(spans: PhaseSpans, bins: TimeBins, now: float) -> tuple[PhaseBand, ...]:
-    """The share of each bin spent in each (role, name); bands with no time in the window are left out."""
+@dataclass(frozen=True, eq=False)
+class PhaseTime:
+    """The seconds each (rank, band) pair with time in the window spent in each bin: one row per pair present,
+    so its size follows the records, never ranks × bands."""
+
+    actor: IntArray
+    """(pairs,): actor id, ascending."""
+    band: IntArray
+    """(pairs,): band id, ascending within an actor."""
+    seconds: FloatArray
+    """(pairs, bins): seconds in the band in each bin."""
+    open: BoolArray
+    """(pairs,): whether the rank is in the band right now (an open phase)."""
+
+
+def _pair_ids(keys: IntArray, space: int) -> tuple[IntArray, IntArray]:
+    """(distinct keys ascending, index of each key among them), keys in ``[0, space)``: a presence table
+    when the key space is small against the keys (the usual: ranks × a few phases), a sort otherwise."""
+    if space <= 4 * len(keys) + 65536:
+        present = np.zeros(space, dtype=bool)
+        present[keys] = True
+        return np.flatnonzero(present), (np.cumsum(present) - 1)[keys]
+    distinct, index = np.unique(keys, return_inverse=True)
+    return distinct, index.astype(np.int64)
+
+
+def phase_time(spans: PhaseSpans, bins: TimeBins, now: float) -> PhaseTime:
+    """Per (actor, band) pair, the seconds spent in each bin, an open phase counting up to ``now``: what
+    :func:`phase_bands` and :func:`~miles_tui.core.telemetry.lane_phases.lane_phases` both sum."""
     lo, hi, inside = _relative(spans, bins, now)
-    edges = bins.edges() - bins.since
+    per = max(len(spans.bands), 1)
+    pairs, which = _pair_ids(spans.actor[inside] * per + spans.band[inside], len(spans.actors) * per)
+    seconds = binned_cover(which, lo[inside], hi[inside], len(pairs), bins)
+    still = np.bincount(which, weights=np.isnan(spans.t1[inside]), minlength=len(pairs)) > 0
+    return PhaseTime(pairs // per, pairs % per, seconds, still)
+
+
+def groups(keys: IntArray) -> tuple[IntArray, IntArray]:
+    """(distinct keys, start of each) of ``keys`` sorted ascending: the runs :func:`numpy.add.reduceat` sums."""
+    if not len(keys):
+        return keys, keys
+    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    return keys[starts], starts
+
+
+def phase_bands(spans: PhaseSpans, bins: TimeBins, now: float, time: PhaseTime | None = None) -> tuple[PhaseBand, ...]:
+    """The share of each bin spent in each (role, name); bands with no time in the window are left out
+    (``time``: :func:`phase_time` of the same arguments, when the caller has it)."""
+    time = phase_time(spans, bins, now) if time is None else time
+    order = np.argsort(time.band, kind="stable")  # pairs by band, actors ascending within one
+    bands, starts = groups(time.band[order])
+    if not len(bands):
+        return ()
+    cover = np.add.reduceat(time.seconds[order], starts, axis=0)
+    ends = [*starts[1:].tolist(), len(order)]
+    open_per_band = np.bincount(time.band[time.open], minlength=len(spans.bands))
+    first_of_role: dict[str | None, int] = {}
+    for band_id, (role, _) in enumerate(spans.bands):
+        first_of_role.setdefault(role, band_id)
     out = []
-    order = sorted(range(len(spans.bands)), key=lambda b: _band_order(spans.bands, b))
-    for band_id in order:
-        mine = inside & (spans.band == band_id)
-        if not mine.any():
-            continue
-        actor_ids = np.unique(spans.actor[mine])
-        actors = [spans.actors[i] for i in actor_ids.tolist()]
-        share = _covered(lo[mine], hi[mine], edges) / (bins.width * len(actors))
-        now_open = mine & np.isnan(spans.t1)
+    for j in sorted(range(len(bands)), key=lambda j: (first_of_role[spans.bands[bands[j]][0]], int(bands[j]))):
+        band_id, begin, end = int(bands[j]), int(starts[j]), ends[j]
+        actors = [spans.actors[i] for i in time.actor[order[begin:end]].tolist()]
+        share = cover[j] / (bins.width * len(actors))
         role, name = spans.bands[band_id]
         out.append(
             PhaseBand(
@@ -155,7 +224,7 @@ def phase_bands(spans: PhaseSpans, bins: TimeBins, now: float) -> tuple[PhaseBan
                 share=np.where(share < SHARE_EPSILON, 0.0, np.minimum(share, 1.0)),
                 ranks=_sorted({a[1] for a in actors}),
                 nodes=tuple(sorted({str(a[0]) for a in actors if a[0] is not None}, key=natural_key)),
-                open=len(np.unique(spans.actor[now_open])),
+                open=int(open_per_band[band_id]),
             )
         )
     return tuple(out)
@@ -170,111 +239,7 @@ def _sorted(values: Iterable[Any]) -> tuple[Any, ...]:
         return tuple(sorted(values, key=natural_key))
 
 
-def _band_order(bands: Sequence[BandKey], band_id: int) -> tuple[int, int]:
-    """Bands of one role together (roles in order of first sight), phases in order of first sight."""
-    role = bands[band_id][0]
-    first_of_role = next(i for i, (r, _) in enumerate(bands) if r == role)
-    return first_of_role, band_id
-
-
 def lanes_of_rank(spans: PhaseSpans, rank: Any) -> tuple[Lane, ...]:
     """The (node, gpu) lanes a rank ran on, from its phases."""
     found = {(node, gpu) for node, r, gpus in spans.actors if r == rank and node is not None for gpu in gpus}
     return tuple(sorted(found, key=lane_key))
-
-
-# -- per lane ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class LanePhases:
-    """The phases of each GPU lane over the window."""
-
-    bands: tuple[BandKey, ...]
-    """Band id -> (role, name), the ids of the spans the lanes were computed from."""
-    dominant: IntArray
-    """(lanes, bins): id of the band that took most of the bin on the lane; -1: none did, or the lane spent
-    longer in no phase at all (a bin with a sliver of training is not a training bin)."""
-    share: FloatArray
-    """(lanes, bands): fraction of the window each band took on the lane, averaged over the lane's ranks."""
-
-
-def _lane_pairs(actors: Sequence[Actor], lanes: Sequence[Lane]) -> tuple[IntArray, IntArray]:
-    """(actor id, lane row) for every lane each actor ran on, by actor id."""
-    row_of: dict[tuple[Any, Any], int] = {lane: row for row, lane in enumerate(lanes)}
-    pairs: list[tuple[int, int]] = []
-    for actor, (node, _, gpus) in enumerate(actors):
-        for gpu in gpus:
-            try:
-                row = row_of.get((node, gpu))
-            except TypeError:  # a JSON list or object where a GPU index belongs: no lane has it
-                row = None
-            if row is not None:
-                pairs.append((actor, row))
-    table = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-    return table[:, 0], table[:, 1]
-
-
-def binned_cover(key: IntArray, lo: FloatArray, hi: FloatArray, keys: int, bins: TimeBins) -> FloatArray:
-    """(keys, bins): the seconds of the spans ``[lo, hi)`` (seconds since the window start) in each bin,
-    summed per ``key``: the partial first and last bins of a span directly, the whole bins between them
-    through a running sum, so a span costs the same however many bins it crosses."""
-    count, width = bins.count, bins.width
-    size = keys * count
-    b0 = np.minimum((lo / width).astype(np.int64), count - 1)
-    b1 = np.minimum((hi / width).astype(np.int64), count - 1)
-    base = key * count
-    same = b0 == b1
-    head = np.where(same, hi - lo, (b0 + 1) * width - lo)
-    tail = np.where(same, 0.0, hi - b1 * width)
-    cover = np.bincount(base + b0, head, size) + np.bincount(base + b1, tail, size)
-    full = b1 - b0 > 1
-    steps = np.bincount(base[full] + b0[full] + 1, minlength=size + 1)
-    steps -= np.bincount(base[full] + b1[full], minlength=size + 1)
-    whole: FloatArray = np.cumsum(steps)[:size].astype(np.float64) * width
-    total: FloatArray = np.maximum(cover + whole, 0.0)
-    return total.reshape(keys, count)
-
-
-def lane_phases(spans: PhaseSpans, lanes: Sequence[Lane], bins: TimeBins, now: float) -> LanePhases:
-    """Per lane of ``lanes``: the band that took most of each bin, and each band's share of the window.
-
-    A lane's phases are those of the ranks whose records name its node and GPU (a rank on several GPUs
-    counts on each). Several ranks on one lane: the bin goes to the band with the most rank-seconds. A bin
-    is left blank when the lane's ranks spent more of it in no phase than in its top band.
-    """
-    lanes_n, bands_n = len(lanes), len(spans.bands)
-    dominant = np.full((lanes_n, bins.count), -1, dtype=np.int64)
-    share = np.zeros((lanes_n, bands_n))
-    pair_actor, pair_row = _lane_pairs(spans.actors, lanes)
-    if not len(pair_actor):
-        return LanePhases(spans.bands, dominant, share)
-    lo, hi, inside = _relative(spans, bins, now)
-    per_actor = np.bincount(pair_actor, minlength=len(spans.actors))
-    picked = np.flatnonzero(inside & (per_actor[spans.actor] > 0))
-    actor = spans.actor[picked]
-    if per_actor.max() == 1:  # the common case, a rank per GPU: each span lands on one lane
-        span = picked
-        row = np.zeros(len(spans.actors), dtype=np.int64)
-        row[pair_actor] = pair_row
-        row = row[actor]
-    else:  # a rank on several GPUs: one entry per (span, lane of its rank)
-        repeats = per_actor[actor]
-        span = np.repeat(picked, repeats)
-        within = np.arange(len(span)) - np.repeat(np.cumsum(repeats) - repeats, repeats)
-        first_pair = np.cumsum(per_actor) - per_actor  # pairs are listed by actor id
-        actor = spans.actor[span]
-        row = pair_row[first_pair[actor] + within]
-    cover = binned_cover(row * bands_n + spans.band[span], lo[span], hi[span], lanes_n * bands_n, bins)
-    cover = cover.reshape(lanes_n, bands_n, bins.count)
-    active = np.zeros(len(spans.actors), dtype=bool)
-    active[actor] = True  # ranks with time in the window
-    ranks = np.bincount(pair_row[active[pair_actor]], minlength=lanes_n)
-    top = cover.max(axis=1)
-    idle = bins.width * np.maximum(ranks, 1)[:, None] - cover.sum(axis=1)  # rank-seconds in no phase
-    shown = (top > SHARE_EPSILON * bins.width) & (top >= idle)
-    dominant = np.where(shown, cover.argmax(axis=1), -1).astype(np.int64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = cover.sum(axis=2) / (bins.until - bins.since) / np.maximum(ranks, 1)[:, None]
-    share = np.where(share < SHARE_EPSILON, 0.0, np.minimum(share, 1.0))
-    return LanePhases(spans.bands, dominant, share)
