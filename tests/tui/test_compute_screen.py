@@ -191,6 +191,9 @@ async def test_zoom_and_pan_keys_move_the_window_and_the_title_says_where(tmp_pa
         assert "PANNED" in await press("left"), "no earlier than the run"
         assert "last 1h · live · 12:50:10–13:50:10 UTC" in await press("0")
         assert "last 15m · live" in await press("1")
+        assert "last 7m30s · live" in await press("equals_sign"), "= is + without shift"
+        assert "PANNED" in await press("left")
+        assert "last 7m30s · live" in await press("shift+right")
 
 
 async def test_a_live_window_follows_new_data_and_a_panned_one_stays(tmp_path: Path) -> None:

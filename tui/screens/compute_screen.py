@@ -82,9 +82,8 @@ class ComputeScreen(MonitorScreen):
         Binding("escape,backspace", "back", "Back"),
         Binding("plus,equals_sign", "zoom(-1)", "Zoom in", key_display="+"),
         Binding("minus", "zoom(1)", "Zoom out", key_display="-"),
-        # priority: the lane list (a scroll view, focused) would take ←/→ for a sideways scroll it never has
-        Binding("left", "pan(-1)", "Earlier", key_display="←", priority=True),
-        Binding("right", "pan(1)", "Later", key_display="→", priority=True),
+        Binding("left", "pan(-1)", "Earlier", key_display="←"),
+        Binding("right", "pan(1)", "Later", key_display="→"),
         Binding("0,shift+right", "live", "Live", key_display="0"),
         Binding("shift+left", "start", "Run start", show=False),
         Binding("1", "preset(0)", "Last 15 min", show=False),

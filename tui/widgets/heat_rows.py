@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span, Text
+from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -57,12 +59,20 @@ class HeatRow:
     """The character of each category."""
 
 
-class HeatRows(ScrollView):
+class HeatRows(ScrollView, inherit_bindings=False):
     """Label / heat strip / suffix lines; see the module docstring."""
 
     DEFAULT_CSS = """
     HeatRows { height: auto; scrollbar-size-vertical: 1; scrollbar-gutter: stable; overflow-x: hidden; }
     """
+    BINDINGS: ClassVar[list[BindingType]] = [  # vertical only: the strips fit the width, ←/→ are the screen's
+        Binding("up", "scroll_up", "Scroll up", show=False),
+        Binding("down", "scroll_down", "Scroll down", show=False),
+        Binding("home", "scroll_home", "Scroll to the top", show=False),
+        Binding("end", "scroll_end", "Scroll to the bottom", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+    ]
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
