@@ -9,7 +9,10 @@ core (headless, what the screen's worker thread runs):
 - TelemetryColumns: first conversion of everything loaded, a refresh after one
   new tick (512 samples) was appended and polled, and a call with nothing new;
 - a whole view computation (columns -> bins, ages, fleet percentiles, phase
-  shares) per window at 118 bins wide, with the columns already converted;
+  shares, each lane's own phase per bin) per preset live window at 118 bins
+  wide, with the columns already converted, and for a 15-minute window panned an
+  hour back; and, for the 15-minute window, the seconds per rank and phase
+  (phase_time) and the per-lane phases made of them (lane_phases);
 
 screen (a headless app at 160x48):
 - UI-thread redraw: ComputeScreen._draw (rows for every lane) plus drawing every
@@ -40,8 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from miles_tui.core.analysis.compute_view import compute_view, sampling_interval
 from miles_tui.core.follow import RunFollower
+from miles_tui.core.telemetry.lane_phases import lane_phases
+from miles_tui.core.telemetry.phase_bands import phase_time
 from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
-from miles_tui.core.telemetry.time_bins import WINDOWS, bin_count, time_bins, window_bounds
+from miles_tui.core.telemetry.time_bins import WINDOWS, bin_count, time_bins
+from miles_tui.core.telemetry.time_window import TimeWindow, frame
 from tests.core.fleet_writer import Fleet, write_fleet
 
 TARGET_UI_MS = 16.0
@@ -112,19 +118,30 @@ def bench_core(fleet: Fleet, repeat: int) -> None:
     idle = _median(lambda: columns.gpu_samples(now - 900, now), repeat)
     print(f"columns: refresh with nothing new         {idle}")
 
-    for span in WINDOWS:
+    windows = [(TimeWindow(span), "all" if span is None else f"{span / 3600:g}h") for span in WINDOWS]
+    windows.append((TimeWindow(900.0, now - 3600.0), "0.25h, 1 h back"))
+    for window, name in windows:
 
-        def view(span: float | None = span) -> None:
-            first, newest = columns.time_range(everything=span is None) or (None, None)
-            since, until, anchored = window_bounds(span, now, first, newest)
-            samples = columns.gpu_samples(since, until)
+        def view(window: TimeWindow = window) -> None:
+            extent = columns.time_range(everything=True) if window.span is None else columns.extent()
+            first, newest = extent or (None, None)
+            shown = frame(window, now, first, newest)
+            samples = columns.gpu_samples(shown.since, shown.until)
             interval = sampling_interval(samples)
-            bins = time_bins(since, until, bin_count(until - since, interval, WIDTH))
-            spans = columns.phase_spans(since, until, follower.state().open_phases)
-            compute_view(samples, spans, bins, now=now, span=span, anchored_to_data=anchored, interval=interval)
+            bins = time_bins(shown.since, shown.until, bin_count(shown.length, interval, WIDTH))
+            spans = columns.phase_spans(shown.since, shown.until, follower.state().open_phases)
+            compute_view(samples, spans, bins, now=now, frame=shown, interval=interval)
 
-        name = "all" if span is None else f"{span / 3600:g}h"
-        print(f"view computation, window {name:>5}          {_median(view, repeat)}")
+        print(f"view computation, window {name:<15} {_median(view, repeat)}")
+
+    samples = columns.gpu_samples(now - 900, now)
+    bins = time_bins(now - 900, now, bin_count(900, sampling_interval(samples), WIDTH))
+    spans = columns.phase_spans(now - 900, now, follower.state().open_phases)
+    lanes = sorted(set(samples.lanes))
+    time_ = phase_time(spans, bins, now)
+    print(f"  of which phase_time, 15m                {_median(lambda: phase_time(spans, bins, now), repeat)}")
+    lanes_cost = _median(lambda: lane_phases(spans, lanes, bins, now, time_), repeat)
+    print(f"  of which lane_phases, 512 lanes, 15m    {lanes_cost}")
 
 
 async def bench_screen(fleet: Fleet, repeat: int, now: float) -> None:

@@ -104,7 +104,18 @@ def build_engines(root: Path) -> Path:
     return root
 
 
-SYNTHETIC = {"engines_dp": build_engines}
+def build_fleet(root: Path) -> Path:
+    """96 GPUs (12 nodes × 8) over two hours up to ten seconds ago, sampled every 10 s, each a training rank
+    that waits, trains and updates weights every 50 s; one node runs slow and one died 20 minutes ago."""
+    from tests.core.fleet_writer import write_fleet
+
+    end = EPOCH - 10
+    write_fleet(root, nodes=12, start=end - 7200, seconds=7200, dead_node=3, dead_at=end - 1200, slow_node=5)
+    _stamp(root, end)
+    return root
+
+
+SYNTHETIC = {"engines_dp": build_engines, "fleet": build_fleet}
 """Sources built here (beside ``demo`` and the golden cases)."""
 
 
@@ -245,7 +256,18 @@ SCENES = (
     ),
     Scene("help", "demo", ("question_mark",), shows=("miles-tui keys", "action", "Advisories", "Outliers", "overview")),
     Scene("metrics", "live_streams", ("m", "~"), shows=("series · y: linear", "train/grad_norm", "x: train/step")),
-    Scene("compute", "live_streams", ("u", "~"), shows=("Compute · last 15m", "GPUs on 1 node", "rollout")),
+    Scene(
+        "compute",
+        "live_streams",
+        ("u", "~"),
+        shows=("last 15m · live", "· train_wait", "10.0.0.7:0", "phases", "memory"),
+    ),
+    Scene(
+        "compute_panned",
+        "fleet",
+        ("u", "~", "minus", "~", "left", "~"),
+        shows=("30m · PANNED, ends 15m00s ago", "DEAD: 10.1.0.4", "median", "10.1.0.4:0", "phases", "memory"),
+    ),
     Scene("engines", "live_engines", ("E", "~"), shows=("Engines · last 15m", "aborted"), wide=("2 engines",)),
     Scene("engines_dp", "engines_dp", ("E", "~"), shows=("Engines · last 15m", "↺1"), wide=("4 DP ranks", "dp0")),
     Scene("outliers", "demo", ("O", "~"), shows=("outliers · step 5", "lp diff", "imp ratio", "entropy", "top ")),

@@ -2,14 +2,18 @@
 
 Every function takes core values and returns :class:`HeatRow` values (or
 Text); nothing here is computed beyond turning numbers into cells, and every
-state that colour shows is also spelled out in text (DEAD, stale, open), so
-the screen reads under NO_COLOR.
+state that colour shows is also spelled out in text (DEAD, stale, open, live,
+panned), so the screen reads under NO_COLOR. Each lane is three lines: its
+utilisation, its own phase per bin (each phase its own character:
+:data:`PHASE_MARKS`, ``·`` for ``train_wait``; the phase rows above carry the
+same characters as a legend) and its memory.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Sequence
 from typing import Final, overload
 
@@ -20,7 +24,8 @@ from rich.text import Text
 from miles_tui.core.analysis.compute_view import ComputeView, FleetSummary, LaneHealth, Liveness
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry.gpu_samples import Lane
-from miles_tui.core.telemetry.phase_bands import PhaseBand
+from miles_tui.core.telemetry.phase_bands import BandKey, PhaseBand
+from miles_tui.core.telemetry.time_window import Frame
 from miles_tui.tui.formatting import MISSING, age
 from miles_tui.tui.renderers.heat_strip import short_span, time_axis
 from miles_tui.tui.widgets.heat_rows import HeatRow
@@ -41,6 +46,17 @@ PHASE_COLORS: Final = {
 """Familiar phases keep their colour across runs; others take the next of :data:`MORE_COLORS`."""
 
 MORE_COLORS: Final = ("#4aa3df", "#e06c75", "#56b6c2", "#d19a66", "#98c379", "#c8ae5d")
+
+PHASE_MARKS: Final = {"actor_train": "█", "rollout": "▓", "update_weights": "▒", "eval": "▚", "train_wait": "·"}
+"""The character a phase draws in a lane's phase line: a GPU waiting (``train_wait``) is dotted, not a bar."""
+
+MORE_MARKS: Final = ("▞", "▀", "▄", "▌", "▐", "▖")
+
+MEMORY_STYLES: Final = (Style(color="#5f87af"),)
+"""Memory strips in one colour (their height is the level), so they never read as a utilisation heat strip."""
+
+LANE_LINES: Final = 3
+"""Lines per lane: utilisation, phases, memory."""
 
 ALARM: Final = "bold reverse red"
 """Dead lanes and nodes: reverse video, so it stays loud when NO_COLOR turns red into grey."""
@@ -93,18 +109,68 @@ def lane_row(
     return HeatRow(lane, label, util, suffix)
 
 
+def phase_mark(name: str, index: int) -> str:
+    """The character of a phase (``index``: its place among the window's bands, for unfamiliar names)."""
+    return PHASE_MARKS.get(name, MORE_MARKS[index % len(MORE_MARKS)])
+
+
+def legend(bands: Sequence[PhaseBand]) -> dict[BandKey, tuple[str, Style]]:
+    """(role, name) -> the mark and style its phase draws with, for the window's bands."""
+    return {(b.role, b.name): (phase_mark(b.name, i), phase_styles(b.name, i)[0]) for i, b in enumerate(bands)}
+
+
+def percent_text(share: float) -> str:
+    """A share of the window as a whole percent, ``<1%`` for a sliver (never a 0% that was there)."""
+    return "<1%" if 0 < share < 0.005 else f"{share * 100:.0f}%"
+
+
+def lane_phase_row(
+    lane: Lane, kinds: np.ndarray, shares: Sequence[tuple[int, float]], looks: Sequence[tuple[str, Style]]
+) -> HeatRow:
+    """``  phases  [a mark per bin]  █50% ·40% ▒10%``: the lane's phase in each bin, each phase's share
+    (``shares``: (band id, share), largest first)."""
+    suffix = Text()
+    for band, share in shares[:6]:  # what fits the column: the largest
+        mark, style = looks[band]
+        suffix.append(" " if suffix else "")
+        suffix.append(f"{mark}{percent_text(share)}", style=style)
+    if not suffix:
+        suffix = Text("no phases", style="dim")
+    marks = tuple(mark for mark, _ in looks)
+    styles = tuple(style for _, style in looks)
+    return HeatRow(("phases", lane), Text("  phases", style="dim"), None, suffix, styles=styles, kinds=kinds,
+                   marks=marks)  # fmt: skip
+
+
+def lane_memory_row(lane: Lane, mem_mb: np.ndarray, peak: float, scale: float) -> HeatRow:
+    """``  memory  [strip]  peak 58.6G █=58.8G``: a full cell is the largest lane's peak in the window."""
+    suffix = Text(f"peak {memory(peak)}")
+    if math.isfinite(scale) and scale > 0:
+        suffix.append(f" █={memory(scale)}", style="dim")
+    ok = math.isfinite(scale) and scale > 0
+    label = Text("  memory", style="dim")
+    return HeatRow(("memory", lane), label, mem_mb, suffix, scale if ok else 1.0, MEMORY_STYLES)
+
+
 class LaneRows(Sequence[HeatRow]):
-    """The picked lanes of a view as rows, each built when first drawn: 512 lanes cost what the visible ones do."""
+    """The picked lanes of a view as rows (:data:`LANE_LINES` a lane), each built when first drawn: 512 lanes
+    cost what the visible ones do."""
 
     def __init__(self, view: ComputeView, picked: Sequence[int]) -> None:
         self.view = view
         self.picked = tuple(picked)
-        self._mem = view.grid.latest(view.grid.mem_mb)
+        grid = view.grid
+        self._mem = grid.latest(grid.mem_mb)
+        self._peak = grid.peak(grid.mem_mb)
+        finite = self._peak[np.isfinite(self._peak)]
+        self._scale = float(finite.max()) if len(finite) else math.nan
+        known = legend(view.bands)
+        self._looks = tuple(known.get(key, ("?", Style())) for key in view.lane_phases.bands)
         self._ages = age_width(view)
         self._made: dict[int, HeatRow] = {}
 
     def __len__(self) -> int:
-        return len(self.picked)
+        return LANE_LINES * len(self.picked)
 
     @overload
     def __getitem__(self, index: int) -> HeatRow: ...
@@ -115,20 +181,25 @@ class LaneRows(Sequence[HeatRow]):
     def __getitem__(self, index: int | slice) -> HeatRow | Sequence[HeatRow]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
         row = self._made.get(index)
         if row is None:
-            i = self.picked[index]
-            grid = self.view.grid
-            row = lane_row(
-                grid.lanes[i],
-                grid.util[i],
-                float(grid.mean_util[i]),
-                float(self._mem[i]),
-                self.view.health[i],
-                self._ages,
-            )
-            self._made[index] = row
+            row = self._made[index] = self._make(*divmod(index, LANE_LINES))
         return row
+
+    def _make(self, position: int, line: int) -> HeatRow:
+        i = self.picked[position]
+        grid, view = self.view.grid, self.view
+        lane = grid.lanes[i]
+        if line == 0:
+            return lane_row(
+                lane, grid.util[i], float(grid.mean_util[i]), float(self._mem[i]), view.health[i], self._ages
+            )
+        if line == 1:
+            phases = view.lane_phases
+            return lane_phase_row(lane, phases.dominant[i], phases.shares(i), self._looks)
+        return lane_memory_row(lane, grid.mem_mb[i], float(self._peak[i]), self._scale)
 
 
 def phase_styles(name: str, index: int) -> tuple[Style, ...]:
@@ -138,13 +209,14 @@ def phase_styles(name: str, index: int) -> tuple[Style, ...]:
 
 
 def phase_row(band: PhaseBand, index: int) -> HeatRow:
-    """``name  [share of each bin]  role ×ranks (open)``."""
+    """``█ name  [share of each bin]  role ×ranks (open)``: the mark is what the lanes' phase lines draw."""
     suffix = Text(f"{inert(band.role or '?')} ×{len(band.ranks)}", style="dim")
     if band.open:
         suffix.append(f"  {band.open} open", style="cyan")
     share = np.where(band.share > 0, band.share, np.nan)  # not in the phase at all: blank, not a low bar
-    label = Text(inert(band.name))
-    return HeatRow(("phase", band.role, band.name), label, share, suffix, 1.0, phase_styles(band.name, index))
+    styles = phase_styles(band.name, index)
+    label = Text.assemble((phase_mark(band.name, index), styles[0]), " ", inert(band.name))
+    return HeatRow(("phase", band.role, band.name), label, share, suffix, 1.0, styles)
 
 
 def fleet_rows(fleet: FleetSummary) -> list[HeatRow]:
@@ -174,29 +246,70 @@ def fleet_rows(fleet: FleetSummary) -> list[HeatRow]:
 
 
 def axis_row(view: ComputeView, width: int) -> HeatRow:
-    """The time axis under the strips, with the suffix columns' headings."""
+    """The time axis under the strips (counted back from now, or from the end of a stopped run's data), with
+    the suffix columns' headings."""
+    frame = view.frame
     bins = view.grid.bins
-    end = "end" if view.anchored_to_data else "now"
+    if frame.live:
+        end, ref = ("end" if frame.anchored_to_data else "now"), None
+    else:
+        end, ref = f"-{span_text(view.now - bins.until)}", view.now
     ticks = Text()
-    for part in re.split(r"( +)", time_axis(bins.since, bins.until, width, end)):
+    for part in re.split(r"( +)", time_axis(bins.since, bins.until, width, end, ref)):
         ticks.append(part, style="" if part.startswith(" ") else "bold")  # a style per label: each is placed alone
     headings = Text(f"{'util':>4} {'mem':>6} {'age':>{age_width(view)}}", style="bold")
     return HeatRow("axis", Text(""), None, headings, text=ticks)
 
 
-def window_name(span: float | None) -> str:
-    """``last 15m`` / ``whole run``."""
-    return "whole run" if span is None else f"last {short_span(span)}"
+def span_text(seconds: float) -> str:
+    """A window's length, exact to the second below an hour: ``15m``, ``7m30s``, ``1h52m``, ``2d``."""
+    seconds = round(abs(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, rest = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{rest:02d}s" if rest else f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h" if hours else f"{days}d"
+
+
+def window_name(span: float | None, live: bool = True) -> str:
+    """``last 15m`` / ``15m`` (panned) / ``whole run``."""
+    if span is None:
+        return "whole run"
+    return f"last {span_text(span)}" if live else span_text(span)
+
+
+def clock_range(since: float, until: float) -> str:
+    """``10:21:40–10:36:40 UTC`` (with the dates when the window crosses a day)."""
+    day = time.gmtime(since)[:3] != time.gmtime(until)[:3] or until - since >= 86400
+    pattern = "%m-%d %H:%M" if day else "%H:%M:%S"
+    return f"{time.strftime(pattern, time.gmtime(since))}–{time.strftime(pattern, time.gmtime(until))} UTC"
+
+
+def window_text(frame: Frame, now: float) -> Text:
+    """The window: its length, live or panned (spelled out: it must read without colour), and its times."""
+    text = Text(f" · {window_name(frame.window.span, frame.live)} · ")
+    if not frame.live:
+        text.append(f"PANNED, ends {age(now - frame.until)} ago (0: live)", style="bold yellow")
+    elif frame.anchored_to_data:
+        text.append("live", style="green")
+        text.append(f" (ends at the last sample, {age(now - frame.until)} ago)", style="yellow")
+    else:
+        text.append("live", style="green")
+    text.append(f" · {clock_range(frame.since, frame.until)}")
+    return text
 
 
 def title(view: ComputeView, picked: str) -> Text:
-    """Window, dead nodes (first: they must survive a narrow terminal), fleet size, sampling, the lane list."""
+    """Window, dead nodes (early: they must survive a narrow terminal), fleet size, sampling, the lane list."""
     grid = view.grid
     text = Text()
     text.append("Compute", style="bold")
-    text.append(f" · {window_name(view.span)}")
-    if view.anchored_to_data:
-        text.append(f" (ends at the last sample, {age(view.now - view.grid.bins.until)} ago)", style="yellow")
+    text.append_text(window_text(view.frame, view.now))
     dead = view.dead_nodes()
     if dead:
         worst = ", ".join(f"{inert(str(node))} ({n} GPU{'s' if n != 1 else ''})" for node, n in list(dead.items())[:3])

@@ -12,7 +12,10 @@ Contract:
   per bin and how many lanes went silent. :func:`lane_health` says how long ago
   each lane was last sampled and whether it lags the rest of the fleet (a dead
   node) or the whole fleet is quiet. :func:`select_lanes` picks the lanes to list
-  (all, one node's, the worst N). :func:`compute_view` does all of it, phases too.
+  (all, one node's, the worst N). :func:`compute_view` does all of it, phases too: the
+  bands across ranks, and each lane's own phase per bin
+  (:func:`~miles_tui.core.telemetry.lane_phases.lane_phases`). The window comes
+  resolved (:class:`~miles_tui.core.telemetry.time_window.Frame`: live or panned).
 - Pure: arrays in, frozen values out; everything that depends on the clock takes
   ``now``. Never reads files, never formats.
 """
@@ -30,8 +33,10 @@ from typing import Final, Literal, TypeAlias
 import numpy as np
 
 from miles_tui.core.telemetry.gpu_samples import FloatArray, GpuSamples, IntArray, Lane, lane_key, natural_key
-from miles_tui.core.telemetry.phase_bands import PhaseBand, PhaseSpans, phase_bands
+from miles_tui.core.telemetry.lane_phases import LanePhases, lane_phases
+from miles_tui.core.telemetry.phase_bands import PhaseBand, PhaseSpans, phase_bands, phase_time
 from miles_tui.core.telemetry.time_bins import TimeBins
+from miles_tui.core.telemetry.time_window import Frame, TimeWindow
 
 FLEET_LANES: Final = 64
 """Above this many lanes the fleet summary replaces the full lane list."""
@@ -69,6 +74,12 @@ class LaneGrid:
         last = values.shape[1] - 1 - np.argmax(present[:, ::-1], axis=1)
         picked = values[np.arange(values.shape[0]), last] if values.shape[1] else np.full(values.shape[0], np.nan)
         return np.where(present.any(axis=1), picked, np.nan)
+
+    def peak(self, values: FloatArray) -> FloatArray:
+        """Per lane: the largest value of its bins (NaN: none)."""
+        present = ~np.isnan(values)
+        top = np.where(present, values, -np.inf).max(axis=1, initial=-np.inf)
+        return np.where(present.any(axis=1), top, np.nan)
 
 
 def _means(flat: IntArray, values: FloatArray, size: int, counts: IntArray) -> FloatArray:
@@ -115,9 +126,9 @@ def bin_lanes(samples: GpuSamples, bins: TimeBins) -> LaneGrid:
 
 def sampling_interval(samples: GpuSamples, recent: float = 600.0) -> float | None:
     """Median gap between consecutive samples of a lane, over the last ``recent`` seconds of data."""
-    newest = samples.newest
-    if newest is None or not len(samples.ts):
+    if not len(samples.ts):
         return None
+    newest = float(samples.ts.max())  # these samples' newest: a window in the past has no recent ones
     keep = samples.ts >= newest - recent
     lane, ts = samples.lane[keep], samples.ts[keep]
     order = np.lexsort((ts, lane))
@@ -285,10 +296,8 @@ class ComputeView:
 
     now: float
     """The ``now`` it was computed at."""
-    span: float | None
-    """Window length asked for (None: the whole run)."""
-    anchored_to_data: bool
-    """Whether the window ends at the newest sample (the data stopped) rather than at ``now``."""
+    frame: Frame
+    """The window: asked for (live or panned, its length) and resolved (its times, the run's range)."""
     grid: LaneGrid
     """Lanes × bins."""
     health: tuple[LaneHealth, ...]
@@ -299,6 +308,18 @@ class ComputeView:
     """Across lanes, per bin."""
     bands: tuple[PhaseBand, ...]
     """Phases per bin."""
+    lane_phases: LanePhases
+    """Per lane of ``grid.lanes``: its own phase per bin, and the share of the window each phase took."""
+
+    @property
+    def span(self) -> float | None:
+        """Window length asked for (None: the whole run)."""
+        return self.frame.window.span
+
+    @property
+    def anchored_to_data(self) -> bool:
+        """Whether the live window ends at the newest sample (the data stopped) rather than at ``now``."""
+        return self.frame.anchored_to_data
 
     @property
     def dead(self) -> tuple[Lane, ...]:
@@ -319,20 +340,23 @@ def compute_view(
     bins: TimeBins,
     *,
     now: float,
-    span: float | None,
-    anchored_to_data: bool = False,
+    frame: Frame | None = None,
     interval: float | None = None,
 ) -> ComputeView:
-    """Bin the lanes and phases of a window and summarize the fleet."""
+    """Bin the lanes and phases of a window and summarize the fleet (no ``frame``: a live window over ``bins``)."""
     interval = interval if interval is not None else sampling_interval(samples)
     grid = bin_lanes(samples, bins)
+    time = phase_time(spans, bins, now)  # per rank, band and bin: the bands and the lanes both sum it
+    if frame is None:
+        frame = Frame(TimeWindow(bins.until - bins.since), bins.since, bins.until, False, bins.since,
+                      samples.newest, bins.until, now)  # fmt: skip
     return ComputeView(
         now=now,
-        span=span,
-        anchored_to_data=anchored_to_data,
+        frame=frame,
         grid=grid,
         health=lane_health(samples, grid.lanes, now, interval),
         interval=interval,
         fleet=fleet_summary(grid, samples.newest),
-        bands=phase_bands(spans, bins, now),
+        bands=phase_bands(spans, bins, now, time),
+        lane_phases=lane_phases(spans, grid.lanes, bins, now, time),
     )

@@ -6,7 +6,11 @@ before ``attempt_start`` (an attempt that died). :func:`phase_bands` gives, per
 (role, name) and bin, the fraction of the bin its ranks spent in that phase,
 averaged over the ranks, an open phase counting up to ``now``; the sums are
 taken relative to the window start so that short spans survive epoch-sized
-times. Pure; takes ``now``; never reads files, never formats.
+times. :func:`phase_time` holds the seconds per (rank, band) pair and bin, one
+row per pair present, computed once for the bands and the lanes
+(:mod:`miles_tui.core.telemetry.lane_phases`); work and memory follow the
+number of spans, never ranks × bands. Pure; takes ``now``; never reads files,
+never formats.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ from operator import attrgetter
 from typing import Any, Final, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from miles_tui.core.telemetry.gpu_samples import FloatArray, IntArray, Lane, key_ids, lane_key, natural_key
 from miles_tui.core.telemetry.stream_records import OPEN_T1, Phase, StreamRecord
 from miles_tui.core.telemetry.time_bins import TimeBins
 
+BoolArray: TypeAlias = npt.NDArray[np.bool_]
 BandKey: TypeAlias = tuple[str | None, str]
 """(role, phase name)."""
 Actor: TypeAlias = tuple[str | None, Any, tuple[Any, ...]]
@@ -105,38 +111,111 @@ class PhaseBand:
     """Ranks in it right now (open phases)."""
 
 
-def _covered(t0: FloatArray, t1: FloatArray, edges: FloatArray) -> FloatArray:
-    """Total time the spans cover in each bin: differences of F(e) = sum clip(e - t0, 0, t1 - t0)."""
+def binned_cover(key: IntArray, lo: FloatArray, hi: FloatArray, keys: int, bins: TimeBins) -> FloatArray:
+    """(keys, bins): the seconds of the spans ``[lo, hi)`` (seconds since the window start) in each bin,
+    summed per ``key``: the partial first and last bins of a span directly, the whole bins between them
+    through a running sum, so a span costs the same however many bins it crosses."""
+    count, width = bins.count, bins.width
+    size = keys * count
+    # In place where it can be: at 100k+ spans every temporary is megabytes the allocator maps afresh.
+    b0 = (lo / width).astype(np.int64)
+    np.minimum(b0, count - 1, out=b0)
+    b1 = (hi / width).astype(np.int64)
+    np.minimum(b1, count - 1, out=b1)
+    first = key * count
+    first += b0
+    same = b0 == b1
+    head = (b0 + 1) * width
+    np.copyto(head, hi, where=same)
+    head -= lo
+    total = np.bincount(first, weights=head, minlength=size).astype(np.float64, copy=False)  # none: int zeros
+    crossing = np.flatnonzero(~same)
+    if len(crossing):  # spans ending in a later bin: their last bin, and the whole bins between
+        start, span_bins = first[crossing], (b1 - b0)[crossing]
+        total += np.bincount(start + span_bins, weights=hi[crossing] - b1[crossing] * width, minlength=size)
+        full = np.flatnonzero(span_bins > 1)
+        if len(full):
+            steps = np.bincount(start[full] + 1, minlength=size + 1)
+            steps -= np.bincount(start[full] + span_bins[full], minlength=size + 1)
+            total += np.cumsum(steps)[:size].astype(np.float64) * width
+    np.maximum(total, 0.0, out=total)
+    return total.reshape(keys, count)
 
-    def ramp(starts: FloatArray) -> FloatArray:
-        ordered = np.sort(starts)
-        sums = np.concatenate([[0.0], np.cumsum(ordered)])
-        k = np.searchsorted(ordered, edges, side="left")
-        area: FloatArray = edges * k - sums[k]
-        return area
 
-    integral = ramp(t0) - ramp(t1)
-    return np.maximum(np.diff(integral), 0.0)
-
-
-def phase_bands(spans: PhaseSpans, bins: TimeBins, now: float) -> tuple[PhaseBand, ...]:
-    """The share of each bin spent in each (role, name); bands with no time in the window are left out."""
+def _relative(spans: PhaseSpans, bins: TimeBins, now: float) -> tuple[FloatArray, FloatArray, BoolArray]:
+    """Each span clipped to the window, in seconds since its start (an open one runs to ``now``), and which
+    spans have any time in it."""
     # Seconds since the window start: epoch seconds summed over many spans would lose the small ones.
     t1 = np.where(np.isnan(spans.t1), np.maximum(now, spans.t0), spans.t1)
     lo = np.clip(spans.t0, bins.since, bins.until) - bins.since
     hi = np.clip(t1, bins.since, bins.until) - bins.since
-    inside = hi > lo
-    edges = bins.edges() - bins.since
+    return lo, hi, hi > lo
+
+
+@dataclass(frozen=True, eq=False)
+class PhaseTime:
+    """The seconds each (rank, band) pair with time in the window spent in each bin: one row per pair present,
+    so its size follows the records, never ranks × bands."""
+
+    actor: IntArray
+    """(pairs,): actor id, ascending."""
+    band: IntArray
+    """(pairs,): band id, ascending within an actor."""
+    seconds: FloatArray
+    """(pairs, bins): seconds in the band in each bin."""
+    open: BoolArray
+    """(pairs,): whether the rank is in the band right now (an open phase)."""
+
+
+def _pair_ids(keys: IntArray, space: int) -> tuple[IntArray, IntArray]:
+    """(distinct keys ascending, index of each key among them), keys in ``[0, space)``: a presence table
+    when the key space is small against the keys (the usual: ranks × a few phases), a sort otherwise."""
+    if space <= 4 * len(keys) + 65536:
+        present = np.zeros(space, dtype=bool)
+        present[keys] = True
+        return np.flatnonzero(present), (np.cumsum(present) - 1)[keys]
+    distinct, index = np.unique(keys, return_inverse=True)
+    return distinct, index.astype(np.int64)
+
+
+def phase_time(spans: PhaseSpans, bins: TimeBins, now: float) -> PhaseTime:
+    """Per (actor, band) pair, the seconds spent in each bin, an open phase counting up to ``now``: what
+    :func:`phase_bands` and :func:`~miles_tui.core.telemetry.lane_phases.lane_phases` both sum."""
+    lo, hi, inside = _relative(spans, bins, now)
+    per = max(len(spans.bands), 1)
+    pairs, which = _pair_ids(spans.actor[inside] * per + spans.band[inside], len(spans.actors) * per)
+    seconds = binned_cover(which, lo[inside], hi[inside], len(pairs), bins)
+    still = np.bincount(which, weights=np.isnan(spans.t1[inside]), minlength=len(pairs)) > 0
+    return PhaseTime(pairs // per, pairs % per, seconds, still)
+
+
+def groups(keys: IntArray) -> tuple[IntArray, IntArray]:
+    """(distinct keys, start of each) of ``keys`` sorted ascending: the runs :func:`numpy.add.reduceat` sums."""
+    if not len(keys):
+        return keys, keys
+    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    return keys[starts], starts
+
+
+def phase_bands(spans: PhaseSpans, bins: TimeBins, now: float, time: PhaseTime | None = None) -> tuple[PhaseBand, ...]:
+    """The share of each bin spent in each (role, name); bands with no time in the window are left out
+    (``time``: :func:`phase_time` of the same arguments, when the caller has it)."""
+    time = phase_time(spans, bins, now) if time is None else time
+    order = np.argsort(time.band, kind="stable")  # pairs by band, actors ascending within one
+    bands, starts = groups(time.band[order])
+    if not len(bands):
+        return ()
+    cover = np.add.reduceat(time.seconds[order], starts, axis=0)
+    ends = [*starts[1:].tolist(), len(order)]
+    open_per_band = np.bincount(time.band[time.open], minlength=len(spans.bands))
+    first_of_role: dict[str | None, int] = {}
+    for band_id, (role, _) in enumerate(spans.bands):
+        first_of_role.setdefault(role, band_id)
     out = []
-    order = sorted(range(len(spans.bands)), key=lambda b: _band_order(spans.bands, b))
-    for band_id in order:
-        mine = inside & (spans.band == band_id)
-        if not mine.any():
-            continue
-        actor_ids = np.unique(spans.actor[mine])
-        actors = [spans.actors[i] for i in actor_ids.tolist()]
-        share = _covered(lo[mine], hi[mine], edges) / (bins.width * len(actors))
-        now_open = mine & np.isnan(spans.t1)
+    for j in sorted(range(len(bands)), key=lambda j: (first_of_role[spans.bands[bands[j]][0]], int(bands[j]))):
+        band_id, begin, end = int(bands[j]), int(starts[j]), ends[j]
+        actors = [spans.actors[i] for i in time.actor[order[begin:end]].tolist()]
+        share = cover[j] / (bins.width * len(actors))
         role, name = spans.bands[band_id]
         out.append(
             PhaseBand(
@@ -145,7 +224,7 @@ def phase_bands(spans: PhaseSpans, bins: TimeBins, now: float) -> tuple[PhaseBan
                 share=np.where(share < SHARE_EPSILON, 0.0, np.minimum(share, 1.0)),
                 ranks=_sorted({a[1] for a in actors}),
                 nodes=tuple(sorted({str(a[0]) for a in actors if a[0] is not None}, key=natural_key)),
-                open=len(np.unique(spans.actor[now_open])),
+                open=int(open_per_band[band_id]),
             )
         )
     return tuple(out)
@@ -158,13 +237,6 @@ def _sorted(values: Iterable[Any]) -> tuple[Any, ...]:
         return tuple(sorted(values))
     except TypeError:
         return tuple(sorted(values, key=natural_key))
-
-
-def _band_order(bands: Sequence[BandKey], band_id: int) -> tuple[int, int]:
-    """Bands of one role together (roles in order of first sight), phases in order of first sight."""
-    role = bands[band_id][0]
-    first_of_role = next(i for i, (r, _) in enumerate(bands) if r == role)
-    return first_of_role, band_id
 
 
 def lanes_of_rank(spans: PhaseSpans, rank: Any) -> tuple[Lane, ...]:

@@ -184,6 +184,21 @@ class TelemetryColumns:
             spans = [(c.lo, c.hi) for c in self._gpu.overlapping(None, None)]
             return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
 
+    def extent(self) -> tuple[float, float] | None:
+        """(earliest, newest) time of the run's gpu_util without parsing old hours: the earliest is the first
+        sample converted, or the start of an earlier hour the reader has not parsed yet (its first sample is
+        no earlier); the newest is the newest sample converted."""
+        with self._lock:
+            unread = [i.hour for i in self.reader.partitions(self._gpu.stream) if not i.loaded]
+            if None in unread:  # a flat file not parsed: nothing bounds it but its records
+                self._gpu.ensure(None, None)
+            self._gpu.sync(self._merge)
+            spans = [(c.lo, c.hi) for c in self._gpu.overlapping(None, None)]
+            if not spans:
+                return None
+            hours = [hour for hour in unread if hour is not None]
+            return min([*hours, *(s[0] for s in spans)]), max(s[1] for s in spans)
+
     def gpu_samples(self, since: float | None, until: float | None) -> GpuSamples:
         """Samples of the partitions overlapping the window (filter by time when binning) and every lane's newest."""
         with self._lock:

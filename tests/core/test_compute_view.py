@@ -261,7 +261,7 @@ def test_golden_lanes_match_the_truth() -> None:
     samples = gpu_samples(reader.records("gpu_util"))
     first, newest = samples.ts.min(), samples.ts.max()
     bins = time_bins(float(first), float(newest), 50)
-    view = compute_view(samples, phase_spans(reader.records("phases")), bins, now=float(newest), span=None)
+    view = compute_view(samples, phase_spans(reader.records("phases")), bins, now=float(newest))
     expected = [(lane["node"], lane["gpu"]) for lane in sorted(truth, key=lambda lane: lane["index"])]
     assert list(view.grid.lanes) == expected
     assert view.interval == 10.0 and not view.dead

@@ -1,4 +1,5 @@
-"""Pilot tests of the compute view: lanes, phases, fleet summary, dead nodes, lane picker, windows, live redraw."""
+"""Pilot tests of the compute view: lanes (utilisation, own phases, memory), phases, fleet summary, dead nodes,
+lane picker, zoom and pan of the window, live redraw."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Label
 
 from miles_tui.tui.app import MilesApp
+from miles_tui.tui.compute_rows import LANE_LINES
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.screens.compute_screen import WORST_COUNT, ComputeScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
@@ -30,7 +33,10 @@ async def _open(app: MilesApp, pilot: Pilot[None]) -> ComputeScreen:
 
 
 def _rows(screen: ComputeScreen, selector: str) -> list[object]:
-    return [row.key for row in screen.query_one(selector, HeatRows).rows]
+    rows = screen.query_one(selector, HeatRows).rows
+    if selector == "#lanes":  # a lane's first line is keyed by the lane; its phase and memory lines follow
+        return [rows[i].key for i in range(0, len(rows), LANE_LINES)]
+    return [row.key for row in rows]
 
 
 def _title(screen: ComputeScreen) -> str:
@@ -62,7 +68,10 @@ async def test_golden_lanes_and_phases(golden_copy: Callable[[str], Path]) -> No
         expected = [(lane["node"], lane["gpu"]) for lane in sorted(truth["lanes"], key=lambda lane: lane["index"])]
         assert _rows(screen, "#lanes") == expected
         lanes = _lines(screen, "#lanes")
-        assert lanes[0].lstrip().startswith("10.0.0.7:0") and lanes[1].lstrip().startswith("10.0.0.7:1")
+        assert lanes[0].lstrip().startswith("10.0.0.7:0") and lanes[3].lstrip().startswith("10.0.0.7:1")
+        assert lanes[1].split()[0] == "phases" and lanes[2].split()[0] == "memory"
+        assert "█39% ▒4% ·1%" in lanes[1], "the lane's share of each phase, marked as the legend marks it"
+        assert "███    ██" in lanes[1] and "peak 58.6G █=58.8G" in lanes[2], "training, then no phase"
         assert not any("DEAD" in line or "stale" in line for line in lanes)
         assert "58.6G" in lanes[0], "memory of the latest bin (60000 MB)"
         phases = [key[2] for key in _rows(screen, "#phases")]  # type: ignore[index]
@@ -71,7 +80,15 @@ async def test_golden_lanes_and_phases(golden_copy: Callable[[str], Path]) -> No
         axis = _lines(screen, "#axis")[0]
         assert "now╵" in axis and "-10m" in axis and "util" in axis
         title = _title(screen)
-        assert "last 15m" in title and "2 GPUs on 1 node" in title and "every 10s" in title
+        assert "last 15m · live · 11:25:27–11:40:27 UTC" in title
+        assert "2 GPUs on 1 node" in title and "every 10s" in title
+        legend = _lines(screen, "#phases")
+        assert [line.split()[:2] for line in legend if line.strip()] == [
+            ["▓", "rollout"],
+            ["·", "train_wait"],
+            ["█", "actor_train"],
+            ["▒", "update_weights"],
+        ]
 
 
 # -- a 512-GPU fleet with a dead node ---------------------------------------------------------------------------
@@ -119,28 +136,89 @@ async def test_node_picker_cycles_and_all_scrolls(fleet: Fleet) -> None:
         assert lanes.max_scroll_y > 0
         lanes.scroll_end(animate=False)
         await pilot.pause()
-        assert _lines(screen, "#lanes")[-1].lstrip().startswith(f"{nodes[-1]}:7")
+        assert _lines(screen, "#lanes")[-LANE_LINES].lstrip().startswith(f"{nodes[-1]}:7")
         assert len(await press("w")) == WORST_COUNT
 
 
-async def test_window_keys_change_the_window(fleet: Fleet) -> None:
+async def test_each_lane_shows_its_own_phases_and_memory_and_the_fleet_still_summarises(fleet: Fleet) -> None:
     app = frozen_app(fleet.root, fleet.end + 10)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
-        seen = []
-        for key in ("right", "plus", "plus", "plus", "left", "minus", "minus"):
-            await pilot.press(key)
+        lanes = screen.query_one("#lanes", HeatRows)
+        assert len(lanes.rows) == LANE_LINES * WORST_COUNT
+        assert screen.query_one("#fleet", HeatRows).display, "above 64 GPUs the fleet summary stays"
+        dead, slow = _lines(screen, "#lanes")[:LANE_LINES], _lines(screen, "#lanes")[3 * LANE_LINES + 1]
+        assert dead[0].lstrip().startswith(fleet.dead_node) and dead[0].rstrip().endswith("DEAD")
+        start = lanes.label_width + 2  # the widget's left padding and the gap after the label
+        band = dead[1][start : start + lanes.strip_width]
+        assert "···" in band and "███" in band, "waiting reads as dots, training as a bar"
+        assert band.rstrip().endswith("·" * 20), "it died waiting: the open train_wait runs on to now"
+        assert "·" in slow and "█" in slow
+        assert dead[2].split()[0] == "memory" and "peak" in dead[2]
+
+
+async def test_zoom_and_pan_keys_move_the_window_and_the_title_says_where(tmp_path: Path) -> None:
+    fleet = write_fleet(tmp_path / "run", nodes=2, gpus_per_node=2, seconds=3 * 3600, dead_node=None, slow_node=None)
+    now = fleet.end + 10  # 2026-08-20 13:50:10 UTC
+    app = frozen_app(fleet.root, now)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open(app, pilot)
+
+        async def press(*keys: str) -> str:
+            await pilot.press(*keys)
             await settle(pilot)
             assert screen.view is not None
-            seen.append((screen.window, screen.view.span))
-        assert seen == [(1, 3600.0), (2, 21600.0), (3, None), (3, None), (2, 21600.0), (1, 3600.0), (0, 900.0)]
-        assert "last 15m" in _title(screen)
-        await pilot.press("right", "right", "right")
-        await settle(pilot)
-        assert "whole run" in _title(screen)
+            return _title(screen)
+
+        assert "last 15m · live · 13:35:10–13:50:10 UTC" in _title(screen)
+        assert _lines(screen, "#axis")[0].split()[-4] == "now╵"
+        title = await press("left")
+        assert "15m · PANNED, ends 7m30s ago (0: live) · 13:27:40–13:42:40 UTC" in title
+        assert _lines(screen, "#axis")[0].split()[-4] == "-7m30s╵", "ticks count back from now"
+        assert "PANNED, ends 15m00s ago" in await press("left")
+        title = await press("plus")
+        assert "7m30s · PANNED" in title and "13:23:55–13:31:25 UTC" in title, "zoomed in around the centre"
+        assert "last 7m30s · live · 13:42:40–13:50:10 UTC" in await press("right", "right", "right", "right", "right")
+        assert "last 15m · live" in await press("minus")
+        assert "last 30m · live" in await press("minus")
+        assert "whole run · live · 10:50:00–13:50:10 UTC" in await press("4")
+        assert "last 1h · live" in await press("2")
+        title = await press("shift+left")
+        assert "1h · PANNED" in title and "10:50:00–11:50:00 UTC" in title, "the start of the run"
         view = screen.view
         assert view is not None and view.grid.bins.since == fleet.start
-        assert view.grid.lanes and len(_rows(screen, "#lanes")) == WORST_COUNT
+        assert not any(np.isnan(view.grid.util).all(axis=1)), "the past has data"
+        assert "PANNED" in await press("left"), "no earlier than the run"
+        assert "last 1h · live · 12:50:10–13:50:10 UTC" in await press("0")
+        assert "last 15m · live" in await press("1")
+        assert "last 7m30s · live" in await press("equals_sign"), "= is + without shift"
+        assert "PANNED" in await press("left")
+        assert "last 7m30s · live" in await press("shift+right")
+
+
+async def test_a_live_window_follows_new_data_and_a_panned_one_stays(tmp_path: Path) -> None:
+    fleet = write_fleet(tmp_path / "run", nodes=1, gpus_per_node=2, seconds=3600, dead_node=None, slow_node=None)
+    clock = [fleet.end + 5]
+    app = frozen_app(fleet.root, lambda: clock[0])
+    newest = sorted((fleet.root / "dashboard" / "gpu_util").iterdir())[-1]
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await _open(app, pilot)
+
+        async def tick() -> str:
+            clock[0] += 60
+            _append(
+                newest, [{"ts": clock[0] - 1, "node": fleet.nodes[0], "gpu": g, "util": 5, "mem_mb": 1} for g in (0, 1)]
+            )
+            app.poll_now()
+            await settle(pilot)
+            return _title(screen)
+
+        assert "live · 11:35:05–11:50:05 UTC" in _title(screen)
+        assert "live · 11:36:05–11:51:05 UTC" in await tick(), "live: the window moves with the clock"
+        await pilot.press("left")
+        await settle(pilot)
+        assert "PANNED, ends 7m30s ago (0: live) · 11:28:35–11:43:35 UTC" in _title(screen)
+        assert "PANNED, ends 8m30s ago (0: live) · 11:28:35–11:43:35 UTC" in await tick(), "panned: it stays"
 
 
 async def test_small_terminal(fleet: Fleet) -> None:

@@ -1,11 +1,21 @@
-"""The heat-strip renderer: exact width, a character per level (readable without colour), gaps blank."""
+"""The heat-strip renderer: exact width, a character per level (readable without colour), gaps blank; phase
+bands a character per category; time axes counted back from the window end or from now."""
 
 from __future__ import annotations
 
 import numpy as np
 from rich.style import Style
 
-from miles_tui.tui.renderers.heat_strip import HEAT, RAMP, heat_strip, levels, short_span, stretch, time_axis
+from miles_tui.tui.renderers.heat_strip import (
+    HEAT,
+    RAMP,
+    band_strip,
+    heat_strip,
+    levels,
+    short_span,
+    stretch,
+    time_axis,
+)
 
 
 def test_levels_span_the_ramp_and_zero_is_not_a_gap() -> None:
@@ -42,3 +52,19 @@ def test_time_axis_labels_count_back_from_the_end() -> None:
     assert abs(position - round(660 / 900 * 89)) <= 1, "the tick sits under the cell that draws that time"
     assert time_axis(0, 60, 10, "end").endswith("end╵")
     assert [short_span(s) for s in (30, 300, 5400, 7200, 200000)] == ["30s", "5m", "1h30m", "2h", "2d07h"]
+
+
+def test_band_strip_draws_each_category_with_its_own_character_and_style() -> None:
+    red, grey = Style(color="red"), Style(color="grey50")
+    strip = band_strip(np.array([0, 1, -1, 1]), 8, ("█", "·"), (red, grey))
+    assert strip.cell_length == 8 and strip.text == "██··  ··"
+    assert [s.style for s in strip if s.text.strip()] == [red, grey, grey]
+    assert band_strip(np.array([0, 7, 1]), 3, ("a", "b"), (red, grey)).text == "a b", "unknown id: blank"
+    assert band_strip(np.array([0, 1, 0, 1, 0, 1]), 3, ("a", "b"), (red, grey)).text == "aaa"
+    assert band_strip(np.array([], dtype=np.int64), 2, ("a",), (red,)).text == "  "
+
+
+def test_a_panned_axis_counts_back_from_now() -> None:
+    axis = time_axis(0, 900, 90, "-15m", ref=1800)
+    assert axis.endswith("-15m╵") and "╵-20m" in axis and "╵-28m" in axis and "-14m" not in axis
+    assert time_axis(0, 900, 90, ref=900) == time_axis(0, 900, 90)

@@ -16,4 +16,6 @@ from screenshots.scenes import GOLDEN, SCENES, SIZES, Scene
 def test_screen(scene: Scene, size: tuple[int, int], snap_compare: Callable[..., Any], tmp_path: Path) -> None:
     if scene.needs_golden and not (GOLDEN / scene.source).is_dir():
         pytest.skip("../shared/golden is not present")
+    # The driver also checks what makes the scene that scene (Scene.check: shows, wide, hides), so a
+    # baseline can never approve a broken screen.
     assert snap_compare(scene.app(tmp_path), terminal_size=size, run_before=scene.driver())

@@ -10,8 +10,12 @@ Contract:
   an idle GPU. Values outside the scale clamp to its ends.
 - Fewer values than cells: each value is widened over neighbouring cells (the
   remainder spread evenly); more: consecutive values are averaged per cell.
+- :func:`band_strip` draws a category per bin instead (a phase per bin): the
+  category's own character and style, so categories read without colour; -1 is
+  a blank cell. Fewer bins than cells widen; more pick the bin at each cell's start.
 - :func:`time_axis` writes tick labels (``-15m`` … ``now``) under the cells that
-  draw those times.
+  draw those times, counted back from the window's end or from another reference
+  time (``now``, for a window panned into the past).
 This module holds no state, reads nothing and computes nothing beyond what it draws.
 """
 
@@ -92,6 +96,27 @@ def heat_strip(
     return Strip(segments, width)
 
 
+def band_strip(
+    kinds: npt.NDArray[np.int64], width: int, marks: Sequence[str], styles: Sequence[Style], gap: Style | None = None
+) -> Strip:
+    """One row of ``width`` cells: ``marks[k]`` in ``styles[k]`` for a bin of category ``k``, blank for -1."""
+    if width <= 0:
+        return Strip.blank(0)
+    gap = gap or Style()
+    count = len(kinds)
+    cells = kinds[(np.arange(width) * count) // width] if count else np.full(width, -1, dtype=np.int64)
+    cells = np.where((cells >= 0) & (cells < len(marks)), cells, -1)
+    starts = [0, *(np.flatnonzero(np.diff(cells)) + 1).tolist()]
+    ends = [*starts[1:], width]
+    segments = []
+    for a, b, kind in zip(starts, ends, cells[starts].tolist(), strict=True):
+        if kind < 0:
+            segments.append(Segment(" " * (b - a), gap))
+        else:
+            segments.append(Segment(marks[kind] * (b - a), styles[kind] if kind < len(styles) else gap))
+    return Strip(segments, width)
+
+
 def short_span(seconds: float) -> str:
     """A tick label's duration: 30s, 5m, 1h30m, 2d."""
     seconds = abs(seconds)
@@ -110,12 +135,14 @@ def short_span(seconds: float) -> str:
 _STEPS: Final = (10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800)
 
 
-def time_axis(since: float, until: float, width: int, end_label: str = "now") -> str:
-    """Tick labels at round offsets before ``until`` (``-5m``), ``end_label`` at the right end."""
+def time_axis(since: float, until: float, width: int, end_label: str = "now", ref: float | None = None) -> str:
+    """Tick labels at round offsets before ``ref`` (default: ``until``) that fall in the window (``-5m``),
+    ``end_label`` at the right end."""
     cells = [" "] * max(width, 0)
     span = until - since
     if width <= 0 or span <= 0:
         return "".join(cells)
+    ref = until if ref is None else ref
     end = f"{end_label}╵"
     step = _STEPS[-1]
     for candidate in _STEPS:
@@ -123,9 +150,9 @@ def time_axis(since: float, until: float, width: int, end_label: str = "now") ->
             step = candidate
             break
     free_until = width - len(end) - 1
-    offset = step
-    while offset < span:
-        column = round((span - offset) / span * (width - 1))
+    offset = (math.floor(max(ref - until, 0.0) / step) + 1) * step  # the first round offset inside the window
+    while ref - offset > since:
+        column = round((ref - offset - since) / span * (width - 1))
         label = f"╵-{short_span(offset)}"
         if column + len(label) <= free_until:
             cells[column : column + len(label)] = label

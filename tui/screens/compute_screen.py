@@ -1,14 +1,16 @@
 """The compute screen: per-GPU utilisation lanes, the phases the ranks were in, and the fleet, over time.
 
 What it draws comes from :mod:`miles_tui.core.analysis.compute_view` (binning, ages, fleet
-percentiles, phase shares, lane picking), computed in a worker thread from
+percentiles, phase shares per band and per lane, lane picking), computed in a worker thread from
 :class:`~miles_tui.core.telemetry.telemetry_columns.TelemetryColumns`, which converts only the
-records the app's poll added. The screen keeps the window and the lane picker
-and turns the view into lines (:mod:`miles_tui.tui.compute_rows`); it reads no file
-itself. It redraws when the app forwards new gpu_util or phases records
-(TelemetryAppended), and on a run-status poll that finds the reader holding
-records not drawn yet or a view older than a few seconds, so ages keep moving
-while nothing arrives.
+records the app's poll added. The screen keeps the window
+(:class:`~miles_tui.core.telemetry.time_window.TimeWindow`: ``+``/``-`` zoom, ``←``/``→`` pan by
+half a window, ``0`` (or ``shift+→``) live again, ``shift+←`` the run's start, ``1``-``4`` the preset live
+windows; the zoom and pan rules are core's) and the lane picker, and turns the view into lines
+(:mod:`miles_tui.tui.compute_rows`); it reads no file itself. It redraws when the
+app forwards new gpu_util or phases records (TelemetryAppended), and on a
+run-status poll that finds the reader holding records not drawn yet or a view
+older than a few seconds, so ages keep moving while nothing arrives.
 """
 
 from __future__ import annotations
@@ -33,8 +35,22 @@ from miles_tui.core.analysis.compute_view import (
 )
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
-from miles_tui.core.telemetry.time_bins import WINDOWS, bin_count, time_bins, window_bounds
+from miles_tui.core.telemetry.time_bins import bin_count, time_bins
+from miles_tui.core.telemetry.time_window import (
+    PAN_FRACTION,
+    ZOOM_FACTOR,
+    Frame,
+    TimeWindow,
+    again,
+    frame,
+    go_live,
+    go_start,
+    pan,
+    preset,
+    zoom,
+)
 from miles_tui.tui.compute_rows import (
+    LANE_LINES,
     LaneRows,
     axis_row,
     fleet_rows,
@@ -66,20 +82,28 @@ class ComputeScreen(MonitorScreen):
     CSS_PATH = "compute_screen.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,backspace", "back", "Back"),
-        Binding("right,plus", "window(1)", "Longer window", key_display="→/+"),
-        Binding("left,minus", "window(-1)", "Shorter window", key_display="←/-"),
+        Binding("plus,equals_sign", "zoom(-1)", "Zoom in", key_display="+"),
+        Binding("minus", "zoom(1)", "Zoom out", key_display="-"),
+        Binding("left", "pan(-1)", "Earlier", key_display="←"),
+        Binding("right", "pan(1)", "Later", key_display="→"),
+        Binding("0,shift+right", "live", "Live", key_display="0"),
+        Binding("shift+left", "start", "Run start", show=False),
+        Binding("1", "preset(0)", "Last 15 min", show=False),
+        Binding("2", "preset(1)", "Last hour", show=False),
+        Binding("3", "preset(2)", "Last 6 h", show=False),
+        Binding("4", "preset(3)", "Whole run", show=False),
         Binding("n", "node(1)", "Next node"),
         Binding("N", "node(-1)", "Prev node", key_display="N"),
         Binding("w", "worst", f"Worst {WORST_COUNT}"),
         Binding("a", "all_lanes", "All lanes"),
     ]
 
-    def __init__(self, columns: TelemetryColumns | None = None, window: int = 0) -> None:
+    def __init__(self, columns: TelemetryColumns | None = None, window: TimeWindow | None = None) -> None:
         super().__init__()
         self.columns = columns
         """Converted telemetry; pass the same one to a new ComputeScreen to skip converting it again."""
-        self.window = window
-        """Index into :data:`~miles_tui.core.analysis.compute_view.WINDOWS`."""
+        self.window = window or preset(0)
+        """The window asked for: live or panned, and its length."""
         self.selection: LaneSelection | None = None
         """What the lane list shows (None until the first view: the default depends on the fleet size)."""
         self.view: ComputeView | None = None
@@ -119,20 +143,23 @@ class ComputeScreen(MonitorScreen):
         self._computing, self._again = True, False
         self._generation += 1
         width = self.query_one("#lanes", HeatRows).strip_width
-        self._compute(self._generation, WINDOWS[self.window], max(width, 1), self.miles.watcher.clock())
+        self._compute(self._generation, self.window, max(width, 1), self.miles.watcher.clock())
 
     @work(thread=True, group="compute", exit_on_error=False)
-    def _compute(self, generation: int, span: float | None, width: int, now: float) -> None:
+    def _compute(self, generation: int, window: TimeWindow, width: int, now: float) -> None:
         assert self.columns is not None
         follower = self.miles.watcher.follower
         try:
-            first, newest = self.columns.time_range(everything=span is None) or (None, None)
-            since, until, anchored = window_bounds(span, now, first, newest)
+            # The whole run needs every hour parsed; any other window, only the run's bounds.
+            extent = self.columns.time_range(everything=True) if window.span is None else self.columns.extent()
+            first, newest = extent or (None, None)
+            shown = frame(window, now, first, newest)
+            since, until = shown.since, shown.until
             samples = self.columns.gpu_samples(since, until)
             interval = sampling_interval(samples)
             bins = time_bins(since, until, bin_count(until - since, interval, width))
             spans = self.columns.phase_spans(since, until, follower.state().open_phases)
-            view = compute_view(samples, spans, bins, now=now, span=span, anchored_to_data=anchored, interval=interval)
+            view = compute_view(samples, spans, bins, now=now, frame=shown, interval=interval)
         except Exception as err:  # telemetry problems never take the screen down
             self.app.call_from_thread(self._failed, generation, str(err))
             return
@@ -189,7 +216,8 @@ class ComputeScreen(MonitorScreen):
         selection = self.selection or LaneSelection()
         self.shown = select_lanes(grid, view.health, selection)
         self.query_one("#compute-title", Label).update(title(view, self._picked_text(selection)))
-        labels = [lane_label(grid.lanes[i]) for i in self.shown] + [inert(b.name) for b in view.bands] + ["silent"]
+        labels = [lane_label(grid.lanes[i]) for i in self.shown] + [f"█ {inert(b.name)}" for b in view.bands]
+        labels += ["silent", "  phases", "  memory"]
         label_width = min(max(len(s) for s in labels), 20 if self.size.width >= 120 else 14)
         phases = [phase_row(band, i) for i, band in enumerate(view.bands)]
         fleet = self.query_one("#fleet", HeatRows)
@@ -212,9 +240,10 @@ class ComputeScreen(MonitorScreen):
         return f"all {total} lanes" + (" (w: worst, n: by node)" if total > FLEET_LANES else "")
 
     def lane_texts(self) -> list[str]:
-        """The lane lines as plain text, as listed (for tests and screen readers)."""
+        """Each listed lane's first line (label and figures) as plain text (for tests and screen readers)."""
         lanes = self.query_one("#lanes", HeatRows)
-        return [row.label.plain + " " + (row.suffix.plain if row.suffix else "") for row in lanes.rows]
+        rows = [lanes.rows[i] for i in range(0, len(lanes.rows), LANE_LINES)]
+        return [row.label.plain + " " + (row.suffix.plain if row.suffix else "") for row in rows]
 
     # -- live -----------------------------------------------------------------------------------------
 
@@ -252,9 +281,42 @@ class ComputeScreen(MonitorScreen):
     def action_back(self) -> None:
         self.app.pop_screen()
 
-    def action_window(self, delta: int) -> None:
-        self.window = max(0, min(len(WINDOWS) - 1, self.window + delta))
-        self.recompute()
+    def _current(self) -> Frame | None:
+        """The window asked for, resolved over the clock and run of the last view (None before any)."""
+        return again(self.view.frame, self.window) if self.view is not None else None
+
+    def _move(self, window: TimeWindow) -> None:
+        if window != self.window:
+            self.window = window
+            self.recompute()
+
+    def action_zoom(self, direction: int) -> None:
+        """Halve (-1: in) or double (1: out) the window: a live one stays live, a panned one keeps its centre."""
+        current = self._current()
+        if current is not None:
+            self._move(zoom(current, ZOOM_FACTOR**direction))
+
+    def action_pan(self, direction: int) -> None:
+        """Move the window half its length earlier (-1) or later (1); later than now is live again."""
+        current = self._current()
+        if current is not None:
+            self._move(pan(current, direction * PAN_FRACTION))
+
+    def action_live(self) -> None:
+        """Back to the live window (ends now, follows new data), same length."""
+        current = self._current()
+        if current is not None:
+            self._move(go_live(current))
+
+    def action_start(self) -> None:
+        """The window of the same length at the start of the run."""
+        current = self._current()
+        if current is not None:
+            self._move(go_start(current))
+
+    def action_preset(self, index: int) -> None:
+        """One of the live windows 15 min / 1 h / 6 h / whole run."""
+        self._move(preset(index))
 
     def action_node(self, delta: int) -> None:
         if self.view is None or not self.view.grid.lanes:

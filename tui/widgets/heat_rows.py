@@ -14,19 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span, Text
+from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from miles_tui.tui.renderers.heat_strip import heat_strip, heat_styles
+from miles_tui.tui.renderers.heat_strip import band_strip, heat_strip, heat_styles
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 GAP = 1
 """Cells between the label, the strip and the suffix."""
@@ -34,7 +37,7 @@ GAP = 1
 
 @dataclass(frozen=True, eq=False)
 class HeatRow:
-    """One line: a label, a strip of values (or plain text in the strip's place) and a suffix."""
+    """One line: a label, a strip of values (or categories, or plain text in the strip's place) and a suffix."""
 
     key: Hashable
     """Stable identity (a lane, a phase band)."""
@@ -50,14 +53,26 @@ class HeatRow:
     """A style per level (one: all levels alike); empty: the heat palette."""
     text: Text | None = None
     """Drawn in the strip's place when there are no values (an axis, a message)."""
+    kinds: IntArray | None = None
+    """A category per bin (-1: none), drawn as ``marks[k]`` in ``styles[k]`` in the strip's place (a phase band)."""
+    marks: tuple[str, ...] = ()
+    """The character of each category."""
 
 
-class HeatRows(ScrollView):
+class HeatRows(ScrollView, inherit_bindings=False):
     """Label / heat strip / suffix lines; see the module docstring."""
 
     DEFAULT_CSS = """
     HeatRows { height: auto; scrollbar-size-vertical: 1; scrollbar-gutter: stable; overflow-x: hidden; }
     """
+    BINDINGS: ClassVar[list[BindingType]] = [  # vertical only: the strips fit the width, ←/→ are the screen's
+        Binding("up", "scroll_up", "Scroll up", show=False),
+        Binding("down", "scroll_down", "Scroll down", show=False),
+        Binding("home", "scroll_home", "Scroll to the top", show=False),
+        Binding("end", "scroll_end", "Scroll to the bottom", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+    ]
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -119,7 +134,10 @@ class HeatRows(ScrollView):
         strip_width = max(width - self.label_width - self.suffix_width - 2 * GAP, 0)
         gap = Segment(" " * GAP, base)
         segments = [*self._fit(row.label, self.label_width, base), gap]
-        if row.values is not None:
+        if row.kinds is not None:
+            styles = tuple(base + s for s in row.styles)
+            segments += list(band_strip(row.kinds, strip_width, row.marks, styles, gap=base))
+        elif row.values is not None:
             styles = tuple(base + s for s in row.styles) if row.styles else heat_styles(base=base)
             segments += list(heat_strip(row.values, strip_width, scale=row.scale, styles=styles, gap=base))
         else:
