@@ -14,7 +14,10 @@ filter grammar or plain garbage, then enter. After every step:
 - the visible table agrees with the model: the overview lists exactly the
   model's steps, the step table exactly the summary's rows that pass the
   filter (in rollout order, or sorted), the groups table exactly its groups,
-  and each drawn row names its own key in its first cell.
+  each drawn row names its own key in its first cell, unreadable samples (and
+  only they) draw UNREAD, and steps with unreadable samples say so;
+- once every worker has finished, no table still promises rows ("loading…")
+  and the header names the run's latest step.
 
 A failure prints the shrunk step sequence (``note``). CI runs a small fixed
 budget (derandomized, so CI is reproducible); ``MILES_TUI_MONKEY_EXAMPLES=N``
@@ -44,6 +47,7 @@ from tui.app import MilesApp, make_app
 from tui.row_filter import ALIASES, STATUSES
 from tui.screens.overview_screen import OverviewScreen
 from tui.screens.step_screen import StepScreen, _sort_value
+from tui.widgets.run_header import RunHeader
 from tui.widgets.virtual_table import VirtualTable
 
 GOLDEN_CASES = ("truncated_shard", "cp_legacy_ambiguous", "live_streams", "degenerate", "tp_dup", "staleness")
@@ -72,6 +76,9 @@ NAVIGATION = (
     "shift+right",
 )
 """Keys a user presses whatever the bindings say."""
+
+WAITING = ("loading", "finding", "reading", "waiting for the first")
+"""Placeholders that promise rows: once every worker has finished, an empty table must say why instead."""
 
 CI_EXAMPLES = 10
 SLOW_EXAMPLES = int(os.environ.get("MILES_TUI_MONKEY_EXAMPLES", "0") or 0)
@@ -212,6 +219,12 @@ def check(app: MilesApp, worker_errors: list[str]) -> None:
         _check_step(screen)
     elif isinstance(screen, OverviewScreen):
         _check_overview(app, screen)
+    for table in screen.query(VirtualTable):  # every worker has finished: nothing may still say it is coming
+        assert not table.loading, f"#{table.id} still shows its loading indicator"
+        if not table.rows:
+            assert not table.placeholder.startswith(WAITING), f"#{table.id} says {table.placeholder!r} forever"
+    for header in screen.query(RunHeader):
+        assert header.latest == app.model.latest, f"header: step {header.latest}, the run: {app.model.latest}"
     assert "Traceback" not in screen_text(app)
 
 
