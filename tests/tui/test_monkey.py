@@ -248,26 +248,45 @@ class Monkey:
         await self.pilot.pause()
 
     def keys(self) -> list[str]:
-        """Keys of the active bindings (collected now, on this screen and focus) and the navigation keys."""
-        bound = sorted(self.app.active_bindings)  # focused widget → screen → app, modal screens alone
-        return [k for k in dict.fromkeys([*bound, *NAVIGATION]) if k not in NEVER]
+        """Keys of the active bindings (collected now, on this screen and focus) and the navigation keys.
+
+        The screen's and the app's own keys come three times: they are what the screen is for, and a
+        plain draw would spend most steps on scrolling keys and Textual's own bindings.
+        """
+        active = self.app.active_bindings  # focused widget → screen → app (a modal screen alone)
+        own = [key for key, found in active.items() if found.node in (self.app.screen, self.app)]
+        keys = [*NAVIGATION, *sorted(active), *sorted(own) * 3]
+        return [k for k in keys if k not in NEVER]
+
+    async def type_into(self, box: Input) -> None:
+        """Type a filter (or a CSV path into the save box) and press enter."""
+        if box.id == "path":  # the CSV save box writes what it is given: only names in the scratch dir
+            paths = st.one_of(SAFE_NAME, st.just(str(self.run_dir / "inside.csv")), st.just(""))
+            text = self.data.draw(paths, label="csv path")
+        else:
+            text = self.data.draw(TYPED, label="typed")
+        self.log.append(f"type {text!r} + enter")
+        box.value = text
+        await self.pilot.press("end", "enter")
 
     async def step(self) -> None:
         focused = self.app.focused
-        choice = self.data.draw(
-            st.sampled_from(["key"] * 8 + ["type"] * (3 if isinstance(focused, Input) else 0) + ["resize"]),
-            label="action",
-        )
+        actions = ["key"] * 6 + ["resize"]
+        if isinstance(focused, Input):
+            actions += ["type"] * 4
+        elif "slash" in self.app.active_bindings:
+            actions += ["filter"] * 2  # open the filter box, type, enter: one step, so it happens often
+        choice = self.data.draw(st.sampled_from(actions), label="action")
         if choice == "type":
             assert isinstance(focused, Input)
-            if focused.id == "path":  # the CSV save box: it writes what it is given, so only into the scratch dir
-                paths = st.one_of(SAFE_NAME, st.just(str(self.run_dir / "inside.csv")), st.just(""))
-                text = self.data.draw(paths, label="csv path")
-            else:
-                text = self.data.draw(TYPED, label="typed")
-            self.log.append(f"type {text!r} + enter")
-            focused.value = text
-            await self.pilot.press("end", "enter")
+            await self.type_into(focused)
+        elif choice == "filter":
+            self.log.append(f"slash ({type(self.app.screen).__name__})")
+            await self.pilot.press("slash")
+            await self.settle()
+            box = self.app.focused
+            if isinstance(box, Input):
+                await self.type_into(box)
         elif choice == "resize":
             size = self.data.draw(st.tuples(st.integers(40, 200), st.integers(12, 60)), label="size")
             self.log.append(f"resize {size[0]}x{size[1]}")
