@@ -14,7 +14,10 @@ filter grammar or plain garbage, then enter. After every step:
 - the visible table agrees with the model: the overview lists exactly the
   model's steps, the step table exactly the summary's rows that pass the
   filter (in rollout order, or sorted), the groups table exactly its groups,
-  and each drawn row names its own key in its first cell.
+  each drawn row names its own key in its first cell, unreadable samples (and
+  only they) draw UNREAD, and steps with unreadable samples say so;
+- once every worker has finished, no table still promises rows ("loading…")
+  and the header names the run's latest step.
 
 A failure prints the shrunk step sequence (``note``). CI runs a small fixed
 budget (derandomized, so CI is reproducible); ``MILES_TUI_MONKEY_EXAMPLES=N``
@@ -43,6 +46,7 @@ from miles_tui.tui.app import MilesApp, make_app
 from miles_tui.tui.row_filter import ALIASES, STATUSES
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.screens.step_screen import StepScreen, _sort_value
+from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 from screenshots.scenes import EPOCH, GOLDEN, build_demo, build_golden, screen_text
 
@@ -72,6 +76,9 @@ NAVIGATION = (
     "shift+right",
 )
 """Keys a user presses whatever the bindings say."""
+
+WAITING = ("loading", "finding", "reading", "waiting for the first")
+"""Placeholders that promise rows: once every worker has finished, an empty table must say why instead."""
 
 CI_EXAMPLES = 10
 SLOW_EXAMPLES = int(os.environ.get("MILES_TUI_MONKEY_EXAMPLES", "0") or 0)
@@ -212,6 +219,12 @@ def check(app: MilesApp, worker_errors: list[str]) -> None:
         _check_step(screen)
     elif isinstance(screen, OverviewScreen):
         _check_overview(app, screen)
+    for table in screen.query(VirtualTable):  # every worker has finished: nothing may still say it is coming
+        assert not table.loading, f"#{table.id} still shows its loading indicator"
+        if not table.rows:
+            assert not table.placeholder.startswith(WAITING), f"#{table.id} says {table.placeholder!r} forever"
+    for header in screen.query(RunHeader):
+        assert header.latest == app.model.latest, f"header: step {header.latest}, the run: {app.model.latest}"
     assert "Traceback" not in screen_text(app)
 
 
@@ -235,26 +248,45 @@ class Monkey:
         await self.pilot.pause()
 
     def keys(self) -> list[str]:
-        """Keys of the active bindings (collected now, on this screen and focus) and the navigation keys."""
-        bound = sorted(self.app.active_bindings)  # focused widget → screen → app, modal screens alone
-        return [k for k in dict.fromkeys([*bound, *NAVIGATION]) if k not in NEVER]
+        """Keys of the active bindings (collected now, on this screen and focus) and the navigation keys.
+
+        The screen's and the app's own keys come three times: they are what the screen is for, and a
+        plain draw would spend most steps on scrolling keys and Textual's own bindings.
+        """
+        active = self.app.active_bindings  # focused widget → screen → app (a modal screen alone)
+        own = [key for key, found in active.items() if found.node in (self.app.screen, self.app)]
+        keys = [*NAVIGATION, *sorted(active), *sorted(own) * 3]
+        return [k for k in keys if k not in NEVER]
+
+    async def type_into(self, box: Input) -> None:
+        """Type a filter (or a CSV path into the save box) and press enter."""
+        if box.id == "path":  # the CSV save box writes what it is given: only names in the scratch dir
+            paths = st.one_of(SAFE_NAME, st.just(str(self.run_dir / "inside.csv")), st.just(""))
+            text = self.data.draw(paths, label="csv path")
+        else:
+            text = self.data.draw(TYPED, label="typed")
+        self.log.append(f"type {text!r} + enter")
+        box.value = text
+        await self.pilot.press("end", "enter")
 
     async def step(self) -> None:
         focused = self.app.focused
-        choice = self.data.draw(
-            st.sampled_from(["key"] * 8 + ["type"] * (3 if isinstance(focused, Input) else 0) + ["resize"]),
-            label="action",
-        )
+        actions = ["key"] * 6 + ["resize"]
+        if isinstance(focused, Input):
+            actions += ["type"] * 4
+        elif "slash" in self.app.active_bindings:
+            actions += ["filter"] * 2  # open the filter box, type, enter: one step, so it happens often
+        choice = self.data.draw(st.sampled_from(actions), label="action")
         if choice == "type":
             assert isinstance(focused, Input)
-            if focused.id == "path":  # the CSV save box: it writes what it is given, so only into the scratch dir
-                paths = st.one_of(SAFE_NAME, st.just(str(self.run_dir / "inside.csv")), st.just(""))
-                text = self.data.draw(paths, label="csv path")
-            else:
-                text = self.data.draw(TYPED, label="typed")
-            self.log.append(f"type {text!r} + enter")
-            focused.value = text
-            await self.pilot.press("end", "enter")
+            await self.type_into(focused)
+        elif choice == "filter":
+            self.log.append(f"slash ({type(self.app.screen).__name__})")
+            await self.pilot.press("slash")
+            await self.settle()
+            box = self.app.focused
+            if isinstance(box, Input):
+                await self.type_into(box)
         elif choice == "resize":
             size = self.data.draw(st.tuples(st.integers(40, 200), st.integers(12, 60)), label="size")
             self.log.append(f"resize {size[0]}x{size[1]}")
