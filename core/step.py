@@ -17,11 +17,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from core.column_rows import ColumnRows
 from core.errors import CorruptFileError, DumpLoadError, StepNotFoundError, StillWritingError, UnsafePickleError
 from core.resolve import FieldState, Shard, TrainRow, raw_reward_at, resolve_rows
 from core.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles
 from core.step_summary import ProblemKind, StepProblem, StepSummary
-from core.summary import SampleRow, group_rows, sample_row, step_aggregate
+from core.summary import GroupRow, SampleRow, group_rows, sample_row, step_aggregate
 
 __all__ = ["OpenStep", "ProblemKind", "StepProblem", "StepSummary", "open_step"]
 
@@ -128,8 +129,8 @@ def open_step(files: StepFiles, now: float, load: Loader = RunDir.load) -> OpenS
     summary = StepSummary(
         rollout_id=files.rollout_id,
         evaluation=files.evaluation,
-        rows=tuple(rows),
-        groups=tuple(groups),
+        rows=ColumnRows.build(SampleRow, rows),
+        groups=ColumnRows.build(GroupRow, groups),
         aggregate=step_aggregate(files.rollout_id, files.evaluation, rows, groups),
         problems=tuple(problems),
         complete=not any(p.kind is ProblemKind.STILL_WRITING for p in problems) and settling_until is None,
