@@ -12,8 +12,8 @@ Contract:
 - The attempt is meta.json's ``start_ts``; a resumed run rewrites it. An open
   phase marker (``t1 == -1``) that started before the current attempt belongs
   to an attempt that died, so it never counts as open.
-- Cost follows what is new: a poll that finds nothing lists directories and
-  stats files, and reads none. Polls are serialized by the follower's lock, so
+- Cost follows what is new: a poll that finds nothing stats the directories
+  and a few files (:class:`~core.run_scan.RunScanner`), and reads none. Polls are serialized by the follower's lock, so
   each change is reported by exactly one poll.
 - No threads, no sleeps, no clock: the caller passes ``now``; a worker in tui/
   decides when to poll. Never writes into the run.
@@ -29,6 +29,7 @@ from pathlib import Path
 from core.errors import StreamError
 from core.metrics import MetricStore
 from core.run_dir import RunDir, StepIds
+from core.run_scan import RunScanner
 from core.stream_records import Phase, RunMeta, StreamRecord
 from core.streams import DashboardReader
 from core.tail import ReadHook, StreamReset
@@ -123,6 +124,9 @@ class RunFollower:
         """The telemetry streams (query windows and metrics through it)."""
         self._lock = threading.Lock()
         self._signatures: dict[StepKey, tuple[tuple[str, int, float], ...]] = {}
+        self._scanner = RunScanner(self.run_dir)
+        self._not_visible: set[StepKey] = set()
+        self._newest_step_write: float | None = None
         self._open: dict[tuple[object, ...], Phase] = {}  # open markers of the current attempt, by Phase.key
         self._attempt_start: float | None = None
         self._newest_write: float | None = None
@@ -135,14 +139,7 @@ class RunFollower:
     def poll(self, now: float) -> RunDelta:
         """Everything that changed since the previous poll (the first poll reports what exists)."""
         with self._lock:
-            steps = self.run_dir.scan()
-            visible = {key: step for key, step in steps.items() if RunDir.is_visible(step, now)}
-            new = sorted(key for key in visible if key not in self._signatures)
-            changed = sorted(
-                key for key, step in visible.items()
-                if key in self._signatures and step.signature != self._signatures[key]
-            )  # fmt: skip
-            self._signatures = {key: step.signature for key, step in visible.items()}
+            new, changed = self._follow_steps(now)
 
             streams = self.dashboard.poll()
             previous_attempt = self._attempt_start
@@ -156,8 +153,7 @@ class RunFollower:
             if self._attempt_start is not None:  # markers a dead attempt left open never close
                 self._open = {k: p for k, p in self._open.items() if p.t0 >= self._attempt_start}
 
-            writes = [step.newest_mtime for step in steps.values()]
-            writes += [t for t in (streams.newest_mtime, self._newest_write) if t is not None]
+            writes = [t for t in (self._newest_step_write, streams.newest_mtime, self._newest_write) if t is not None]
             self._newest_write = max(writes, default=None)
             return RunDelta(
                 now=now,
@@ -177,6 +173,36 @@ class RunFollower:
                 resets=streams.resets,
                 reset_streams=streams.reset_streams,
             )
+
+    def _follow_steps(self, now: float) -> tuple[list[StepKey], list[StepKey]]:
+        """(new, changed) visible steps; the work follows what the scan found changed, not the run's length."""
+        scan = self._scanner.scan(now)
+        for key in scan.removed:
+            self._signatures.pop(key, None)
+            self._not_visible.discard(key)
+        new: list[StepKey] = []
+        changed: list[StepKey] = []
+        for key in scan.changed | self._not_visible:
+            step = scan.steps.get(key)
+            if step is None:
+                self._not_visible.discard(key)
+                continue
+            if key in scan.changed:
+                newest = step.newest_mtime
+                if self._newest_step_write is None or newest > self._newest_step_write:
+                    self._newest_step_write = newest
+            if not RunDir.is_visible(step, now):
+                self._not_visible.add(key)
+                self._signatures.pop(key, None)
+                continue
+            self._not_visible.discard(key)
+            previous = self._signatures.get(key)
+            if previous is None:
+                new.append(key)
+            elif previous != step.signature:
+                changed.append(key)
+            self._signatures[key] = step.signature
+        return sorted(new), sorted(changed)
 
     def state(self) -> RunState:
         """The run as of the last poll (step visibility as of that poll)."""
