@@ -25,15 +25,18 @@ from tui.messages import (
     AdvisoriesChanged,
     FollowToggled,
     RunStatusChanged,
-    StepFailed,
+    StepFailure,
     StepsChanged,
-    StepSummarized,
+    StepsSummarized,
     TelemetryAppended,
 )
 from tui.run_model import RunModel
 from tui.run_watcher import LANDING_SECONDS, PollResult, RunWatcher
 from tui.screens.help_screen import HelpScreen
 from tui.screens.overview_screen import OverviewScreen
+
+BACKFILL_REPOLL_SECONDS = 0.05
+"""While steps remain to summarize, the next poll starts this soon after the last one's update."""
 
 
 class MilesApp(App[None]):
@@ -82,6 +85,9 @@ class MilesApp(App[None]):
         if self.live:
             self.set_interval(self.poll_seconds, self.poll_now, name="poll")
 
+    def on_unmount(self) -> None:
+        self.watcher.close()
+
     def poll_now(self) -> None:
         """Start a poll unless one is already running."""
         self._poll()
@@ -101,7 +107,7 @@ class MilesApp(App[None]):
             self.notify(f"poll failed: {err}", severity="error", timeout=6)
             return
         if result.pending:
-            self.call_later(self.poll_now)
+            self.set_timer(BACKFILL_REPOLL_SECONDS, self.poll_now)  # a beat for keys between two batches
         elif result.landing:
             self.set_timer(LANDING_SECONDS / 2, self.poll_now)
         self._poll_streams()
@@ -119,12 +125,12 @@ class MilesApp(App[None]):
                     result.train, result.evaluation, result.new_train, result.new_evaluation, result.looks_like_a_run
                 )
             )
-        for summary in result.summaries:
-            self.post_message(StepSummarized(summary))
-        for rid, evaluation, message, still in result.failures:
-            self.post_message(StepFailed(rid, evaluation, message, still))
-        self.step_advisories = result.advisories
-        self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
+        if result.summaries or result.failures:
+            failures = tuple(StepFailure(*failure) for failure in result.failures)
+            self.post_message(StepsSummarized(tuple(result.summaries), failures))
+        if result.advisories != self.step_advisories:
+            self.step_advisories = result.advisories
+            self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
         self.step_data_age = result.data_age
         self.post_message(RunStatusChanged(result.run_name, result.latest, self._data_age(), result.quiet_after))
 
@@ -141,11 +147,12 @@ class MilesApp(App[None]):
         except Exception as err:  # telemetry problems never stop the monitor
             self.notify(f"telemetry poll failed: {err}", severity="warning", timeout=6)
             return
-        self.stream_advisories = result.advisories
         self.stream_data_age = result.delta.data_age
         model = self.model
         self.post_message(RunStatusChanged(model.run_name, model.latest, self._data_age(), model.quiet_after))
-        self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
+        if result.advisories != self.stream_advisories:
+            self.stream_advisories = result.advisories
+            self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
         if result.delta.metric_keys or result.delta.records:
             self.post_message(TelemetryAppended(result.delta.metric_keys, tuple(result.delta.records)))
 
@@ -163,18 +170,14 @@ class MilesApp(App[None]):
         self.model.polled = True
         self._forward(message)
 
-    @on(StepSummarized)
-    def _step_summarized(self, message: StepSummarized) -> None:
-        """Store a fresh summary and tell the screens."""
-        summary = message.summary
-        self.model.summaries[(summary.rollout_id, summary.evaluation)] = summary
-        self.model.failures.pop((summary.rollout_id, summary.evaluation), None)
-        self._forward(message)
-
-    @on(StepFailed)
-    def _step_failed(self, message: StepFailed) -> None:
-        """Remember why a step cannot be shown yet."""
-        self.model.failures[(message.rollout_id, message.evaluation)] = (message.message, message.still_writing)
+    @on(StepsSummarized)
+    def _steps_summarized(self, message: StepsSummarized) -> None:
+        """Store one poll's summaries and failures, then tell the screens once."""
+        for summary in message.summaries:
+            self.model.summaries[(summary.rollout_id, summary.evaluation)] = summary
+            self.model.failures.pop((summary.rollout_id, summary.evaluation), None)
+        for failure in message.failures:
+            self.model.failures[failure.key] = (failure.message, failure.still_writing)
         self._forward(message)
 
     @on(AdvisoriesChanged)

@@ -35,7 +35,7 @@ from core.compare import (
 from core.step import StepSummary
 from core.summary import group_reward
 from tui.formatting import MISSING, number, percent
-from tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized
+from tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepsSummarized
 from tui.screens.monitor_screen import MonitorScreen
 from tui.widgets.run_header import RunHeader
 from tui.widgets.virtual_table import Column, TableRow, VirtualTable
@@ -335,13 +335,13 @@ class CompareScreen(MonitorScreen):
 
     # -- live ----------------------------------------------------------------------------
 
-    @on(StepSummarized)
-    def _summarized(self, message: StepSummarized) -> None:
-        """A compared step's files changed: compare again."""
-        summary = message.summary
-        if summary.evaluation == self.evaluation and summary.rollout_id in (self.a, self.b):
+    @on(StepsSummarized)
+    def _summarized(self, message: StepsSummarized) -> None:
+        """A compared step's files changed: compare again (once per poll, however many steps came)."""
+        mine = [s for s in message.summaries if s.evaluation == self.evaluation]
+        if any(s.rollout_id in (self.a, self.b) for s in mine):
             self._load()
-        elif self.tracing and summary.evaluation == self.evaluation:
+        elif self.tracing and mine:
             self._show_trace()
 
     @on(StepsChanged)

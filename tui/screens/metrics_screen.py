@@ -39,7 +39,7 @@ from core.metric_view import (
     values_at,
 )
 from core.metrics import MetricSeries
-from tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized, TelemetryAppended
+from tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepsSummarized, TelemetryAppended
 from tui.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE, Source, inspector_line, status_line
 from tui.screens.monitor_screen import MonitorScreen
 from tui.widgets.metric_chart import ChartView, MetricChart
@@ -222,9 +222,9 @@ class MetricsScreen(MonitorScreen):
                 self.series[key] = in_step_order(series)
         self._update(changed)
 
-    @on(StepSummarized)
-    async def _summarized(self, message: StepSummarized) -> None:
-        """A step summary arrived: without metrics.jsonl, the dump-derived series change."""
+    @on(StepsSummarized)
+    async def _summarized(self, message: StepsSummarized) -> None:
+        """Step summaries arrived (one batch per poll): without metrics.jsonl, the dump-derived series change."""
         if self.source == "metrics":
             return
         fresh = dump_series(summary.aggregate for summary in self.miles.model.summaries.values())

@@ -21,7 +21,7 @@ from textual.widgets import Footer, Input, Label
 from core.step import StepSummary
 from core.summary import GroupRow, SampleRow
 from tui.formatting import MISSING, number, percent, version_span
-from tui.messages import FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
+from tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepsSummarized
 from tui.row_filter import FilterError, RowFilter, parse_filter
 from tui.screens.monitor_screen import MonitorScreen
 from tui.widgets.run_header import RunHeader
@@ -300,17 +300,16 @@ class StepScreen(MonitorScreen):
 
     # -- live -----------------------------------------------------------------------
 
-    @on(StepSummarized)
-    def _summarized(self, message: StepSummarized) -> None:
-        """The step's files changed (e.g. finished writing): update rows in place."""
-        if (message.summary.rollout_id, message.summary.evaluation) == self.key:
-            self._show(message.summary)
-
-    @on(StepFailed)
-    def _failed(self, message: StepFailed) -> None:
-        """The step became unreadable (or is still being written)."""
-        if (message.rollout_id, message.evaluation) == self.key and self.summary is None:
-            self._show_failure(message.message, message.still_writing)
+    @on(StepsSummarized)
+    def _summarized(self, message: StepsSummarized) -> None:
+        """The step's files changed (e.g. finished writing): update rows in place; or it became unreadable."""
+        summary = message.summary_of(self.key)
+        if summary is not None:
+            self._show(summary)
+            return
+        failure = message.failure_of(self.key)
+        if failure is not None and self.summary is None:
+            self._show_failure(failure.message, failure.still_writing)
 
     @on(StepsChanged)
     @on(RunStatusChanged)

@@ -10,7 +10,7 @@ and the scroll position where it was. The owner decides what the rows are
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, overload
 
@@ -79,6 +79,11 @@ class LazyRows(Sequence[TableRow]):
                 self._cache.clear()
             row = self._cache[key] = self._render(key)
         return row
+
+    def forget(self, keys: Iterable[Hashable]) -> None:
+        """Format these rows again when next drawn (their content changed)."""
+        for key in keys:
+            self._cache.pop(key, None)
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -180,6 +185,28 @@ class VirtualTable(ScrollView, can_focus=True):
         else:
             self.set_reactive(VirtualTable.cursor_row, min(self.cursor_row, max(len(self.rows) - 1, 0)))
         self.refresh()
+
+    def refresh_keys(self, keys: Iterable[Hashable]) -> None:
+        """Rows whose content changed (same keys, same order): format and draw only those again.
+
+        Work is per changed row, not per row of the table; a row off screen is
+        only forgotten (formatted again when it scrolls into view).
+        """
+        forget = getattr(self.rows, "forget", None)
+        changed = {key for key in keys if key in self._index}
+        if not changed:
+            return
+        if callable(forget):
+            forget(changed)
+        for cache_key in [k for k in self._strip_cache if k[0] in changed]:
+            del self._strip_cache[cache_key]
+        for key in changed:
+            self._refresh_row(self._index[key])
+
+    def visible_keys(self) -> tuple[Hashable, ...]:
+        """The keys of the rows on screen, top to bottom."""
+        top = self.scroll_offset.y
+        return tuple(self._keys[top : top + max(self.scrollable_content_region.height - 1, 0)])
 
     @property
     def keys(self) -> Sequence[Hashable]:

@@ -1,0 +1,135 @@
+"""Cold step summaries in helper processes, so back-filling a long run uses every core and not the UI's GIL.
+
+:class:`Backfill` owns a small process pool (started on first use, shut down
+when its work is done or the app quits). Each job summarizes one step from
+its already-listed files with core's own reader (:meth:`Run.summary_of`,
+which also writes the summary cache) and hands back the summary as
+:func:`~core.summary_cache.encode_summary` bytes (no pickle of anything read
+from the run), or the one-line reason it failed. Helpers run at a lower CPU
+priority than the monitor, so keys stay quick while they work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.errors import MilesTuiError, StillWritingError
+from core.run import Run
+from core.run_dir import StepFiles
+from core.step_summary import StepSummary
+from core.summary_cache import decode_summary, encode_summary
+
+HELPER_NICENESS = 5
+"""Helpers yield the CPU to the monitor itself."""
+
+Key = tuple[int, bool]
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """What a helper found for one step."""
+
+    files: StepFiles
+    """The files it summarized."""
+    summary: StepSummary | None
+    """The summary, or None when the step could not be read."""
+    failure: str = ""
+    """Why not (names the file)."""
+    still_writing: bool = False
+    """The failure is a file still being written (retry later)."""
+
+
+_runs: dict[tuple[str, bool], Run] = {}
+
+
+def _start_helper() -> None:
+    with contextlib.suppress(OSError):  # not allowed: run at the same priority
+        os.nice(HELPER_NICENESS)
+
+
+def _summarize(run_path: str, use_cache: bool, files: StepFiles, now: float) -> tuple[str, bytes | str]:
+    """In a helper: ("ok", summary bytes) | ("still", message) | ("failed", message)."""
+    run = _runs.get((run_path, use_cache))
+    if run is None:
+        run = _runs[(run_path, use_cache)] = Run(run_path, use_cache=use_cache, max_open=1)
+    try:
+        return "ok", encode_summary(run.summary_of(files, now))
+    except StillWritingError as err:
+        return "still", str(err)
+    except MilesTuiError as err:
+        return "failed", str(err)
+    except Exception as err:  # a bug or a file no rule foresaw: one step unreadable, not a dead helper
+        return "failed", f"{files.rollout.path}: could not be summarized ({type(err).__name__}: {err})"
+
+
+class Backfill:
+    """A lazily started pool of ``workers`` helper processes."""
+
+    def __init__(self, run_path: Path, use_cache: bool, workers: int | None = None) -> None:
+        self.run_path = str(run_path)
+        self.use_cache = use_cache
+        self.workers = workers if workers is not None else max(1, min(os.cpu_count() or 1, 4))
+        self._pool: ProcessPoolExecutor | None = None
+        self._jobs: dict[Key, tuple[StepFiles, Future[tuple[str, bytes | str]]]] = {}
+        self.broken = False
+        """A helper died: the watcher summarizes in its own thread from then on."""
+
+    @property
+    def capacity(self) -> int:
+        """Jobs worth having queued: a couple per helper (the rest wait in priority order)."""
+        return 0 if self.broken else 2 * self.workers - len(self._jobs)
+
+    def busy(self, key: Key) -> bool:
+        return key in self._jobs
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._jobs)
+
+    def submit(self, files: StepFiles, now: float) -> bool:
+        """Queue one step; False when the pool cannot take it (broken)."""
+        if self.broken:
+            return False
+        if self._pool is None:
+            context = multiprocessing.get_context("spawn")  # never fork a process that runs threads
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_helper)
+        key = (files.rollout_id, files.evaluation)
+        try:
+            future = self._pool.submit(_summarize, self.run_path, self.use_cache, files, now)
+        except (BrokenProcessPool, RuntimeError):
+            self._break()
+            return False
+        self._jobs[key] = (files, future)
+        return True
+
+    def done(self) -> list[JobResult]:
+        """Finished jobs (never waits)."""
+        out = []
+        for key, (files, future) in list(self._jobs.items()):
+            if not future.done():
+                continue
+            del self._jobs[key]
+            try:
+                kind, payload = future.result()
+                summary = decode_summary(payload) if kind == "ok" and isinstance(payload, bytes) else None
+            except (BrokenProcessPool, OSError, RuntimeError, ValueError):
+                self._break()  # the step stays to do; the watcher reads it in its own thread
+                continue
+            out.append(JobResult(files, summary, "" if summary is not None else str(payload), kind == "still"))
+        return out
+
+    def _break(self) -> None:
+        self.broken = True
+        self.close()
+
+    def close(self) -> None:
+        """Stop the helpers (queued jobs are dropped; a running one finishes first)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
