@@ -10,9 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
+from rich.console import RenderableType
 from textual import on, work
+from textual._compositor import CompositorUpdate
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -34,9 +36,13 @@ from tui.run_model import RunModel
 from tui.run_watcher import LANDING_SECONDS, PollResult, RunWatcher
 from tui.screens.help_screen import HelpScreen
 from tui.screens.overview_screen import OverviewScreen
+from tui.terminal_diff import TerminalDiff
 
 BACKFILL_REPOLL_SECONDS = 0.05
 """While steps remain to summarize, the next poll starts this soon after the last one's update."""
+
+HELPER_REPOLL_SECONDS = 0.25
+"""While helper processes summarize steps, their results are collected this often."""
 
 
 class MilesApp(App[None]):
@@ -73,13 +79,27 @@ class MilesApp(App[None]):
         self.stream_data_age: float | None = None
         self.telemetry_columns = TelemetryColumns(self.watcher.follower.dashboard)
         """GPU/phase columns kept for the session, so the compute view converts records once."""
+        self.terminal = TerminalDiff()
+        """What the terminal shows: only changed cells are written to it."""
 
     @property
     def reader(self) -> Run:
         """The run being monitored (named so as not to shadow App.run)."""
         return self.watcher.run
 
+    def _display(self, screen: Screen[object], renderable: RenderableType | None) -> None:
+        """Hand Textual only the cells that change (nothing at all when the screen looks the same)."""
+        update: object = renderable
+        # Only updates Textual will really write may change the copy of the screen (its own tests, as in
+        # App._display: a batch in progress, a closed or headless app or no driver writes nothing).
+        writes = self._running and not self._closed and not self._batch_count and self._driver is not None
+        if isinstance(update, CompositorUpdate) and writes and not self.is_headless and not self.is_inline:
+            size = (self.size.width, self.size.height)
+            renderable = cast("RenderableType | None", self.terminal.update(update, self.console, size))
+        super()._display(screen, renderable)
+
     def on_mount(self) -> None:
+        self.app_resume_signal.subscribe(self, lambda _app: self.terminal.reset())
         self.push_screen(OverviewScreen())
         self.poll_now()
         if self.live:
@@ -106,8 +126,10 @@ class MilesApp(App[None]):
         except Exception as err:  # the monitor keeps running whatever the filesystem does
             self.notify(f"poll failed: {err}", severity="error", timeout=6)
             return
-        if result.pending:
+        if result.more:
             self.set_timer(BACKFILL_REPOLL_SECONDS, self.poll_now)  # a beat for keys between two batches
+        elif result.helpers:
+            self.set_timer(HELPER_REPOLL_SECONDS, self.poll_now)
         elif result.landing:
             self.set_timer(LANDING_SECONDS / 2, self.poll_now)
         self._poll_streams()

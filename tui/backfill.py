@@ -14,6 +14,9 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import sys
+import warnings
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -49,8 +52,34 @@ _runs: dict[tuple[str, bool], Run] = {}
 
 
 def _start_helper() -> None:
+    """In a helper: lower priority, and nothing it might print (a numpy warning) reaches the terminal."""
     with contextlib.suppress(OSError):  # not allowed: run at the same priority
         os.nice(HELPER_NICENESS)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    warnings.simplefilter("ignore")
+
+
+@contextlib.contextmanager
+def _stderr_with_a_file() -> Iterator[None]:
+    """Starting a process needs ``sys.stderr`` to be a real file (multiprocessing's resource tracker passes
+    its descriptor on); inside a running Textual app it is a capture object without one. /dev/null then."""
+    try:
+        usable = sys.stderr is not None and sys.stderr.fileno() >= 0
+    except (OSError, ValueError, AttributeError):
+        usable = False
+    if usable:
+        yield
+        return
+    saved = sys.stderr
+    with open(os.devnull, "w") as devnull:
+        sys.stderr = devnull
+        try:
+            yield
+        finally:
+            sys.stderr = saved
 
 
 def _summarize(run_path: str, use_cache: bool, files: StepFiles, now: float) -> tuple[str, bytes | str]:
@@ -101,8 +130,9 @@ class Backfill:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_helper)
         key = (files.rollout_id, files.evaluation)
         try:
-            future = self._pool.submit(_summarize, self.run_path, self.use_cache, files, now)
-        except (BrokenProcessPool, RuntimeError):
+            with _stderr_with_a_file():  # a submit may start a helper
+                future = self._pool.submit(_summarize, self.run_path, self.use_cache, files, now)
+        except (BrokenProcessPool, RuntimeError, OSError, ValueError):
             self._break()
             return False
         self._jobs[key] = (files, future)

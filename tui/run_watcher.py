@@ -48,8 +48,11 @@ SUMMARY_BUDGET_SECONDS = 0.25
 LANDING_SECONDS = 0.5
 """A step with a file written less than this ago is still landing: wait before opening it."""
 
-POOL_MIN_STEPS = 12
-"""A back-fill of at least this many steps goes to helper processes (fewer: not worth starting them)."""
+POOL_MIN_STEPS = 32
+"""A back-fill of at least this many steps goes to helper processes (fewer: not worth starting them)..."""
+
+POOL_MIN_BYTES = 256 << 20
+"""... or of steps whose files hold at least this many bytes (a few big steps)."""
 
 COLLECT_AFTER_OPEN = 200_000
 """An open that left more new container objects than this is followed by one full collection."""
@@ -89,7 +92,11 @@ class PollResult:
     data_age: float | None = None
     quiet_after: float = 600.0
     pending: int = 0
-    """Steps still to summarize (some may be with the helpers)."""
+    """Steps still to summarize (some may be with the helpers, some only settling)."""
+    more: bool = False
+    """The poll stopped at its time budget with steps it could summarize right away: poll again soon."""
+    helpers: int = 0
+    """Steps with the helper processes: poll again to collect them."""
     landing: int = 0
     """Steps whose files are still landing (poll again shortly)."""
     preparable: int = 0
@@ -316,11 +323,12 @@ class RunWatcher:
                 self._accept(key, job.summary, result)
             else:
                 self._fail(key, job.failure, job.still_writing, result)
-        pooled = len(self._todo) >= self.pool_min_steps and self.backfill.workers > 1 and not self.backfill.broken
+        pooled = self._worth_helpers()
         latest = (result.latest, False)
         order = self._order()
         for index, key in enumerate(order):
             if index and time.monotonic() > deadline:
+                result.more = True
                 break
             if self.backfill.busy(key):
                 continue
@@ -341,8 +349,21 @@ class RunWatcher:
             else:
                 self._read(key, files, now, result)
         result.pending = len(self._todo)
+        result.helpers = self.backfill.in_flight
         if not self._todo and self.backfill.in_flight == 0:
             self.backfill.close()
+
+    def _worth_helpers(self) -> bool:
+        """Whether what is left to summarize is worth helper processes (they take a second to start)."""
+        if self.backfill.workers < 2 or self.backfill.broken:
+            return False
+        if self.backfill.in_flight or len(self._todo) >= self.pool_min_steps:
+            return True
+        size = 0
+        for key in self._todo:
+            files = self._steps[key]
+            size += files.rollout.size + sum(f.size for f in files.train)
+        return size >= POOL_MIN_BYTES
 
     def _read(self, key: Key, files: StepFiles, now: float, result: PollResult) -> None:
         """Summarize one step in this thread (the newest step is opened: the user gets to it instantly)."""
