@@ -41,6 +41,9 @@ from tui.terminal_diff import TerminalDiff
 BACKFILL_REPOLL_SECONDS = 0.05
 """While steps remain to summarize, the next poll starts this soon after the last one's update."""
 
+BACKLOG_SHOWN = 2
+"""More steps than this still to summarize are shown in the header (a live run's newest steps are not)."""
+
 HELPER_REPOLL_SECONDS = 0.25
 """While helper processes summarize steps, their results are collected this often."""
 
@@ -154,6 +157,7 @@ class MilesApp(App[None]):
             self.step_advisories = result.advisories
             self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
         self.step_data_age = result.data_age
+        self.model.backlog = result.pending if result.pending > BACKLOG_SHOWN else 0
         self.post_message(RunStatusChanged(result.run_name, result.latest, self._data_age(), result.quiet_after))
 
     def _data_age(self) -> float | None:

@@ -28,8 +28,14 @@ from core.run_dir import StepFiles
 from core.step_summary import StepSummary
 from core.summary_cache import decode_summary, encode_summary
 
-HELPER_NICENESS = 5
+HELPER_NICENESS = 10
 """Helpers yield the CPU to the monitor itself."""
+
+STEPS_PER_JOB = 8
+"""Steps a helper summarizes per round trip."""
+
+JOBS_PER_HELPER = 3
+"""Batches queued per helper: enough to keep it busy between two polls, few enough to follow the user."""
 
 Key = tuple[int, bool]
 
@@ -82,8 +88,12 @@ def _stderr_with_a_file() -> Iterator[None]:
             sys.stderr = saved
 
 
-def _summarize(run_path: str, use_cache: bool, files: StepFiles, now: float) -> tuple[str, bytes | str]:
-    """In a helper: ("ok", summary bytes) | ("still", message) | ("failed", message)."""
+Answer = tuple[str, bytes | str]
+"""("ok", summary bytes) | ("still", message) | ("failed", message)."""
+
+
+def _summarize(run_path: str, use_cache: bool, files: StepFiles, now: float) -> Answer:
+    """In a helper: one step's :data:`Answer`."""
     run = _runs.get((run_path, use_cache))
     if run is None:
         run = _runs[(run_path, use_cache)] = Run(run_path, use_cache=use_cache, max_open=1)
@@ -97,6 +107,11 @@ def _summarize(run_path: str, use_cache: bool, files: StepFiles, now: float) -> 
         return "failed", f"{files.rollout.path}: could not be summarized ({type(err).__name__}: {err})"
 
 
+def _summarize_batch(run_path: str, use_cache: bool, batch: list[StepFiles], now: float) -> list[Answer]:
+    """In a helper: :func:`_summarize` for each step of a batch (one round trip for several small steps)."""
+    return [_summarize(run_path, use_cache, files, now) for files in batch]
+
+
 class Backfill:
     """A lazily started pool of ``workers`` helper processes."""
 
@@ -105,57 +120,62 @@ class Backfill:
         self.use_cache = use_cache
         self.workers = workers if workers is not None else max(1, min(os.cpu_count() or 1, 4))
         self._pool: ProcessPoolExecutor | None = None
-        self._jobs: dict[Key, tuple[StepFiles, Future[tuple[str, bytes | str]]]] = {}
+        self._jobs: list[tuple[list[StepFiles], Future[list[Answer]]]] = []
+        self._busy: set[Key] = set()
         self.broken = False
         """A helper died: the watcher summarizes in its own thread from then on."""
 
     @property
     def capacity(self) -> int:
-        """Jobs worth having queued: a couple per helper (the rest wait in priority order)."""
-        return 0 if self.broken else 2 * self.workers - len(self._jobs)
+        """Steps worth queueing now: a few batches per helper (the rest wait, in priority order, for the next)."""
+        return 0 if self.broken else (JOBS_PER_HELPER * self.workers - len(self._jobs)) * STEPS_PER_JOB
 
     def busy(self, key: Key) -> bool:
-        return key in self._jobs
+        return key in self._busy
 
     @property
     def in_flight(self) -> int:
-        return len(self._jobs)
+        """Steps with the helpers."""
+        return len(self._busy)
 
-    def submit(self, files: StepFiles, now: float) -> bool:
-        """Queue one step; False when the pool cannot take it (broken)."""
+    def submit(self, batch: list[StepFiles], now: float) -> bool:
+        """Queue a batch of steps; False when the pool cannot take it (broken)."""
         if self.broken:
             return False
-        if self._pool is None:
-            context = multiprocessing.get_context("spawn")  # never fork a process that runs threads
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_helper)
-        key = (files.rollout_id, files.evaluation)
         try:
-            with _stderr_with_a_file():  # a submit may start a helper
-                future = self._pool.submit(_summarize, self.run_path, self.use_cache, files, now)
+            with _stderr_with_a_file():  # making the pool's queues and a submit may start processes
+                if self._pool is None:
+                    context = multiprocessing.get_context("spawn")  # never fork a process that runs threads
+                    self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_helper)
+                future = self._pool.submit(_summarize_batch, self.run_path, self.use_cache, batch, now)
         except (BrokenProcessPool, RuntimeError, OSError, ValueError):
             self._break()
             return False
-        self._jobs[key] = (files, future)
+        self._jobs.append((batch, future))
+        self._busy.update((files.rollout_id, files.evaluation) for files in batch)
         return True
 
     def done(self) -> list[JobResult]:
-        """Finished jobs (never waits)."""
+        """Finished steps (never waits)."""
         out = []
-        for key, (files, future) in list(self._jobs.items()):
-            if not future.done():
-                continue
-            del self._jobs[key]
+        for job in [job for job in self._jobs if job[1].done()]:
+            self._jobs.remove(job)
+            batch, future = job
+            self._busy.difference_update((files.rollout_id, files.evaluation) for files in batch)
             try:
-                kind, payload = future.result()
-                summary = decode_summary(payload) if kind == "ok" and isinstance(payload, bytes) else None
+                answers = future.result()
+                for files, (kind, payload) in zip(batch, answers, strict=True):
+                    summary = decode_summary(payload) if kind == "ok" and isinstance(payload, bytes) else None
+                    failure = "" if summary is not None else str(payload)
+                    out.append(JobResult(files, summary, failure, kind == "still"))
             except (BrokenProcessPool, OSError, RuntimeError, ValueError):
-                self._break()  # the step stays to do; the watcher reads it in its own thread
-                continue
-            out.append(JobResult(files, summary, "" if summary is not None else str(payload), kind == "still"))
+                self._break()  # the steps stay to do; the watcher reads them in its own thread
         return out
 
     def _break(self) -> None:
         self.broken = True
+        self._busy.clear()
+        self._jobs.clear()
         self.close()
 
     def close(self) -> None:

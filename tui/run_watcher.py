@@ -38,7 +38,7 @@ from core.run_state import RunDelta, RunFollower
 from core.step import OpenStep, StepSummary
 from core.stream_advisories import stream_advisories
 from core.tail import StreamReset
-from tui.backfill import Backfill
+from tui.backfill import STEPS_PER_JOB, Backfill
 
 T = TypeVar("T")
 
@@ -138,6 +138,7 @@ class RunWatcher:
         self._quiet_after = 600.0
         self._advisories: tuple[Advisory, ...] | None = None
         self._focus: tuple[Key, ...] = ()
+        self._summarized_once = False
         self._meta_cache: tuple[float, dict[str, Any]] | None = None
         self.follower = RunFollower(run.dir, recent_hours=STREAM_HOURS)
         """The telemetry follower; its own locks make it safe to read from the UI thread."""
@@ -325,8 +326,9 @@ class RunWatcher:
                 self._fail(key, job.failure, job.still_writing, result)
         pooled = self._worth_helpers()
         latest = (result.latest, False)
-        order = self._order()
-        for index, key in enumerate(order):
+        batch: list[StepFiles] = []
+        room = self.backfill.capacity if pooled else 0
+        for index, key in enumerate(self._order()):
             if index and time.monotonic() > deadline:
                 result.more = True
                 break
@@ -342,20 +344,28 @@ class RunWatcher:
             if known is not None:
                 self._accept(key, known, result)
             elif pooled and key != latest:
-                if self.backfill.capacity <= 0 or not self.backfill.submit(files, now):
-                    if not self.backfill.broken:
-                        break  # the helpers are busy: the rest waits for them, in this order
-                    self._read(key, files, now, result)
+                if len(batch) >= room:
+                    break  # the helpers have enough to do: the rest waits for them, in this order
+                batch.append(files)
+                if len(batch) % STEPS_PER_JOB == 0 and not self.backfill.submit(batch[-STEPS_PER_JOB:], now):
+                    break
             else:
                 self._read(key, files, now, result)
+        if batch and len(batch) % STEPS_PER_JOB:
+            self.backfill.submit(batch[-(len(batch) % STEPS_PER_JOB) :], now)
+        self._summarized_once = True
         result.pending = len(self._todo)
         result.helpers = self.backfill.in_flight
         if not self._todo and self.backfill.in_flight == 0:
             self.backfill.close()
 
     def _worth_helpers(self) -> bool:
-        """Whether what is left to summarize is worth helper processes (they take a second to start)."""
-        if self.backfill.workers < 2 or self.backfill.broken:
+        """Whether what is left to summarize is worth helper processes (they take a second to start).
+
+        Never on the first summarizing poll: the newest step and what the cache holds reach the screen
+        before helpers starting up compete for the CPU.
+        """
+        if self.backfill.workers < 2 or self.backfill.broken or not self._summarized_once:
             return False
         if self.backfill.in_flight or len(self._todo) >= self.pool_min_steps:
             return True

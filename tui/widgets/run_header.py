@@ -32,6 +32,8 @@ class RunHeader(Widget):
     """The run went quiet (no new data for longer than its usual step interval allows)."""
     new_steps: reactive[int] = reactive(0)
     context: reactive[str] = reactive("")
+    backlog: reactive[int] = reactive(0)
+    """Steps still to summarize (a long run back-filling)."""
 
     def render(self) -> Text:
         text = Text()
@@ -54,6 +56,8 @@ class RunHeader(Widget):
             text.append(f"{self.age_text} old", style="bold red" if quiet else "")
             if quiet:
                 text.append(" QUIET: no new data", style="bold red")
+        if self.backlog:
+            text.append(f"  summarizing {self.backlog:,} step{'s' if self.backlog > 1 else ''}…", style="dim")
         if self.new_steps:
             text.append("  ")
             text.append(
@@ -67,4 +71,5 @@ class RunHeader(Widget):
         self.latest = model.latest
         self.age_text = None if model.data_age is None else age(model.data_age)
         self.quiet = model.data_age is not None and model.data_age > model.quiet_after
+        self.backlog = model.backlog
         self.following = following

@@ -31,6 +31,10 @@ class StepTrends(Vertical):
     StepTrends Sparkline { width: 1fr; height: 1; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: dict[str, str] = {}
+
     def compose(self) -> ComposeResult:
         for key, label in TRENDS:
             with Horizontal():
@@ -39,11 +43,14 @@ class StepTrends(Vertical):
                 yield Label("–", id=f"trend-value-{key}", classes="trend-value")
 
     def show(self, aggregates: Sequence[StepAggregate]) -> None:
-        """Redraw from train-step aggregates in step order."""
+        """Redraw from train-step aggregates in step order (a value label only when its text changes:
+        updating a label lays the screen out again)."""
         for key, _ in TRENDS:
             values = [getattr(a, key) for a in aggregates]
             present = [float(v) for v in values if v is not None]
             self.query_one(f"#trend-{key}", Sparkline).data = present
             last = next((v for v in reversed(values) if v is not None), None)
             text = percent(last) if key.endswith("_frac") else number(last, 3)
-            self.query_one(f"#trend-value-{key}", Label).update(text)
+            if self._shown.get(key) != text:
+                self._shown[key] = text
+                self.query_one(f"#trend-value-{key}", Label).update(text)

@@ -200,8 +200,11 @@ class VirtualTable(ScrollView, can_focus=True):
             forget(changed)
         for cache_key in [k for k in self._strip_cache if k[0] in changed]:
             del self._strip_cache[cache_key]
+        top, height = self.scroll_offset.y, self.size.height
         for key in changed:
-            self._refresh_row(self._index[key])
+            y = self._index[key] - top + 1
+            if 0 < y < height:
+                self.refresh(Region(0, y, self.size.width, 1))
 
     def visible_keys(self) -> tuple[Hashable, ...]:
         """The keys of the rows on screen, top to bottom."""
