@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -182,20 +182,21 @@ LISTED_STEP_ERRORS = 3
 """Up to this many unreadable (or still writing) steps get an advisory each; more get one between them."""
 
 
-def step_errors(failures: Sequence[tuple[int, bool, str, bool]]) -> list[Advisory]:
-    """Steps that cannot be read, as (rollout_id, evaluation, message, still_writing), in step order.
+def step_errors(failures: Iterable[tuple[int, bool, str, bool]]) -> list[Advisory]:
+    """Steps that cannot be read, as (rollout_id, evaluation, message, still_writing), in any order.
 
-    A few get one advisory each (:func:`step_error`); many get one advisory that
-    counts them and names the first and the last, so 20,000 broken files make one
-    line a person can act on, not 20,000.
+    A few get one advisory each (:func:`step_error`, in step order); many get one
+    advisory that counts them and names the first and the last, so 20,000 broken
+    files make one line a person can act on, not 20,000. Linear in the failures.
     """
     out: list[Advisory] = []
+    failures = list(failures)
     for still in (False, True):
         chosen = [f for f in failures if f[3] is still]
         if len(chosen) <= LISTED_STEP_ERRORS:
-            out += [step_error(rid, evaluation, message, None, still) for rid, evaluation, message, _ in chosen]
+            out += [step_error(rid, evaluation, message, None, still) for rid, evaluation, message, _ in sorted(chosen)]
             continue
-        (first, first_eval, first_message, _), (last, last_eval, last_message, _) = chosen[0], chosen[-1]
+        (first, first_eval, first_message, _), (last, last_eval, last_message, _) = min(chosen), max(chosen)
         what = "still being written" if still else "unreadable"
         message = (
             f"{len(chosen):,} steps {what}: first step {first}{' eval' if first_eval else ''} ({first_message}); "

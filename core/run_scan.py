@@ -10,7 +10,8 @@ which steps changed since the previous scan. It reads directory entries and
   a listing is listed again, so a same-tick change is not missed);
 - a file written in place is seen on the next scan while it is young
   (modified within :data:`HOT_SECONDS`), and within about :data:`SWEEP_SCANS`
-  scans when it is older (a slice of the old files is re-stat'ed each scan).
+  scans when it is older (a slice of at most :data:`SWEEP_MAX` old files is
+  re-stat'ed each scan, so a run of 20,000 steps takes longer).
 
 Unchanged steps keep the same :class:`StepFiles` object from scan to scan, so
 callers may compare by identity. Never writes; not thread-safe (one poller).
@@ -28,10 +29,13 @@ HOT_SECONDS = 120.0
 """Files modified this recently are re-stat'ed on every scan (a step being written)."""
 
 SWEEP_SCANS = 30
-"""Older files are all re-stat'ed once every this many scans (a minute at the default poll)."""
+"""Older files are all re-stat'ed once every this many scans (a minute at the default poll)..."""
 
 SWEEP_MIN = 64
-"""At least this many old files are re-stat'ed per scan."""
+"""... at least this many of them per scan ..."""
+
+SWEEP_MAX = 256
+"""... and at most this many (a run of 20,000 steps takes ~80 scans for a sweep, not one core)."""
 
 RACY_SECONDS = 2.0
 """A directory modified this close to a listing is listed again on the next scan."""
@@ -146,7 +150,7 @@ class RunScanner:
         hot = list(self._hot)
         if not self._sweep:
             self._sweep = [p for p in self._entries if p not in self._hot]
-        quota = max(SWEEP_MIN, len(self._entries) // SWEEP_SCANS)
+        quota = min(SWEEP_MAX, max(SWEEP_MIN, len(self._entries) // SWEEP_SCANS))
         cold, self._sweep = self._sweep[:quota], self._sweep[quota:]
         touched: set[Key] = set()
         for path in (*hot, *cold):

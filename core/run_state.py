@@ -13,8 +13,12 @@ Contract:
   phase marker (``t1 == -1``) that started before the current attempt belongs
   to an attempt that died, so it never counts as open.
 - Cost follows what is new: a poll that finds nothing stats the directories
-  and a few files (:class:`~core.run_scan.RunScanner`), and reads none. Polls are serialized by the follower's lock, so
-  each change is reported by exactly one poll.
+  and a few files (:class:`~core.run_scan.RunScanner`), and reads none. Polls
+  are serialized by the follower's lock, so each change is reported by exactly
+  one poll. With ``follow_steps=False`` the step files are left to a caller
+  that follows them already (the app's watcher), which reports their newest
+  write through :meth:`RunFollower.note_step_write`; steps are then never
+  reported as new or changed.
 - No threads, no sleeps, no clock: the caller passes ``now``; a worker in tui/
   decides when to poll. Never writes into the run.
 """
@@ -116,7 +120,12 @@ class RunFollower:
     """Follows one run directory; call :meth:`poll` from a worker, as often as wanted."""
 
     def __init__(
-        self, run_dir: RunDir | Path | str, *, recent_hours: int | None = None, read_hook: ReadHook | None = None
+        self,
+        run_dir: RunDir | Path | str,
+        *,
+        recent_hours: int | None = None,
+        read_hook: ReadHook | None = None,
+        follow_steps: bool = True,
     ) -> None:
         self.run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
         """The run directory."""
@@ -124,9 +133,11 @@ class RunFollower:
         """The telemetry streams (query windows and metrics through it)."""
         self._lock = threading.Lock()
         self._signatures: dict[StepKey, tuple[tuple[str, int, float], ...]] = {}
-        self._scanner = RunScanner(self.run_dir)
+        self._scanner = RunScanner(self.run_dir) if follow_steps else None
+        """None: another reader follows the step files and reports their writes (:meth:`note_step_write`)."""
         self._not_visible: set[StepKey] = set()
         self._newest_step_write: float | None = None
+        self._step_ids: StepIds | None = None
         self._open: dict[tuple[object, ...], Phase] = {}  # open markers of the current attempt, by Phase.key
         self._attempt_start: float | None = None
         self._newest_write: float | None = None
@@ -174,9 +185,18 @@ class RunFollower:
                 reset_streams=streams.reset_streams,
             )
 
+    def note_step_write(self, mtime: float | None) -> None:
+        """The newest write among the step files, from a caller that follows them itself (``follow_steps=False``)."""
+        with self._lock:
+            if mtime is not None and (self._newest_step_write is None or mtime > self._newest_step_write):
+                self._newest_step_write = mtime
+
     def _follow_steps(self, now: float) -> tuple[list[StepKey], list[StepKey]]:
         """(new, changed) visible steps; the work follows what the scan found changed, not the run's length."""
+        if self._scanner is None:
+            return [], []
         scan = self._scanner.scan(now)
+        before = len(self._signatures)
         for key in scan.removed:
             self._signatures.pop(key, None)
             self._not_visible.discard(key)
@@ -202,16 +222,20 @@ class RunFollower:
             elif previous != step.signature:
                 changed.append(key)
             self._signatures[key] = step.signature
+        if new or len(self._signatures) != before:
+            self._step_ids = None
         return sorted(new), sorted(changed)
 
     def state(self) -> RunState:
         """The run as of the last poll (step visibility as of that poll)."""
         with self._lock:
-            keys = self._signatures
-            steps = StepIds(
-                train=tuple(sorted(rid for rid, evaluation in keys if not evaluation)),
-                evaluation=tuple(sorted(rid for rid, evaluation in keys if evaluation)),
-            )
+            if self._step_ids is None:  # sorted once per change of the visible steps, not per call
+                keys = self._signatures
+                self._step_ids = StepIds(
+                    train=tuple(sorted(rid for rid, evaluation in keys if not evaluation)),
+                    evaluation=tuple(sorted(rid for rid, evaluation in keys if evaluation)),
+                )
+            steps = self._step_ids
             return RunState(
                 steps=steps,
                 meta=self.dashboard.meta,

@@ -15,6 +15,7 @@ import contextlib
 import multiprocessing
 import os
 import sys
+import time
 import warnings
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -31,8 +32,10 @@ from core.summary_cache import decode_summary, encode_summary
 HELPER_NICENESS = 10
 """Helpers yield the CPU to the monitor itself."""
 
-STEPS_PER_JOB = 8
-"""Steps a helper summarizes per round trip."""
+JOB_SECONDS = 0.2
+"""A helper's batch is sized to take about this long (small steps go many to a round trip)."""
+
+MAX_STEPS_PER_JOB = 64
 
 JOBS_PER_HELPER = 3
 """Batches queued per helper: enough to keep it busy between two polls, few enough to follow the user."""
@@ -107,9 +110,11 @@ def _summarize(run_path: str, use_cache: bool, files: StepFiles, now: float) -> 
         return "failed", f"{files.rollout.path}: could not be summarized ({type(err).__name__}: {err})"
 
 
-def _summarize_batch(run_path: str, use_cache: bool, batch: list[StepFiles], now: float) -> list[Answer]:
-    """In a helper: :func:`_summarize` for each step of a batch (one round trip for several small steps)."""
-    return [_summarize(run_path, use_cache, files, now) for files in batch]
+def _summarize_batch(run_path: str, use_cache: bool, batch: list[StepFiles], now: float) -> tuple[float, list[Answer]]:
+    """In a helper: (seconds taken, :func:`_summarize` of each step of a batch)."""
+    start = time.perf_counter()
+    answers = [_summarize(run_path, use_cache, files, now) for files in batch]
+    return time.perf_counter() - start, answers
 
 
 class Backfill:
@@ -120,15 +125,22 @@ class Backfill:
         self.use_cache = use_cache
         self.workers = workers if workers is not None else max(1, min(os.cpu_count() or 1, 4))
         self._pool: ProcessPoolExecutor | None = None
-        self._jobs: list[tuple[list[StepFiles], Future[list[Answer]]]] = []
+        self._jobs: list[tuple[list[StepFiles], Future[tuple[float, list[Answer]]]]] = []
         self._busy: set[Key] = set()
+        self._step_seconds = JOB_SECONDS / 8
+        """How long a step takes a helper (a running mean; a first guess until a batch comes back)."""
         self.broken = False
         """A helper died: the watcher summarizes in its own thread from then on."""
 
     @property
+    def batch_size(self) -> int:
+        """Steps per batch: about :data:`JOB_SECONDS` of a helper's work."""
+        return max(1, min(MAX_STEPS_PER_JOB, round(JOB_SECONDS / max(self._step_seconds, 1e-6))))
+
+    @property
     def capacity(self) -> int:
         """Steps worth queueing now: a few batches per helper (the rest wait, in priority order, for the next)."""
-        return 0 if self.broken else (JOBS_PER_HELPER * self.workers - len(self._jobs)) * STEPS_PER_JOB
+        return 0 if self.broken else (JOBS_PER_HELPER * self.workers - len(self._jobs)) * self.batch_size
 
     def busy(self, key: Key) -> bool:
         return key in self._busy
@@ -163,7 +175,8 @@ class Backfill:
             batch, future = job
             self._busy.difference_update((files.rollout_id, files.evaluation) for files in batch)
             try:
-                answers = future.result()
+                seconds, answers = future.result()
+                self._step_seconds = 0.7 * self._step_seconds + 0.3 * seconds / max(len(batch), 1)
                 for files, (kind, payload) in zip(batch, answers, strict=True):
                     summary = decode_summary(payload) if kind == "ok" and isinstance(payload, bytes) else None
                     failure = "" if summary is not None else str(payload)

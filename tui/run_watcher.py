@@ -38,7 +38,7 @@ from core.run_state import RunDelta, RunFollower
 from core.step import OpenStep, StepSummary
 from core.stream_advisories import stream_advisories
 from core.tail import StreamReset
-from tui.backfill import STEPS_PER_JOB, Backfill
+from tui.backfill import Backfill
 
 T = TypeVar("T")
 
@@ -129,6 +129,9 @@ class RunWatcher:
         self._done: dict[Key, tuple[Any, ...]] = {}
         """The signature each step was last summarized (or failed for good) at."""
         self._todo: set[Key] = set()
+        self._queue: list[Key] = []
+        """The steps to summarize, newest first (may still hold steps done since it was sorted)."""
+        self._queue_stale = False
         self._failures: dict[Key, tuple[str, bool]] = {}
         self._unsettled: dict[Key, StepSummary] = {}
         """Incomplete summaries already reported (not reported again until they change)."""
@@ -140,8 +143,9 @@ class RunWatcher:
         self._focus: tuple[Key, ...] = ()
         self._summarized_once = False
         self._meta_cache: tuple[float, dict[str, Any]] | None = None
-        self.follower = RunFollower(run.dir, recent_hours=STREAM_HOURS)
-        """The telemetry follower; its own locks make it safe to read from the UI thread."""
+        self.follower = RunFollower(run.dir, recent_hours=STREAM_HOURS, follow_steps=False)
+        """The telemetry follower (the step files are followed here, once); its own locks make it safe to read
+        from the UI thread."""
         self.stream_lock = asyncio.Lock()
         self._stream_problems: list[StreamError] = []
         self._stream_resets: list[StreamReset] = []
@@ -237,16 +241,22 @@ class RunWatcher:
             self._summarize_some(result, now, deadline)
         else:
             result.pending = len(self._todo)
-        waiting = heapq.nlargest(2, self._hidden | self._todo)
+        waiting = self._waiting()
         if summarize and not result.pending:
             self._prepare(waiting, now, deadline)
         result.preparable = sum(len(self.run.unprepared(self._steps[k], now, LANDING_SECONDS)) for k in waiting)
         result.data_age = None if self._newest is None else now - self._newest
+        self.follower.note_step_write(self._newest)
         result.quiet_after = self._quiet_after
         if self._advisories is None:
             self._advisories = tuple(self._compute_advisories(meta))
         result.advisories = self._advisories
         return result
+
+    def _waiting(self) -> list[Key]:
+        """The two newest steps not ready yet (not visible, or to summarize): worth parsing ahead."""
+        todo = itertools.islice((k for k in self._queue if k in self._todo), 2) if not self._queue_stale else self._todo
+        return heapq.nlargest(2, [*self._hidden, *todo])
 
     # -- following the listing ---------------------------------------------------------
 
@@ -291,8 +301,9 @@ class RunWatcher:
             self._advisories = None
 
     def _schedule(self, key: Key) -> None:
-        if self._done.get(key) != self._steps[key].signature:
+        if self._done.get(key) != self._steps[key].signature and key not in self._todo:
             self._todo.add(key)
+            self._queue_stale = True
 
     def _relist_ids(self) -> None:
         train = tuple(sorted(rid for rid, ev in self._visible if not ev))
@@ -307,13 +318,27 @@ class RunWatcher:
 
     # -- summarizing -----------------------------------------------------------------------
 
-    def _order(self) -> list[Key]:
-        """What to summarize first: the newest train step, the rows on screen, then newest first."""
+    def _order(self) -> Iterator[Key]:
+        """What to summarize first: the newest train step, the rows on screen, then newest first.
+
+        The newest-first queue is sorted when steps are added to it, not on every poll (a back-fill of
+        20,000 steps takes hundreds of polls).
+        """
         latest = (self._ids[0][-1], False) if self._ids[0] else None
-        first = [k for k in (latest, *self._focus) if k is not None and k in self._todo]
+        first = [k for k in dict.fromkeys((latest, *self._focus)) if k is not None and k in self._todo]
+        yield from first
+        if self._queue_stale:
+            self._queue = sorted(self._todo, key=_newest_first)
+            self._queue_stale = False
         chosen = set(first)
-        rest = sorted((k for k in self._todo if k not in chosen), key=lambda k: (k[0], not k[1]), reverse=True)
-        return list(dict.fromkeys(first)) + rest
+        done = 0
+        for key in self._queue:
+            if key not in self._todo:
+                done += 1
+            elif key not in chosen:
+                yield key
+        if done > len(self._queue) // 2:
+            self._queue = [k for k in self._queue if k in self._todo]
 
     def _summarize_some(self, result: PollResult, now: float, deadline: float) -> None:
         for job in self.backfill.done():
@@ -328,6 +353,7 @@ class RunWatcher:
         latest = (result.latest, False)
         batch: list[StepFiles] = []
         room = self.backfill.capacity if pooled else 0
+        size = self.backfill.batch_size
         for index, key in enumerate(self._order()):
             if index and time.monotonic() > deadline:
                 result.more = True
@@ -347,12 +373,12 @@ class RunWatcher:
                 if len(batch) >= room:
                     break  # the helpers have enough to do: the rest waits for them, in this order
                 batch.append(files)
-                if len(batch) % STEPS_PER_JOB == 0 and not self.backfill.submit(batch[-STEPS_PER_JOB:], now):
+                if len(batch) % size == 0 and not self.backfill.submit(batch[-size:], now):
                     break
             else:
                 self._read(key, files, now, result)
-        if batch and len(batch) % STEPS_PER_JOB:
-            self.backfill.submit(batch[-(len(batch) % STEPS_PER_JOB) :], now)
+        if batch and len(batch) % size:
+            self.backfill.submit(batch[-(len(batch) % size) :], now)
         self._summarized_once = True
         result.pending = len(self._todo)
         result.helpers = self.backfill.in_flight
@@ -445,8 +471,7 @@ class RunWatcher:
         if self._latest is not None:
             args = meta.get("args") if isinstance(meta.get("args"), dict) else None
             advisories += step_advisories(self._latest, args)
-        failures = [(rid, ev, message, still) for (rid, ev), (message, still) in sorted(self._failures.items())]
-        advisories += step_errors(failures)
+        advisories += step_errors((rid, ev, message, still) for (rid, ev), (message, still) in self._failures.items())
         return ordered(advisories)
 
 
@@ -461,6 +486,11 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _newest_first(key: Key) -> tuple[int, bool]:
+    """Sort key: newest step first, a step's eval batch right after its train step."""
+    return (-key[0], key[1])
 
 
 def _collect_after_open() -> None:
