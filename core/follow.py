@@ -12,9 +12,13 @@ Contract:
 - The attempt is meta.json's ``start_ts``; a resumed run rewrites it. An open
   phase marker (``t1 == -1``) that started before the current attempt belongs
   to an attempt that died, so it never counts as open.
-- Cost follows what is new: a poll that finds nothing lists directories and
-  stats files, and reads none. Polls are serialized by the follower's lock, so
-  each change is reported by exactly one poll.
+- Cost follows what is new: a poll that finds nothing stats the directories
+  and a few files (:class:`~miles_tui.core.dump.run_scan.RunScanner`), and reads none. Polls
+  are serialized by the follower's lock, so each change is reported by exactly
+  one poll. With ``follow_steps=False`` the step files are left to a caller
+  that follows them already (the app's watcher), which reports their newest
+  write through :meth:`RunFollower.note_step_write`; steps are then never
+  reported as new or changed.
 - No threads, no sleeps, no clock: the caller passes ``now``; a worker in tui/
   decides when to poll. Never writes into the run.
 """
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from miles_tui.core.dump.run_dir import RunDir, StepIds
+from miles_tui.core.dump.run_scan import RunScanner
 from miles_tui.core.errors import StreamError
 from miles_tui.core.tail import ReadHook, StreamReset
 from miles_tui.core.telemetry.metrics import MetricStore
@@ -122,6 +127,7 @@ class RunFollower:
         read_hook: ReadHook | None = None,
         parse_workers: int = 0,
         worker_nice: int = 0,
+        follow_steps: bool = True,
     ) -> None:
         self.run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
         """The run directory."""
@@ -135,6 +141,11 @@ class RunFollower:
         """The telemetry streams (query windows and metrics through it)."""
         self._lock = threading.Lock()
         self._signatures: dict[StepKey, tuple[tuple[str, int, float], ...]] = {}
+        self._scanner = RunScanner(self.run_dir) if follow_steps else None
+        """None: another reader follows the step files and reports their writes (:meth:`note_step_write`)."""
+        self._not_visible: set[StepKey] = set()
+        self._newest_step_write: float | None = None
+        self._step_ids: StepIds | None = None
         self._open: dict[tuple[object, ...], Phase] = {}  # open markers of the current attempt, by Phase.key
         self._attempt_start: float | None = None
         self._newest_write: float | None = None
@@ -147,14 +158,7 @@ class RunFollower:
     def poll(self, now: float) -> RunDelta:
         """Everything that changed since the previous poll (the first poll reports what exists)."""
         with self._lock:
-            steps = self.run_dir.scan()
-            visible = {key: step for key, step in steps.items() if RunDir.is_visible(step, now)}
-            new = sorted(key for key in visible if key not in self._signatures)
-            changed = sorted(
-                key for key, step in visible.items()
-                if key in self._signatures and step.signature != self._signatures[key]
-            )  # fmt: skip
-            self._signatures = {key: step.signature for key, step in visible.items()}
+            new, changed = self._follow_steps(now)
 
             streams = self.dashboard.poll()
             previous_attempt = self._attempt_start
@@ -168,8 +172,7 @@ class RunFollower:
             if self._attempt_start is not None:  # markers a dead attempt left open never close
                 self._open = {k: p for k, p in self._open.items() if p.t0 >= self._attempt_start}
 
-            writes = [step.newest_mtime for step in steps.values()]
-            writes += [t for t in (streams.newest_mtime, self._newest_write) if t is not None]
+            writes = [t for t in (self._newest_step_write, streams.newest_mtime, self._newest_write) if t is not None]
             self._newest_write = max(writes, default=None)
             return RunDelta(
                 now=now,
@@ -190,14 +193,57 @@ class RunFollower:
                 reset_streams=streams.reset_streams,
             )
 
+    def note_step_write(self, mtime: float | None) -> None:
+        """The newest write among the step files, from a caller that follows them itself (``follow_steps=False``)."""
+        with self._lock:
+            if mtime is not None and (self._newest_step_write is None or mtime > self._newest_step_write):
+                self._newest_step_write = mtime
+
+    def _follow_steps(self, now: float) -> tuple[list[StepKey], list[StepKey]]:
+        """(new, changed) visible steps; the work follows what the scan found changed, not the run's length."""
+        if self._scanner is None:
+            return [], []
+        scan = self._scanner.scan(now)
+        before = len(self._signatures)
+        for key in scan.removed:
+            self._signatures.pop(key, None)
+            self._not_visible.discard(key)
+        new: list[StepKey] = []
+        changed: list[StepKey] = []
+        for key in scan.changed | self._not_visible:
+            step = scan.steps.get(key)
+            if step is None:
+                self._not_visible.discard(key)
+                continue
+            if key in scan.changed:
+                newest = step.newest_mtime
+                if self._newest_step_write is None or newest > self._newest_step_write:
+                    self._newest_step_write = newest
+            if not RunDir.is_visible(step, now):
+                self._not_visible.add(key)
+                self._signatures.pop(key, None)
+                continue
+            self._not_visible.discard(key)
+            previous = self._signatures.get(key)
+            if previous is None:
+                new.append(key)
+            elif previous != step.signature:
+                changed.append(key)
+            self._signatures[key] = step.signature
+        if new or len(self._signatures) != before:
+            self._step_ids = None
+        return sorted(new), sorted(changed)
+
     def state(self) -> RunState:
         """The run as of the last poll (step visibility as of that poll)."""
         with self._lock:
-            keys = self._signatures
-            steps = StepIds(
-                train=tuple(sorted(rid for rid, evaluation in keys if not evaluation)),
-                evaluation=tuple(sorted(rid for rid, evaluation in keys if evaluation)),
-            )
+            if self._step_ids is None:  # sorted once per change of the visible steps, not per call
+                keys = self._signatures
+                self._step_ids = StepIds(
+                    train=tuple(sorted(rid for rid, evaluation in keys if not evaluation)),
+                    evaluation=tuple(sorted(rid for rid, evaluation in keys if evaluation)),
+                )
+            steps = self._step_ids
             return RunState(
                 steps=steps,
                 meta=self.dashboard.meta,

@@ -22,9 +22,11 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
+from rich.console import RenderableType
 from textual import events, on, work
+from textual._compositor import CompositorUpdate
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.filter import LineFilter
@@ -45,15 +47,25 @@ from miles_tui.tui.messages import (
     AdvisoriesChanged,
     FollowToggled,
     RunStatusChanged,
-    StepFailed,
+    StepFailure,
     StepsChanged,
-    StepSummarized,
+    StepsSummarized,
     TelemetryAppended,
 )
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.run_watcher import LANDING_SECONDS, PollResult, RunWatcher
 from miles_tui.tui.screens.help_screen import HelpScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
+from miles_tui.tui.terminal_diff import TerminalDiff
+
+BACKFILL_REPOLL_SECONDS = 0.05
+"""While steps remain to summarize, the next poll starts this soon after the last one's update."""
+
+BACKLOG_SHOWN = 2
+"""More steps than this still to summarize are shown in the header (a live run's newest steps are not)."""
+
+HELPER_REPOLL_SECONDS = 0.25
+"""While helper processes summarize steps, their results are collected this often."""
 
 
 class MilesApp(App[None]):
@@ -107,15 +119,29 @@ class MilesApp(App[None]):
         self.exiting = False
         """Set by :meth:`exit`: from then on no input, action, screen push or forwarded message is handled."""
         self._inert_filter = InertLineFilter()
+        self.terminal = TerminalDiff()
+        """What the terminal shows: only changed cells are written to it."""
 
     @property
     def reader(self) -> Run:
         """The run being monitored (named so as not to shadow App.run)."""
         return self.watcher.run
 
+    def _display(self, screen: Screen[object], renderable: RenderableType | None) -> None:
+        """Hand Textual only the cells that change (nothing at all when the screen looks the same)."""
+        update: object = renderable
+        # Only updates Textual will really write may change the copy of the screen (its own tests, as in
+        # App._display: a batch in progress, a closed or headless app or no driver writes nothing).
+        writes = self._running and not self._closed and not self._batch_count and self._driver is not None
+        if isinstance(update, CompositorUpdate) and writes and not self.is_headless and not self.is_inline:
+            size = (self.size.width, self.size.height)
+            renderable = cast("RenderableType | None", self.terminal.update(update, self.console, size))
+        super()._display(screen, renderable)
+
     def on_mount(self) -> None:
         # Reads of the run run in daemon threads: one stuck in I/O (a hung mount) never holds up the exit.
         asyncio.get_running_loop().set_default_executor(DaemonThreadExecutor())
+        self.app_resume_signal.subscribe(self, lambda _app: self.terminal.reset())
         self.push_screen(OverviewScreen())
         if self._start is not None:
             self.open_step(*self._start)
@@ -154,6 +180,9 @@ class MilesApp(App[None]):
             return done
         return super().push_screen(*args, **kwargs)
 
+    def on_unmount(self) -> None:
+        self.watcher.close()
+
     def poll_now(self) -> None:
         """Start a poll unless one is already running."""
         self._poll()
@@ -172,8 +201,10 @@ class MilesApp(App[None]):
         except Exception as err:  # the monitor keeps running whatever the filesystem does
             self.notify(inert(f"poll failed: {err}"), severity="error", markup=False, timeout=6)
             return
-        if result.pending:
-            self.call_later(self.poll_now)
+        if result.more:
+            self.set_timer(BACKFILL_REPOLL_SECONDS, self.poll_now)  # a beat for keys between two batches
+        elif result.helpers:
+            self.set_timer(HELPER_REPOLL_SECONDS, self.poll_now)
         elif result.landing:
             self.set_timer(LANDING_SECONDS / 2, self.poll_now)
         self._poll_streams()
@@ -191,14 +222,15 @@ class MilesApp(App[None]):
                     result.train, result.evaluation, result.new_train, result.new_evaluation, result.looks_like_a_run
                 )
             )
-        for summary in result.summaries:
-            self.post_message(StepSummarized(summary))
-        for rid, evaluation, message, still in result.failures:
-            self.post_message(StepFailed(rid, evaluation, message, still))
-        self.step_advisories = result.advisories
+        if result.summaries or result.failures:
+            failures = tuple(StepFailure(*failure) for failure in result.failures)
+            self.post_message(StepsSummarized(tuple(result.summaries), failures))
+        if result.advisories != self.step_advisories:
+            self.step_advisories = result.advisories
+            self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
         self._sources_reported.add("steps")
-        self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
         self.step_data_age = result.data_age
+        self.model.backlog = result.pending if result.pending > BACKLOG_SHOWN else 0
         self.post_message(RunStatusChanged(result.run_name, result.latest, self._data_age(), result.quiet_after))
 
     def _data_age(self) -> float | None:
@@ -219,7 +251,9 @@ class MilesApp(App[None]):
         self.stream_data_age = result.delta.data_age
         model = self.model
         self.post_message(RunStatusChanged(model.run_name, model.latest, self._data_age(), model.quiet_after))
-        self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
+        if result.advisories != self.stream_advisories:
+            self.stream_advisories = result.advisories
+            self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
         if result.delta.metric_keys or result.delta.records:
             self.post_message(TelemetryAppended(result.delta.metric_keys, tuple(result.delta.records)))
 
@@ -239,18 +273,14 @@ class MilesApp(App[None]):
         self.model.polled = True
         self._forward(message)
 
-    @on(StepSummarized)
-    def _step_summarized(self, message: StepSummarized) -> None:
-        """Store a fresh summary and tell the screens."""
-        summary = message.summary
-        self.model.summaries[(summary.rollout_id, summary.evaluation)] = summary
-        self.model.failures.pop((summary.rollout_id, summary.evaluation), None)
-        self._forward(message)
-
-    @on(StepFailed)
-    def _step_failed(self, message: StepFailed) -> None:
-        """Remember why a step cannot be shown yet."""
-        self.model.failures[(message.rollout_id, message.evaluation)] = (message.message, message.still_writing)
+    @on(StepsSummarized)
+    def _steps_summarized(self, message: StepsSummarized) -> None:
+        """Store one poll's summaries and failures, then tell the screens once."""
+        for summary in message.summaries:
+            self.model.summaries[(summary.rollout_id, summary.evaluation)] = summary
+            self.model.failures.pop((summary.rollout_id, summary.evaluation), None)
+        for failure in message.failures:
+            self.model.failures[failure.key] = (failure.message, failure.still_writing)
         self._forward(message)
 
     @on(AdvisoriesChanged)

@@ -25,21 +25,41 @@ class StepsChanged(Message, bubble=False):
     looks_like_a_run: bool = True
 
 
-@dataclass
-class StepSummarized(Message, bubble=False):
-    """A step's summary is ready (first time, or because its files changed)."""
-
-    summary: StepSummary
-
-
-@dataclass
-class StepFailed(Message, bubble=False):
-    """A step could not be read (still writing, or corrupt)."""
+@dataclass(frozen=True)
+class StepFailure:
+    """A step that could not be read."""
 
     rollout_id: int
     evaluation: bool
     message: str
+    """One line that names the file."""
     still_writing: bool
+    """Young: read again shortly (else: read again only when its files change)."""
+
+    @property
+    def key(self) -> tuple[int, bool]:
+        return (self.rollout_id, self.evaluation)
+
+
+@dataclass
+class StepsSummarized(Message, bubble=False):
+    """One poll's new or changed step summaries and failures: applied as one update, not one per step."""
+
+    summaries: tuple[StepSummary, ...]
+    failures: tuple[StepFailure, ...] = ()
+
+    def summary_of(self, key: tuple[int, bool]) -> StepSummary | None:
+        """This batch's summary of a step, if it has one."""
+        return next((s for s in self.summaries if (s.rollout_id, s.evaluation) == key), None)
+
+    def failure_of(self, key: tuple[int, bool]) -> StepFailure | None:
+        """This batch's failure of a step, if it has one."""
+        return next((f for f in self.failures if f.key == key), None)
+
+    @property
+    def keys(self) -> set[tuple[int, bool]]:
+        """Every step this batch is about."""
+        return {(s.rollout_id, s.evaluation) for s in self.summaries} | {f.key for f in self.failures}
 
 
 @dataclass

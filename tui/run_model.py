@@ -32,6 +32,8 @@ class RunModel:
     """Seconds since the newest write the watcher saw."""
     quiet_after: float = 600.0
     """Data older than this means the run has gone quiet."""
+    backlog: int = 0
+    """Steps still to summarize (shown while a long run back-fills)."""
     polled: bool = False
     """At least one poll has completed."""
     looks_like_a_run: bool = True

@@ -6,6 +6,14 @@ so the UI never blocks on a slow filesystem, two refreshes never interleave on
 the shared ``Run`` (its LRU and the summary cache are not thread-safe), and a
 read stuck in I/O never holds up quitting. The blocking half,
 :meth:`RunWatcher.poll_blocking`, is plain code that tests can call directly.
+
+A poll costs what changed, not what exists: the step listing is incremental
+(:class:`~miles_tui.core.dump.run_scan.RunScanner`), a step is summarized again only when its
+files' sizes or mtimes change (a step that failed too), and a poll that finds
+nothing new does no other work. Steps to summarize go newest first, the rows
+on screen (:meth:`RunWatcher.focus`) before the rest; cached summaries are
+read in the thread (well under a millisecond each), a long cold back-fill goes
+to helper processes (:class:`~miles_tui.tui.backfill.Backfill`).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import contextlib
 import contextvars
 import functools
 import gc
+import heapq
 import itertools
 import os
 import statistics
@@ -23,24 +32,37 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from miles_tui.core.analysis.advisories import Advisory, ordered, step_advisories, step_error
+from miles_tui.core.analysis.advisories import Advisory, ordered, step_advisories, step_errors
 from miles_tui.core.analysis.stream_advisories import LOW_MFU, stream_advisories
 from miles_tui.core.dump.run import Run, SampleContext
 from miles_tui.core.dump.run_dir import RunDir, StepFiles
+from miles_tui.core.dump.run_scan import RunScanner
 from miles_tui.core.dump.step import OpenStep, StepSummary
-from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
+from miles_tui.core.errors import MilesTuiError, StillWritingError, StreamError
 from miles_tui.core.follow import RunDelta, RunFollower
 from miles_tui.core.run_files import META_MAX_BYTES, read_json
 from miles_tui.core.tail import StreamReset
+from miles_tui.tui.backfill import Backfill
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
 
 T = TypeVar("T")
 
-SUMMARY_BUDGET_SECONDS = 1.0
+SUMMARY_BUDGET_SECONDS = 0.25
+"""How long one poll may spend summarizing steps before reporting back (and letting a key's read in)."""
 
 LANDING_SECONDS = 0.5
 """A step with a file written less than this ago is still landing: wait before opening it."""
-"""How long one poll may spend summarizing steps before reporting back."""
+
+POOL_MIN_STEPS = 32
+"""A back-fill of at least this many steps goes to helper processes (fewer: not worth starting them)..."""
+
+POOL_MIN_BYTES = 256 << 20
+"""... or of steps whose files hold at least this many bytes (a few big steps)."""
+
+COLLECT_AFTER_OPEN = 200_000
+"""An open that left more new container objects than this is followed by one full collection."""
+
+Key = tuple[int, bool]
 
 
 STREAM_HOURS = 6
@@ -69,13 +91,20 @@ class PollResult:
     new_train: tuple[int, ...]
     new_evaluation: tuple[int, ...]
     summaries: list[StepSummary] = field(default_factory=list)
+    """Summaries that are new or changed since the last poll."""
     failures: list[tuple[int, bool, str, bool]] = field(default_factory=list)
+    """(rollout id, evaluation, message, still writing) of steps that failed, new or changed."""
     advisories: tuple[Advisory, ...] = ()
     run_name: str = ""
     latest: int | None = None
     data_age: float | None = None
     quiet_after: float = 600.0
     pending: int = 0
+    """Steps still to summarize (some may be with the helpers, some only settling)."""
+    more: bool = False
+    """The poll stopped at its time budget with steps it could summarize right away: poll again soon."""
+    helpers: int = 0
+    """Steps with the helper processes: poll again to collect them."""
     landing: int = 0
     """Steps whose files are still landing (poll again shortly)."""
     preparable: int = 0
@@ -87,20 +116,51 @@ class PollResult:
 class RunWatcher:
     """Serialized, threaded access to one run for the app."""
 
-    def __init__(self, run: Run, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        run: Run,
+        clock: Callable[[], float] = time.time,
+        *,
+        workers: int | None = None,
+        pool_min_steps: int = POOL_MIN_STEPS,
+    ) -> None:
         self.run = run
         self.clock = clock
         self.lock = asyncio.Lock()
-        self._known: set[tuple[int, bool]] = set()
-        self._signatures: dict[tuple[int, bool], tuple[Any, ...]] = {}
-        self._summaries: dict[tuple[int, bool], StepSummary] = {}
-        self._failures: dict[tuple[int, bool], str] = {}
+        self.scanner = RunScanner(run.dir)
+        self.backfill = Backfill(run.path, run.use_cache, workers)
+        self.pool_min_steps = pool_min_steps
+        self._steps: dict[Key, StepFiles] = {}
+        self._visible: set[Key] = set()
+        self._hidden: set[Key] = set()
+        """Listed steps that are not visible yet (re-checked every poll: visibility comes with age)."""
+        self._done: dict[Key, tuple[Any, ...]] = {}
+        """The signature each step was last summarized (or failed for good) at."""
+        self._todo: set[Key] = set()
+        self._queue: list[Key] = []
+        """The steps to summarize, newest first (may still hold steps done since it was sorted)."""
+        self._queue_stale = False
+        self._failures: dict[Key, tuple[str, bool]] = {}
+        self._unsettled: dict[Key, StepSummary] = {}
+        """Incomplete summaries already reported (not reported again until they change)."""
+        self._latest: StepSummary | None = None
+        self._ids: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+        self._newest: float | None = None
+        self._quiet_after = 600.0
+        self._advisories: tuple[Advisory, ...] | None = None
+        self._focus: tuple[Key, ...] = ()
+        self._summarized_once = False
         self._meta_cache: tuple[float, dict[str, Any]] | None = None
         # A long metrics.jsonl is decoded by worker processes, niced: the UI's process keeps its GIL and a core.
         self.follower = RunFollower(
-            run.dir, recent_hours=STREAM_HOURS, parse_workers=os.cpu_count() or 1, worker_nice=METRIC_WORKER_NICE
+            run.dir,
+            recent_hours=STREAM_HOURS,
+            follow_steps=False,
+            parse_workers=os.cpu_count() or 1,
+            worker_nice=METRIC_WORKER_NICE,
         )
-        """The telemetry follower; its own locks make it safe to read from the UI thread."""
+        """The telemetry follower (the step files are followed here, once); its own locks make it safe to read
+        from the UI thread."""
         self.stream_lock = asyncio.Lock()
         self._stream_problems: list[StreamError] = []
         self._stream_resets: list[StreamReset] = []
@@ -136,10 +196,10 @@ class RunWatcher:
     async def open(self, rollout_id: int, evaluation: bool) -> OpenStep:
         return await self._serialized(self.lock, self._open_blocking, rollout_id, evaluation, self.clock())
 
-    def _open_blocking(self, rollout_id: int, evaluation: bool, now: float) -> OpenStep:
+    def _open_blocking(self, rollout_id: int, evaluation: bool, now: float, files: StepFiles | None = None) -> OpenStep:
         with _gc_paused():
-            opened = self.run.open(rollout_id, evaluation, now)
-        _exempt_from_gc()
+            opened = self.run.open(rollout_id, evaluation, now) if files is None else self.run.open_files(files, now)
+        _collect_after_open()
         return opened
 
     async def sample_context(
@@ -163,11 +223,26 @@ class RunWatcher:
     ) -> SampleContext:
         with _gc_paused():
             context = self.run.sample_context(rollout_id, evaluation, sample_index, self.clock(), cursor)
-        _exempt_from_gc()
+        _collect_after_open()
         return context
 
     async def summary(self, rollout_id: int, evaluation: bool) -> StepSummary:
-        return await self._serialized(self.lock, self.run.summary, rollout_id, evaluation, self.clock())
+        return await self._serialized(self.lock, self._summary_blocking, rollout_id, evaluation, self.clock())
+
+    def _summary_blocking(self, rollout_id: int, evaluation: bool, now: float) -> StepSummary:
+        files = self._steps.get((rollout_id, evaluation))
+        if files is None or (rollout_id, evaluation) not in self._visible:
+            return self.run.summary(rollout_id, evaluation, now)
+        with _gc_paused():
+            return self.run.summary_of(files, now)  # the last poll's listing: no listing per step
+
+    def focus(self, keys: tuple[Key, ...]) -> None:
+        """The steps on screen: summarized before the others (called from the UI thread)."""
+        self._focus = keys
+
+    def close(self) -> None:
+        """Stop the helper processes (the app is quitting)."""
+        self.backfill.close()
 
     # -- blocking half (worker thread) -----------------------------------------
 
@@ -184,31 +259,8 @@ class RunWatcher:
             except (OSError, MilesTuiError):
                 meta = {}
             self._meta_cache = (mtime, meta if isinstance(meta, dict) else {})
+            self._advisories = None
         return self._meta_cache[1]
-
-    def _summarize(self, key: tuple[int, bool], files: StepFiles, now: float, result: PollResult) -> None:
-        rid, evaluation = key
-        try:
-            if key == (result.latest, False):
-                # The newest step is opened, not just summarized: the user gets to it instantly.
-                summary = self._open_blocking(rid, evaluation, now).summary
-            else:
-                with _gc_paused():
-                    summary = self.run.summary(rid, evaluation, now)
-        except StillWritingError as err:
-            self._failures[key] = str(err)
-            result.failures.append((rid, evaluation, str(err), True))
-            return
-        except (DumpLoadError, MilesTuiError) as err:
-            self._failures[key] = str(err)
-            self._signatures[key] = files.signature
-            result.failures.append((rid, evaluation, str(err), False))
-            return
-        self._failures.pop(key, None)
-        self._summaries[key] = summary
-        if summary.complete:
-            self._signatures[key] = files.signature
-        result.summaries.append(summary)
 
     def poll_blocking(self, now: float, summarize: bool = True) -> PollResult:
         """One poll: new steps, (re)summarized steps within a time budget, advisories, data age.
@@ -216,14 +268,9 @@ class RunWatcher:
         ``summarize=False`` only lists the steps (directory entries and stats), so
         the step list can paint before any file is read.
         """
-        steps = self.run.dir.scan()
-        visible = {key: files for key, files in steps.items() if RunDir.is_visible(files, now)}
-        keys = set(visible)
-        new = keys - self._known
-        self._known |= keys
-        train = tuple(sorted(rid for rid, ev in keys if not ev))
-        evaluation = tuple(sorted(rid for rid, ev in keys if ev))
+        new = self._follow(now)
         meta = self._meta()
+        train, evaluation = self._ids
         result = PollResult(
             train=train,
             evaluation=evaluation,
@@ -231,44 +278,217 @@ class RunWatcher:
             new_evaluation=tuple(sorted(rid for rid, ev in new if ev)),
             run_name=str(meta.get("run_name") or self.run.path.name),
             latest=train[-1] if train else None,
-            looks_like_a_run=bool(steps) or self.run.dir.looks_like_a_run(),
+            looks_like_a_run=bool(self._steps) or self.run.dir.looks_like_a_run(),
         )
-        stale = [k for k, files in visible.items() if self._signatures.get(k) != files.signature]
-        # A step whose files are landing right now is listed but not opened yet: opening it per
-        # arriving shard would repeat the whole resolution several times over.
-        landing = [k for k in stale if now - visible[k].newest_mtime < LANDING_SECONDS]
-        stale = [k for k in stale if k not in landing]
-        result.landing = len(landing)
-        # Newest first: what the user most likely looks at next is ready first.
-        stale.sort(key=lambda k: (k[0], not k[1]), reverse=True)
         deadline = time.monotonic() + SUMMARY_BUDGET_SECONDS
-        for index, key in enumerate(stale):
-            if not summarize or (index and time.monotonic() > deadline):
-                result.pending = len(stale) - index
-                break
-            self._summarize(key, visible[key], now, result)
-
-        waiting = self._waiting(steps, visible, now)
+        if summarize:
+            self._summarize_some(result, now, deadline)
+        else:
+            result.pending = len(self._todo)
+        waiting = self._waiting()
         if summarize and not result.pending:
-            self._prepare(waiting, steps, now, deadline)
-        result.preparable = sum(len(self.run.unprepared(steps[k], now, LANDING_SECONDS)) for k in waiting)
-        mtimes = [files.newest_mtime for files in visible.values()]
-        result.data_age = now - max(mtimes) if mtimes else None
-        intervals = _step_intervals(visible)
-        result.quiet_after = max(600.0, 5 * statistics.median(intervals)) if intervals else 600.0
-        result.advisories = tuple(self._advisories(result, meta))
+            self._prepare(waiting, now, deadline)
+        result.preparable = sum(len(self.run.unprepared(self._steps[k], now, LANDING_SECONDS)) for k in waiting)
+        result.data_age = None if self._newest is None else now - self._newest
+        self.follower.note_step_write(self._newest)
+        result.quiet_after = self._quiet_after
+        if self._advisories is None:
+            self._advisories = tuple(self._compute_advisories(meta))
+        result.advisories = self._advisories
         return result
 
-    def _waiting(
-        self, steps: dict[tuple[int, bool], StepFiles], visible: dict[tuple[int, bool], StepFiles], now: float
-    ) -> list[tuple[int, bool]]:
-        """The two newest steps not ready yet (not visible, or landing): worth parsing ahead."""
-        waiting = [k for k in steps if k not in visible or self._signatures.get(k) != steps[k].signature]
-        return sorted(waiting, reverse=True)[:2]
+    def _waiting(self) -> list[Key]:
+        """The two newest steps not ready yet (not visible, or to summarize): worth parsing ahead."""
+        todo = itertools.islice((k for k in self._queue if k in self._todo), 2) if not self._queue_stale else self._todo
+        return heapq.nlargest(2, [*self._hidden, *todo])
 
-    def _prepare(
-        self, waiting: list[tuple[int, bool]], steps: dict[tuple[int, bool], StepFiles], now: float, deadline: float
-    ) -> None:
+    # -- following the listing ---------------------------------------------------------
+
+    def _follow(self, now: float) -> list[Key]:
+        """Take one scan in: what is visible, what is to summarize; returns the steps that became visible."""
+        scan = self.scanner.scan(now)
+        self._steps = scan.steps
+        relisted = bool(scan.removed)
+        for key in scan.removed:
+            self._forget(key)
+        if relisted:
+            self._newest = max((self._steps[k].newest_mtime for k in self._visible), default=None)
+        for key in scan.changed:
+            if key in self._visible:
+                self._schedule(key)
+                newest = self._steps[key].newest_mtime
+                self._newest = newest if self._newest is None else max(self._newest, newest)
+            else:
+                self._hidden.add(key)
+        new = []
+        for key in list(self._hidden):
+            files = self._steps.get(key)
+            if files is None:
+                self._hidden.discard(key)
+            elif RunDir.is_visible(files, now):
+                self._hidden.discard(key)
+                self._visible.add(key)
+                self._schedule(key)
+                self._newest = files.newest_mtime if self._newest is None else max(self._newest, files.newest_mtime)
+                new.append(key)
+        if new or relisted:
+            self._relist_ids()
+        return new
+
+    def _forget(self, key: Key) -> None:
+        self._visible.discard(key)
+        self._hidden.discard(key)
+        self._todo.discard(key)
+        self._done.pop(key, None)
+        self._unsettled.pop(key, None)
+        if self._failures.pop(key, None) is not None:
+            self._advisories = None
+
+    def _schedule(self, key: Key) -> None:
+        if self._done.get(key) != self._steps[key].signature and key not in self._todo:
+            self._todo.add(key)
+            self._queue_stale = True
+
+    def _relist_ids(self) -> None:
+        train = tuple(sorted(rid for rid, ev in self._visible if not ev))
+        evaluation = tuple(sorted(rid for rid, ev in self._visible if ev))
+        self._ids = (train, evaluation)
+        recent = [self._steps[(rid, False)].rollout.mtime for rid in train[-21:]]
+        intervals = [b - a for a, b in itertools.pairwise(sorted(recent)) if b > a]
+        self._quiet_after = max(600.0, 5 * statistics.median(intervals)) if intervals else 600.0
+        if self._latest is not None and (not train or self._latest.rollout_id != train[-1]):
+            self._latest = None
+            self._advisories = None
+
+    # -- summarizing -----------------------------------------------------------------------
+
+    def _order(self) -> Iterator[Key]:
+        """What to summarize first: the newest train step, the rows on screen, then newest first.
+
+        The newest-first queue is sorted when steps are added to it, not on every poll (a back-fill of
+        20,000 steps takes hundreds of polls).
+        """
+        latest = (self._ids[0][-1], False) if self._ids[0] else None
+        first = [k for k in dict.fromkeys((latest, *self._focus)) if k is not None and k in self._todo]
+        yield from first
+        if self._queue_stale:
+            self._queue = sorted(self._todo, key=_newest_first)
+            self._queue_stale = False
+        chosen = set(first)
+        done = 0
+        for key in self._queue:
+            if key not in self._todo:
+                done += 1
+            elif key not in chosen:
+                yield key
+        if done > len(self._queue) // 2:
+            self._queue = [k for k in self._queue if k in self._todo]
+
+    def _summarize_some(self, result: PollResult, now: float, deadline: float) -> None:
+        for job in self.backfill.done():
+            key = (job.files.rollout_id, job.files.evaluation)
+            if self._steps.get(key) != job.files:
+                continue  # the files changed while the helper read them: the step is still to do
+            if job.summary is not None:
+                self._accept(key, job.summary, result)
+            else:
+                self._fail(key, job.failure, job.still_writing, result)
+        pooled = self._worth_helpers()
+        latest = (result.latest, False)
+        batch: list[StepFiles] = []
+        room = self.backfill.capacity if pooled else 0
+        size = self.backfill.batch_size
+        for index, key in enumerate(self._order()):
+            if index and time.monotonic() > deadline:
+                result.more = True
+                break
+            if self.backfill.busy(key):
+                continue
+            files = self._steps[key]
+            if now - files.newest_mtime < LANDING_SECONDS:
+                # A step whose files are landing right now is listed but not opened yet: opening it per
+                # arriving shard would repeat the whole resolution several times over.
+                result.landing += 1
+                continue
+            known = None if key == latest else self.run.cached_summary(files, now)
+            if known is not None:
+                self._accept(key, known, result)
+            elif pooled and key != latest:
+                if len(batch) >= room:
+                    break  # the helpers have enough to do: the rest waits for them, in this order
+                batch.append(files)
+                if len(batch) % size == 0 and not self.backfill.submit(batch[-size:], now):
+                    break
+            else:
+                self._read(key, files, now, result)
+        if batch and len(batch) % size:
+            self.backfill.submit(batch[-(len(batch) % size) :], now)
+        self._summarized_once = True
+        result.pending = len(self._todo)
+        result.helpers = self.backfill.in_flight
+        if not self._todo and self.backfill.in_flight == 0:
+            self.backfill.close()
+
+    def _worth_helpers(self) -> bool:
+        """Whether what is left to summarize is worth helper processes (they take a second to start).
+
+        Never on the first summarizing poll: the newest step and what the cache holds reach the screen
+        before helpers starting up compete for the CPU.
+        """
+        if self.backfill.workers < 2 or self.backfill.broken or not self._summarized_once:
+            return False
+        if self.backfill.in_flight or len(self._todo) >= self.pool_min_steps:
+            return True
+        size = 0
+        for key in self._todo:
+            files = self._steps[key]
+            size += files.rollout.size + sum(f.size for f in files.train)
+        return size >= POOL_MIN_BYTES
+
+    def _read(self, key: Key, files: StepFiles, now: float, result: PollResult) -> None:
+        """Summarize one step in this thread (the newest step is opened: the user gets to it instantly)."""
+        try:
+            if key == (result.latest, False):
+                summary = self._open_blocking(key[0], key[1], now, files).summary
+            else:
+                with _gc_paused():
+                    summary = self.run.summary_of(files, now)
+        except StillWritingError as err:
+            self._fail(key, str(err), True, result)
+        except MilesTuiError as err:
+            self._fail(key, str(err), False, result)
+        except Exception as err:  # a file no rule foresaw: this step is unreadable, the monitor goes on
+            self._fail(key, f"{files.rollout.path}: could not be read ({type(err).__name__}: {err})", False, result)
+        else:
+            self._accept(key, summary, result)
+
+    def _accept(self, key: Key, summary: StepSummary, result: PollResult) -> None:
+        if self._failures.pop(key, None) is not None:
+            self._advisories = None
+        if key == (result.latest, False) and summary is not self._latest:
+            self._latest = summary
+            self._advisories = None
+        if summary.complete:
+            self._done[key] = self._steps[key].signature
+            self._todo.discard(key)
+            self._unsettled.pop(key, None)
+        elif self._unsettled.get(key) is summary:
+            return  # reported already, unchanged
+        else:
+            self._unsettled[key] = summary
+        result.summaries.append(summary)
+
+    def _fail(self, key: Key, message: str, still_writing: bool, result: PollResult) -> None:
+        """A step that could not be read; one that failed for good is read again only when its files change."""
+        if not still_writing:
+            self._done[key] = self._steps[key].signature
+            self._todo.discard(key)
+        if self._failures.get(key) != (message, still_writing):
+            self._failures[key] = (message, still_writing)
+            self._advisories = None
+            result.failures.append((key[0], key[1], message, still_writing))
+
+    def _prepare(self, waiting: list[Key], now: float, deadline: float) -> None:
         """Parse the files of the newest steps that are not ready yet, so opening them later is quick.
 
         A rollout file is written minutes before its train shards; parsing it (the
@@ -279,7 +499,7 @@ class RunWatcher:
             if time.monotonic() > deadline:
                 return
             with _gc_paused():
-                self.run.prepare(steps[key], now, settled_for=LANDING_SECONDS)
+                self.run.prepare(self._steps[key], now, settled_for=LANDING_SECONDS)
 
     def poll_streams_blocking(self, now: float) -> StreamPoll:
         """One telemetry poll and the telemetry advisories it implies."""
@@ -296,16 +516,12 @@ class RunWatcher:
         )
         return StreamPoll(delta, tuple(advisories))
 
-    def _advisories(self, result: PollResult, meta: dict[str, Any]) -> list[Advisory]:
+    def _compute_advisories(self, meta: dict[str, Any]) -> list[Advisory]:
         advisories: list[Advisory] = []
-        if result.latest is not None:
-            latest = self._summaries.get((result.latest, False))
-            if latest is not None:
-                args = meta.get("args") if isinstance(meta.get("args"), dict) else None
-                advisories += step_advisories(latest, args)
-        for (rid, evaluation), message in sorted(self._failures.items()):
-            still = "still being written" in message
-            advisories.append(step_error(rid, evaluation, message, None, still))
+        if self._latest is not None:
+            args = meta.get("args") if isinstance(meta.get("args"), dict) else None
+            advisories += step_advisories(self._latest, args)
+        advisories += step_errors((rid, ev, message, still) for (rid, ev), (message, still) in self._failures.items())
         return ordered(advisories)
 
 
@@ -338,18 +554,22 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _exempt_from_gc() -> None:
-    """Move what a step open allocated out of the cyclic GC's reach.
+def _newest_first(key: Key) -> tuple[int, bool]:
+    """Sort key: newest step first, a step's eval batch right after its train step."""
+    return (-key[0], key[1])
 
-    An open step holds millions of list elements (tokens, log-probs); every
-    full collection would walk them again (~0.2 s per step: a visible
-    stutter). They hold no cycles and are still freed by reference counting
-    when the LRU drops the step; freezing only stops the re-walking.
+
+def _collect_after_open() -> None:
+    """One full collection after an open that allocated a lot, instead of several later.
+
+    An open allocates its containers with the collector paused, so they all sit
+    in the youngest generation; left alone, the next young, middle and full
+    collections would each walk them (~0.2 s per big step: stutters at random
+    moments). One collection now moves them to the oldest generation at once,
+    and CPython then walks that generation again only after it grew by a
+    quarter. Nothing is frozen: ``gc.freeze()`` pinned every object alive at
+    that moment, so whatever later became cyclic garbage (screens, messages,
+    timers) was never freed (the demo grew ~0.5 MB per step).
     """
-    gc.collect()
-    gc.freeze()
-
-
-def _step_intervals(visible: dict[tuple[int, bool], StepFiles]) -> list[float]:
-    times = sorted(files.rollout.mtime for (rid, ev), files in visible.items() if not ev)
-    return [b - a for a, b in itertools.pairwise(times) if b > a][-20:]
+    if gc.get_count()[0] > COLLECT_AFTER_OPEN:
+        gc.collect()

@@ -10,6 +10,8 @@ degenerate, since its spread is not known.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 
 from miles_tui.core.dump.step import StepSummary
@@ -122,7 +124,7 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool
     )
 
 
-def sample_widths(rows: tuple[SampleRow, ...]) -> dict[str, int]:
+def sample_widths(rows: Sequence[SampleRow]) -> dict[str, int]:
     """Cells the data-sized sample columns need (ids, lengths, version labels)."""
     widths: dict[str, int] = {}
 

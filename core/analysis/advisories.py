@@ -178,6 +178,37 @@ def step_error(rollout_id: int, evaluation: bool, message: str, path: Path | Non
     return Advisory(Level.CRITICAL, "step_unreadable", message, rollout_id, evaluation, path=path)
 
 
+LISTED_STEP_ERRORS = 3
+"""Up to this many unreadable (or still writing) steps get an advisory each; more get one between them."""
+
+
+def step_errors(failures: Iterable[tuple[int, bool, str, bool]]) -> list[Advisory]:
+    """Steps that cannot be read, as (rollout_id, evaluation, message, still_writing), in any order.
+
+    A few get one advisory each (:func:`step_error`, in step order); many get one
+    advisory that counts them and names the first and the last, so 20,000 broken
+    files make one line a person can act on, not 20,000. Linear in the failures.
+    """
+    out: list[Advisory] = []
+    failures = list(failures)
+    for still in (False, True):
+        chosen = [f for f in failures if f[3] is still]
+        if len(chosen) <= LISTED_STEP_ERRORS:
+            out += [step_error(rid, evaluation, message, None, still) for rid, evaluation, message, _ in sorted(chosen)]
+            continue
+        (first, first_eval, first_message, _), (last, last_eval, last_message, _) = min(chosen), max(chosen)
+        what = "still being written" if still else "unreadable"
+        message = (
+            f"{len(chosen):,} steps {what}: first step {first}{' eval' if first_eval else ''} ({first_message}); "
+            f"last step {last}{' eval' if last_eval else ''} ({last_message})"
+        )
+        if not still:
+            message += ". Each is read again only when its files change"
+        level, code = (Level.INFO, "steps_still_writing") if still else (Level.CRITICAL, "steps_unreadable")
+        out.append(Advisory(level, code, message, first, first_eval))
+    return out
+
+
 def ordered(advisories: Iterable[Advisory]) -> list[Advisory]:
     """Alarms first (critical, then warning, then info), stable within a level."""
     return sorted(advisories, key=lambda a: -a.level)

@@ -105,15 +105,23 @@ class Run:
 
     def summary(self, rollout_id: int, evaluation: bool, now: float) -> StepSummary:
         """The step's summary, from the cache when its files are unchanged."""
-        files = self.files(rollout_id, evaluation, now)
-        opened = self._settled((rollout_id, evaluation), files, now)
+        return self.summary_of(self.files(rollout_id, evaluation, now), now)
+
+    def cached_summary(self, files: StepFiles, now: float) -> StepSummary | None:
+        """The summary of files already listed, when it is known without reading them (open, or cached)."""
+        opened = self._settled((files.rollout_id, files.evaluation), files, now)
         if opened is not None and opened.summary.signature == files.signature and _reusable(opened.summary):
             return opened.summary
-        if self.use_cache:
-            cached = load_summary(self.path, files)
-            if cached is not None:
-                return cached
-        return self._open_files(files, now).summary
+        return load_summary(self.path, files) if self.use_cache else None
+
+    def summary_of(self, files: StepFiles, now: float) -> StepSummary:
+        """:meth:`summary` for files already listed (a poll of a long run lists every step once, not per step)."""
+        known = self.cached_summary(files, now)
+        return known if known is not None else self._open_files(files, now).summary
+
+    def open_files(self, files: StepFiles, now: float) -> OpenStep:
+        """:meth:`open` for files already listed."""
+        return self._open_files(files, now)
 
     def open(self, rollout_id: int, evaluation: bool, now: float) -> OpenStep:
         """The step with its per-token data (reopened when its files changed)."""

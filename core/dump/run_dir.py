@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -76,12 +77,12 @@ class StepFiles:
     train: tuple[TrainFile, ...]
     """Train shards, ordered by global rank (empty for eval steps)."""
 
-    @property
+    @cached_property
     def newest_mtime(self) -> float:
         """The latest modification time among the step's files."""
         return max([self.rollout.mtime, *(f.mtime for f in self.train)])
 
-    @property
+    @cached_property
     def signature(self) -> tuple[tuple[str, int, float], ...]:
         """(name, size, mtime) of every file: equal signatures mean nothing changed on disk."""
         files: list[FileStat] = [self.rollout, *self.train]

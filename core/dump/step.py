@@ -24,11 +24,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from miles_tui.core.dump.column_rows import ColumnRows
 from miles_tui.core.dump.record_schema import FieldProblem, sample_problems
 from miles_tui.core.dump.resolve import FieldState, Shard, TrainRow, raw_reward_at, resolve_rows
 from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles
 from miles_tui.core.dump.step_summary import ProblemKind, StepProblem, StepSummary
-from miles_tui.core.dump.summary import SampleRow, group_rows, sample_row, step_aggregate
+from miles_tui.core.dump.summary import GroupRow, SampleRow, group_rows, sample_row, step_aggregate
 from miles_tui.core.errors import (
     CorruptFileError,
     DumpLoadError,
@@ -189,8 +190,8 @@ def open_step(files: StepFiles, now: float, load: Loader = RunDir.load) -> OpenS
     summary = StepSummary(
         rollout_id=files.rollout_id,
         evaluation=files.evaluation,
-        rows=tuple(rows),
-        groups=tuple(groups),
+        rows=ColumnRows.build(SampleRow, rows),
+        groups=ColumnRows.build(GroupRow, groups),
         aggregate=step_aggregate(files.rollout_id, files.evaluation, rows, groups),
         problems=tuple(problems),
         complete=not any(p.kind is ProblemKind.STILL_WRITING for p in problems) and settling_until is None,

@@ -5,12 +5,16 @@ exist, never 0 or NaN; never markup), exactly what the tables, ``export`` and
 the summary cache carry. They are computed by :mod:`miles_tui.core.dump.summary` and
 :mod:`miles_tui.core.dump.step`, which re-export them; this module computes nothing, reads
 nothing and imports neither numpy nor the dump reader, so serving a cached
-summary (:mod:`miles_tui.core.dump.summary_cache`) stays a few milliseconds of JSON.
+summary (:mod:`miles_tui.core.dump.summary_cache`) stays well under a millisecond. A
+summary's rows and groups are any sequence; :mod:`miles_tui.core.dump.step` and the cache
+give :class:`~miles_tui.core.dump.column_rows.ColumnRows` (compact columns, kept for every
+step of a run).
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -186,9 +190,9 @@ class StepSummary:
     """The step."""
     evaluation: bool
     """Whether it is an eval step."""
-    rows: tuple[SampleRow, ...]
+    rows: Sequence[SampleRow]
     """One per sample, in rollout order."""
-    groups: tuple[GroupRow, ...]
+    groups: Sequence[GroupRow]
     """One per group, in order of first appearance."""
     aggregate: StepAggregate
     """Headline figures."""

@@ -106,3 +106,21 @@ def test_report_cli_json_and_exit_codes(golden_copy: Callable[[str], Path], caps
     assert [a["level"] for a in document["advisories"]] == ["warning", "warning"]
     assert main(["report", str(root / "nope")]) == 3
     assert "no such run directory" in capsys.readouterr().err
+
+
+def test_many_unreadable_steps_make_one_advisory() -> None:
+    """20,000 broken step files: one line that counts them and names the first and last, not 20,000."""
+    from miles_tui.core.analysis.advisories import LISTED_STEP_ERRORS, step_errors
+
+    failures = [(rid, False, f"/run/rollout_data/{rid}.pt: not a torch zip archive", False) for rid in range(20_000)]
+    failures.reverse()  # any order
+    [advisory] = step_errors(failures)
+    assert advisory.code == "steps_unreadable" and advisory.level is Level.CRITICAL
+    assert advisory.message.startswith("20,000 steps unreadable: first step 0 (/run/rollout_data/0.pt")
+    assert "last step 19999 (/run/rollout_data/19999.pt" in advisory.message
+    assert advisory.rollout_id == 0
+    few = step_errors(failures[:LISTED_STEP_ERRORS])
+    assert [a.code for a in few] == ["step_unreadable"] * LISTED_STEP_ERRORS
+    assert [a.rollout_id for a in few] == sorted(a.rollout_id or 0 for a in few)
+    writing = step_errors([(rid, True, "still being written", True) for rid in range(10)] + failures[:1])
+    assert sorted(a.code for a in writing) == ["step_unreadable", "steps_still_writing"]

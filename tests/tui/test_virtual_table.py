@@ -62,7 +62,9 @@ async def test_growing_columns_fit_their_widest_cell_and_the_placeholder_wraps()
         table.set_columns([Column("id", "id", 4, grow=10)])
         assert table.columns[0].width == 4  # new columns: the old rows are not measured against them
         table.set_lazy_rows([1, 2], lambda key: TableRow(key, (Text("123456789"),)))
-        assert table.columns[0].width == 4  # lazy rows are measured by their owner
+        assert table.columns[0].width == 9  # lazy rows: the first FIT_SAMPLE are measured
+        table.refresh_keys([1])
+        assert table.columns[0].width == 9  # a refresh widens, never narrows
         assert fitted(table.columns, {"id": 9})[0].width == 9
         table.set_rows([])
         table.placeholder = "a long hint that does not fit on one line of this narrow table"

@@ -36,7 +36,7 @@ from miles_tui.core.dump.step import StepSummary
 from miles_tui.core.dump.summary import group_reward
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING, number, percent, unread_text, unreadable
-from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized
+from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepsSummarized
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.step_rows import group_rewards_unreadable
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -355,13 +355,13 @@ class CompareScreen(MonitorScreen):
 
     # -- live ----------------------------------------------------------------------------
 
-    @on(StepSummarized)
-    def _summarized(self, message: StepSummarized) -> None:
-        """A compared step's files changed: compare again."""
-        summary = message.summary
-        if summary.evaluation == self.evaluation and summary.rollout_id in (self.a, self.b):
+    @on(StepsSummarized)
+    def _summarized(self, message: StepsSummarized) -> None:
+        """A compared step's files changed: compare again (once per poll, however many steps came)."""
+        mine = [s for s in message.summaries if s.evaluation == self.evaluation]
+        if any(s.rollout_id in (self.a, self.b) for s in mine):
             self._load()
-        elif self.tracing and summary.evaluation == self.evaluation:
+        elif self.tracing and mine:
             self._show_trace()
 
     @on(StepsChanged)

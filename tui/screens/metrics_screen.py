@@ -40,7 +40,13 @@ from miles_tui.core.analysis.metric_view import (
 )
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry.metrics import MetricSeries
-from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized, TelemetryAppended
+from miles_tui.tui.messages import (
+    FollowToggled,
+    RunStatusChanged,
+    StepsChanged,
+    StepsSummarized,
+    TelemetryAppended,
+)
 from miles_tui.tui.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE, Source, inspector_line, status_line
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.metric_chart import ChartView, MetricChart
@@ -225,9 +231,9 @@ class MetricsScreen(MonitorScreen):
                 self.series[key] = in_step_order(series)
         self._update(changed)
 
-    @on(StepSummarized)
-    async def _summarized(self, message: StepSummarized) -> None:
-        """A step summary arrived: without metrics.jsonl, the dump-derived series change."""
+    @on(StepsSummarized)
+    async def _summarized(self, message: StepsSummarized) -> None:
+        """Step summaries arrived (one batch per poll): without metrics.jsonl, the dump-derived series change."""
         if self.source == "metrics":
             return
         fresh = dump_series(summary.aggregate for summary in self.miles.model.summaries.values())

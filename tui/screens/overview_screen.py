@@ -19,9 +19,8 @@ from miles_tui.tui.messages import (
     AdvisoriesChanged,
     FollowToggled,
     RunStatusChanged,
-    StepFailed,
     StepsChanged,
-    StepSummarized,
+    StepsSummarized,
 )
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.advisory_list import AdvisoryList
@@ -127,14 +126,27 @@ class OverviewScreen(MonitorScreen):
         header.live = self.miles.live
         self._refresh_all()
         table.focus()
+        self.watch(table, "scroll_y", self._scrolled, init=False)
+
+    def _scrolled(self) -> None:
+        """Tell the watcher which steps are on screen: they are summarized first."""
+        self.miles.watcher.focus(
+            cast("tuple[tuple[int, bool], ...]", self.query_one("#steps", VirtualTable).visible_keys())
+        )
 
     # -- model -> widgets -----------------------------------------------------------
+
+    def _row(self, key: Hashable) -> TableRow:
+        model = self.miles.model
+        step = cast("tuple[int, bool]", key)
+        return step_row(step, model.summaries.get(step), model.failures.get(step))
 
     def _refresh_all(self) -> None:
         model = self.miles.model
         table = self.query_one("#steps", VirtualTable)
-        rows = [step_row(key, model.summaries.get(key), model.failures.get(key)) for key in model.steps()]
-        table.set_rows(rows)
+        rows = model.steps()
+        table.set_lazy_rows(rows, self._row)  # rows are formatted when drawn: a long run costs its screenful
+        self.call_after_refresh(self._scrolled)
         if not model.polled:
             table.placeholder = "reading the run…"
         elif not rows and not model.looks_like_a_run:
@@ -172,14 +184,12 @@ class OverviewScreen(MonitorScreen):
             self.new_steps += len(message.new_train) + len(message.new_evaluation)
             self._refresh_header()
 
-    @on(StepSummarized)
-    @on(StepFailed)
-    def _step_updated(self, message: StepSummarized | StepFailed) -> None:
-        """A step's figures arrived or changed: redraw its row in place."""
-        model = self.miles.model
-        table = self.query_one("#steps", VirtualTable)
-        table.set_rows([step_row(key, model.summaries.get(key), model.failures.get(key)) for key in model.steps()])
-        self._refresh_trends()
+    @on(StepsSummarized)
+    def _steps_updated(self, message: StepsSummarized) -> None:
+        """One poll's figures arrived: redraw those rows in place, and the trends once."""
+        self.query_one("#steps", VirtualTable).refresh_keys(message.keys)
+        if any(not s.evaluation for s in message.summaries):
+            self._refresh_trends()
 
     @on(AdvisoriesChanged)
     def _advisories_changed(self, message: AdvisoriesChanged) -> None:

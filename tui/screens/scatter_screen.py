@@ -21,7 +21,7 @@ from textual.widgets import Footer, Label
 from miles_tui.core.analysis.scatter import Scatter, step_cursor, step_scatter
 from miles_tui.core.dump.step_summary import StepSummary
 from miles_tui.tui.formatting import number
-from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepSummarized
+from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepsSummarized
 from miles_tui.tui.renderers.scatter import LEGEND, scatter_lines
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -86,11 +86,11 @@ class ScatterScreen(MonitorScreen):
         else:
             self._show()
 
-    @on(StepSummarized)
-    def _summarized(self, message: StepSummarized) -> None:
+    @on(StepsSummarized)
+    def _summarized(self, message: StepsSummarized) -> None:
         """The step's summary changed (it was still landing): redraw, keep the cursor's sample."""
-        summary = message.summary
-        if (summary.rollout_id, summary.evaluation) == (self.rollout_id, self.evaluation):
+        summary = message.summary_of((self.rollout_id, self.evaluation))
+        if summary is not None:
             self._take(summary)
 
     @on(StepsChanged)

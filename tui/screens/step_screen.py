@@ -23,7 +23,7 @@ from miles_tui.core.dump.summary import GroupRow, SampleRow
 from miles_tui.core.errors import StillWritingError
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import number, percent
-from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepFailed, StepsChanged, StepSummarized
+from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepsSummarized
 from miles_tui.tui.row_filter import RowFilter, parse_filter
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.step_rows import (
@@ -125,7 +125,7 @@ class StepScreen(MonitorScreen):
             return
         table.loading = False
         # The app stores it in the model (only its handlers write the model) and forwards it here.
-        self.app.post_message(StepSummarized(summary))
+        self.app.post_message(StepsSummarized((summary,)))
 
     def _show_failure(self, message: str, still_writing: bool) -> None:
         message = inert(message)
@@ -256,17 +256,16 @@ class StepScreen(MonitorScreen):
 
     # -- live -----------------------------------------------------------------------
 
-    @on(StepSummarized)
-    def _summarized(self, message: StepSummarized) -> None:
-        """The step's files changed (e.g. finished writing): update rows in place."""
-        if (message.summary.rollout_id, message.summary.evaluation) == self.key:
-            self._show(message.summary)
-
-    @on(StepFailed)
-    def _failed(self, message: StepFailed) -> None:
-        """The step became unreadable (or is still being written)."""
-        if (message.rollout_id, message.evaluation) == self.key and self.summary is None:
-            self._show_failure(message.message, message.still_writing)
+    @on(StepsSummarized)
+    def _summarized(self, message: StepsSummarized) -> None:
+        """The step's files changed (e.g. finished writing): update rows in place; or it became unreadable."""
+        summary = message.summary_of(self.key)
+        if summary is not None:
+            self._show(summary)
+            return
+        failure = message.failure_of(self.key)
+        if failure is not None and self.summary is None:
+            self._show_failure(failure.message, failure.still_writing)
 
     @on(StepsChanged)
     @on(RunStatusChanged)

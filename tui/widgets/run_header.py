@@ -1,4 +1,9 @@
-"""The one-line run header: name, latest step, live state, data age, new-step badge."""
+"""The one-line run header: name, latest step, live state, data age, new-step badge.
+
+It redraws only when its text changes: the data age is kept as the text it
+shows ("3m12s"), so a poll that moves the age by less than the unit shown
+draws nothing.
+"""
 
 from __future__ import annotations
 
@@ -22,10 +27,14 @@ class RunHeader(Widget):
     latest: reactive[int | None] = reactive(None)
     live: reactive[bool] = reactive(True)
     following: reactive[bool] = reactive(True)
-    data_age: reactive[float | None] = reactive(None)
-    quiet_after: reactive[float] = reactive(600.0)
+    age_text: reactive[str | None] = reactive(None)
+    """The data age as shown (None: no data yet)."""
+    quiet: reactive[bool] = reactive(False)
+    """The run went quiet (no new data for longer than its usual step interval allows)."""
     new_steps: reactive[int] = reactive(0)
     context: reactive[str] = reactive("")
+    backlog: reactive[int] = reactive(0)
+    """Steps still to summarize (a long run back-filling)."""
 
     def render(self) -> Text:
         text = Text()
@@ -42,12 +51,14 @@ class RunHeader(Widget):
             text.append("● LIVE", style="bold green")
         else:
             text.append("‖ PAUSED", style="bold yellow")
-        if self.data_age is not None:
-            quiet = self.live and self.data_age > self.quiet_after
+        if self.age_text is not None:
+            quiet = self.live and self.quiet
             text.append("  data ")
-            text.append(f"{age(self.data_age)} old", style="bold red" if quiet else "")
+            text.append(f"{self.age_text} old", style="bold red" if quiet else "")
             if quiet:
                 text.append(" QUIET: no new data", style="bold red")
+        if self.backlog:
+            text.append(f"  summarizing {self.backlog:,} step{'s' if self.backlog > 1 else ''}…", style="dim")
         if self.new_steps:
             text.append("  ")
             text.append(
@@ -59,6 +70,7 @@ class RunHeader(Widget):
         """Take the run's current figures (every screen's header shows the same)."""
         self.run_name = model.run_name
         self.latest = model.latest
-        self.data_age = model.data_age
-        self.quiet_after = model.quiet_after
+        self.age_text = None if model.data_age is None else age(model.data_age)
+        self.quiet = model.data_age is not None and model.data_age > model.quiet_after
+        self.backlog = model.backlog
         self.following = following

@@ -76,6 +76,10 @@ class StepTrends(Vertical):
     StepTrends Label.trend-value { width: 9; text-align: right; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: dict[str, str] = {}
+
     def compose(self) -> ComposeResult:
         for key, label in TRENDS:
             with Horizontal():
@@ -84,11 +88,14 @@ class StepTrends(Vertical):
                 yield Label(MISSING, id=f"trend-value-{key}", classes="trend-value")
 
     def show(self, aggregates: Sequence[StepAggregate | None]) -> None:
-        """Redraw from one aggregate per train step in step order (None: the step has no summary yet)."""
+        """Redraw from one aggregate per train step in step order (None: the step has no summary yet; a
+        value label only when its text changes: updating a label lays the screen out again)."""
         for key, _ in TRENDS:
             values = [None if a is None else getattr(a, key) for a in aggregates]
             points = np.array([math.nan if v is None else float(v) for v in values], dtype=np.float64)
             self.query_one(f"#trend-{key}", TrendLine).show(points)
             last = next((v for v in reversed(values) if v is not None), None)
             text = percent(last) if key.endswith("_frac") else number(last, 3)
-            self.query_one(f"#trend-value-{key}", Label).update(text)
+            if self._shown.get(key) != text:
+                self._shown[key] = text
+                self.query_one(f"#trend-value-{key}", Label).update(text)

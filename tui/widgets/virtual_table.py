@@ -14,7 +14,7 @@ free. The placeholder (shown while there are no rows) wraps to the width.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, overload
 
@@ -96,6 +96,15 @@ class LazyRows(Sequence[TableRow]):
                 self._cache.clear()
             row = self._cache[key] = self._render(key)
         return row
+
+    def forget(self, keys: Iterable[Hashable]) -> None:
+        """Format these rows again when next drawn (their content changed)."""
+        for key in keys:
+            self._cache.pop(key, None)
+
+
+FIT_SAMPLE = 200
+"""Lazy rows measured for growing columns when the rows are set (the newest, on screen first)."""
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -202,11 +211,26 @@ class VirtualTable(ScrollView, can_focus=True):
     ) -> None:
         """Replace the rows by their keys; ``render(key)`` formats a row only when it is drawn.
 
-        Growing columns are not measured here (that would format every row): give the columns
-        already :func:`fitted` to the data.
+        Growing columns are measured on the first :data:`FIT_SAMPLE` rows only (formatting every
+        row is what lazy rows avoid), and widen as rows are refreshed (:meth:`refresh_keys`).
         """
         self._whole = None
-        self._replace(keys, LazyRows(keys, render), keep_key)
+        lazy = LazyRows(keys, render)
+        self._widen(lazy[i] for i in range(min(len(keys), FIT_SAMPLE)))
+        self._replace(keys, lazy, keep_key)
+
+    def _widen(self, rows: Iterable[TableRow]) -> None:
+        """Widen growing columns to fit ``rows`` (never narrower than now: a refresh must not jitter)."""
+        if not any(column.grow > column.width for column in self._declared):
+            return
+        fitted_now = self._fit(list(rows))
+        if len(fitted_now) != len(self.columns):
+            self.columns = fitted_now
+        else:
+            self.columns = tuple(
+                new if new.width > old.width else old for new, old in zip(fitted_now, self.columns, strict=True)
+            )
+        self._strip_cache.clear()
 
     def _replace(self, keys: Sequence[Hashable], rows: Sequence[TableRow], keep_key: bool) -> None:
         current = self.cursor_key if keep_key else None
@@ -220,6 +244,36 @@ class VirtualTable(ScrollView, can_focus=True):
         else:
             self.set_reactive(VirtualTable.cursor_row, min(self.cursor_row, max(len(self.rows) - 1, 0)))
         self.refresh()
+
+    def refresh_keys(self, keys: Iterable[Hashable]) -> None:
+        """Rows whose content changed (same keys, same order): format and draw only those again.
+
+        Work is per changed row, not per row of the table; a row off screen is
+        only forgotten (formatted again when it scrolls into view).
+        """
+        forget = getattr(self.rows, "forget", None)
+        changed = {key for key in keys if key in self._index}
+        if not changed:
+            return
+        if callable(forget):
+            forget(changed)
+        before = self.columns
+        self._widen(self.rows[self._index[key]] for key in changed)
+        if self.columns != before:
+            self.refresh()
+            return
+        for cache_key in [k for k in self._strip_cache if k[0] in changed]:
+            del self._strip_cache[cache_key]
+        top, height = self.scroll_offset.y, self.size.height
+        for key in changed:
+            y = self._index[key] - top + 1
+            if 0 < y < height:
+                self.refresh(Region(0, y, self.size.width, 1))
+
+    def visible_keys(self) -> tuple[Hashable, ...]:
+        """The keys of the rows on screen, top to bottom."""
+        top = self.scroll_offset.y
+        return tuple(self._keys[top : top + max(self.scrollable_content_region.height - 1, 0)])
 
     @property
     def keys(self) -> Sequence[Hashable]:

@@ -1,0 +1,212 @@
+"""Following a run's step files: a poll of a long, quiet run costs a few ``stat`` calls, not one per file.
+
+Contract: :meth:`RunScanner.scan` returns what :meth:`RunDir.scan` would
+(every step with a rollout file, keyed by ``(rollout_id, evaluation)``), plus
+which steps changed since the previous scan. It reads directory entries and
+``stat`` results only. How fresh the answer is:
+
+- a file added, removed or renamed is seen on the next scan (the directories'
+  mtime and ctime change; a directory changed within :data:`RACY_SECONDS` of
+  a listing is listed again, so a same-tick change is not missed);
+- a file written in place is seen on the next scan while it is young
+  (modified within :data:`HOT_SECONDS`), and within about :data:`SWEEP_SCANS`
+  scans when it is older (a slice of at most :data:`SWEEP_MAX` old files is
+  re-stat'ed each scan, so a run of 20,000 steps takes longer).
+
+Unchanged steps keep the same :class:`StepFiles` object from scan to scan, so
+callers may compare by identity. Never writes; not thread-safe (one poller).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from miles_tui.core.dump.run_dir import _ROLLOUT_RE, _TRAIN_RE, FileStat, RunDir, StepFiles, TrainFile, _scan
+
+HOT_SECONDS = 120.0
+"""Files modified this recently are re-stat'ed on every scan (a step being written)."""
+
+SWEEP_SCANS = 30
+"""Older files are all re-stat'ed once every this many scans (a minute at the default poll)..."""
+
+SWEEP_MIN = 64
+"""... at least this many of them per scan ..."""
+
+SWEEP_MAX = 256
+"""... and at most this many (a run of 20,000 steps takes ~80 scans for a sweep, not one core)."""
+
+RACY_SECONDS = 2.0
+"""A directory modified this close to a listing is listed again on the next scan."""
+
+Key = tuple[int, bool]
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """One scan: every step, and what changed since the previous scan."""
+
+    steps: dict[Key, StepFiles]
+    """Every step with a rollout file (the scanner's own mapping: read, do not modify)."""
+    changed: frozenset[Key]
+    """Steps that are new or whose files (names, sizes, mtimes) changed."""
+    removed: frozenset[Key]
+    """Steps whose rollout file is gone."""
+    listed: bool
+    """Whether the directories were listed (else only some files were re-stat'ed)."""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    key: Key
+    file: FileStat
+
+
+class RunScanner:
+    """Incremental listing of one run directory's step files."""
+
+    def __init__(self, run_dir: RunDir) -> None:
+        self.dir = run_dir
+        self._entries: dict[str, _Entry] = {}
+        """Every step file by path."""
+        self._by_key: dict[Key, list[str]] = {}
+        """The paths of each step's files."""
+        self._dir_mtimes: dict[Path, tuple[int, int] | None] = {}
+        self._relist = True
+        self._steps: dict[Key, StepFiles] = {}
+        self._sweep: list[str] = []
+        self._hot: set[str] = set()
+        """Paths of files modified within HOT_SECONDS (as of their last stat)."""
+        self.listings = 0
+        """Directory listings done (for tests and benchmarks)."""
+        self.stats = 0
+        """Files stat'ed (for tests and benchmarks)."""
+
+    # -- public --------------------------------------------------------------------------
+
+    def scan(self, now: float) -> ScanResult:
+        """The steps at ``now`` and what changed since the last scan."""
+        dirs = (self.dir.rollout_dir, self.dir.train_dir)
+        mtimes = {d: _dir_stamp(d) for d in dirs}
+        if self._relist or mtimes != self._dir_mtimes:
+            touched = self._list(now, mtimes)
+            listed = True
+        else:
+            touched = self._restat(now)
+            listed = False
+        changed, removed = self._rebuild(touched)
+        return ScanResult(self._steps, frozenset(changed), frozenset(removed), listed)
+
+    # -- listing ---------------------------------------------------------------------------
+
+    def _list(self, now: float, mtimes: dict[Path, tuple[int, int] | None]) -> set[Key]:
+        self.listings += 1
+        seen: dict[str, _Entry] = {}
+        for entry in _scan(self.dir.rollout_dir):
+            match = _ROLLOUT_RE.match(entry.name)
+            if match:
+                key = (int(match.group(2)), match.group(1) is not None)
+                self._keep(seen, entry, key, None)
+        for entry in _scan(self.dir.train_dir):
+            match = _TRAIN_RE.match(entry.name)
+            if match:
+                self._keep(seen, entry, (int(match.group(1)), False), int(match.group(2)))
+        touched = {e.key for path, e in seen.items() if self._entries.get(path) is not e}
+        touched |= {e.key for path, e in self._entries.items() if path not in seen}
+        self._entries = seen
+        self._by_key = {}
+        for path, e in seen.items():
+            self._by_key.setdefault(e.key, []).append(path)
+        self._hot = {p for p, e in seen.items() if now - e.file.mtime < HOT_SECONDS}
+        self._dir_mtimes = mtimes
+        self._relist = any(m is not None and now - max(m) / 1e9 < RACY_SECONDS for m in mtimes.values())
+        self._sweep = []
+        return touched
+
+    def _keep(self, seen: dict[str, _Entry], entry: os.DirEntry[str], key: Key, rank: int | None) -> None:
+        try:
+            st = entry.stat()
+        except FileNotFoundError:
+            return
+        self.stats += 1
+        seen[entry.path] = self._entry(entry.path, key, rank, st)
+
+    def _entry(self, path: str, key: Key, rank: int | None, st: os.stat_result) -> _Entry:
+        """The known entry when the file did not change, else a new one."""
+        old = self._entries.get(path)
+        if old is not None and old.file.size == st.st_size and old.file.mtime == st.st_mtime:
+            return old
+        file = (
+            FileStat(Path(path), st.st_size, st.st_mtime)
+            if rank is None
+            else TrainFile(Path(path), st.st_size, st.st_mtime, rank)
+        )
+        return _Entry(key, file)
+
+    # -- re-stat between listings ------------------------------------------------------------
+
+    def _restat(self, now: float) -> set[Key]:
+        hot = list(self._hot)
+        if not self._sweep:
+            self._sweep = [p for p in self._entries if p not in self._hot]
+        quota = min(SWEEP_MAX, max(SWEEP_MIN, len(self._entries) // SWEEP_SCANS))
+        cold, self._sweep = self._sweep[:quota], self._sweep[quota:]
+        touched: set[Key] = set()
+        for path in (*hot, *cold):
+            old = self._entries.get(path)
+            if old is None:
+                continue
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:  # removed without the directory changing: list again
+                self._relist = True
+                continue
+            except OSError:
+                continue
+            self.stats += 1
+            rank = old.file.rank if isinstance(old.file, TrainFile) else None
+            entry = self._entry(path, old.key, rank, st)
+            if now - entry.file.mtime < HOT_SECONDS:
+                self._hot.add(path)
+            else:
+                self._hot.discard(path)
+            if entry is not old:
+                self._entries[path] = entry
+                touched.add(old.key)
+        return touched
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _rebuild(self, touched: set[Key]) -> tuple[set[Key], set[Key]]:
+        changed: set[Key] = set()
+        removed: set[Key] = set()
+        for key in touched:
+            rollout: FileStat | None = None
+            shards: list[TrainFile] = []
+            for path in self._by_key.get(key, ()):
+                file = self._entries[path].file
+                if isinstance(file, TrainFile):
+                    shards.append(file)
+                else:
+                    rollout = file
+            if rollout is None:
+                if self._steps.pop(key, None) is not None:
+                    removed.add(key)
+                continue
+            train = () if key[1] else tuple(sorted(shards, key=lambda f: f.rank))
+            step = StepFiles(key[0], key[1], rollout, train)
+            if self._steps.get(key) != step:
+                self._steps[key] = step
+                changed.add(key)
+        return changed, removed
+
+
+def _dir_stamp(directory: Path) -> tuple[int, int] | None:
+    """(mtime, ctime) in ns: an entry added or removed changes both; resetting the mtime (``touch -d``,
+    ``cp -p``) still changes the ctime."""
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns)
