@@ -270,6 +270,12 @@ SCENES = (
     ),
     Scene("engines", "live_engines", ("E", "~"), shows=("Engines · last 15m", "aborted"), wide=("2 engines",)),
     Scene("engines_dp", "engines_dp", ("E", "~"), shows=("Engines · last 15m", "↺1"), wide=("4 DP ranks", "dp0")),
+    Scene(
+        "scatter",
+        "demo",
+        ("enter", "~", "p", "~"),
+        shows=("step 5 · reward vs response length", "◆", "× truncated at the response cap", "(enter: open)"),
+    ),
     Scene("outliers", "demo", ("O", "~"), shows=("outliers · step 5", "lp diff", "imp ratio", "entropy", "top ")),
     Scene("compare", "demo", ("c", "~"), shows=("compare · A = step 4  B = step 5", "rwd Δ", "reward")),
     Scene("advisories", "degenerate", (), shows=("[WARN]", "all_rewards_zero", "advisories (2)")),
