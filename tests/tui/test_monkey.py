@@ -250,11 +250,11 @@ class Monkey:
     def keys(self) -> list[str]:
         """Keys of the active bindings (collected now, on this screen and focus) and the navigation keys.
 
-        The screen's and the app's own keys come three times: they are what the screen is for, and a
-        plain draw would spend most steps on scrolling keys and Textual's own bindings.
+        The keys the footer offers come three times: they are what the screen is for, and a plain
+        draw would spend most steps on scrolling keys and Textual's own bindings.
         """
         active = self.app.active_bindings  # focused widget → screen → app (a modal screen alone)
-        own = [key for key, found in active.items() if found.node in (self.app.screen, self.app)]
+        own = [key for key, found in active.items() if found.binding.show]
         keys = [*NAVIGATION, *sorted(active), *sorted(own) * 3]
         return [k for k in keys if k not in NEVER]
 
