@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from miles_tui.core.dump.run_dir import _ROLLOUT_RE, _TRAIN_RE, FileStat, RunDir, StepFiles, TrainFile, _scan
+from miles_tui.core.dump.run_dir import _ROLLOUT_RE, _TRAIN_RE, FileStat, RunDir, StepFiles, TrainFile, _scan, _stat
 
 HOT_SECONDS = 120.0
 """Files modified this recently are re-stat'ed on every scan (a step being written)."""
@@ -125,9 +125,8 @@ class RunScanner:
         return touched
 
     def _keep(self, seen: dict[str, _Entry], entry: os.DirEntry[str], key: Key, rank: int | None) -> None:
-        try:
-            st = entry.stat()
-        except FileNotFoundError:
+        st = _stat(entry)  # a link loop is listed as the link itself: reading it names the problem
+        if st is None:
             return
         self.stats += 1
         seen[entry.path] = self._entry(entry.path, key, rank, st)

@@ -75,7 +75,7 @@ def test_the_summary_cache_obeys_the_switch_and_is_counted(demo_run: Path) -> No
     assert not (cache_dir.cache_root() / "summaries").exists()
     cache_dir.forget_writes()
     run.summary(1, False, EPOCH)
-    (written,) = (cache_dir.cache_root() / "summaries").glob("*.json")
+    (written,) = (cache_dir.cache_root() / "summaries").rglob("*.sum")
     assert [e.path for e in cache_dir.entries()] == [written]
 
 
@@ -88,7 +88,7 @@ def test_export_and_report_take_no_cache_and_cache_max(demo_run: Path, capsys: p
     assert not (cache_dir.cache_root() / "summaries").exists()
     assert main(["export", str(demo_run), "--step", "0", "--cache-max", "1G"]) == 0
     capsys.readouterr()
-    assert list((cache_dir.cache_root() / "summaries").glob("*.json"))
+    assert list((cache_dir.cache_root() / "summaries").rglob("*.sum"))
     assert main(["export", str(demo_run), "--step", "0", "--cache-max", "lots"]) == 2
     assert "--cache-max: not a size" in capsys.readouterr().err
 
