@@ -14,6 +14,7 @@ filter grammar or plain garbage, then enter. After every step:
 - the visible table agrees with the model: the overview lists exactly the
   model's steps, the step table exactly the summary's rows that pass the
   filter (in rollout order, or sorted), the groups table exactly its groups,
+  the compare table exactly the compared group slots,
   each drawn row names its own key in its first cell, unreadable samples (and
   only they) draw UNREAD, and steps with unreadable samples say so;
 - once every worker has finished, no table still promises rows ("loading…")
@@ -44,6 +45,7 @@ from textual.worker import Worker, WorkerState
 from miles_tui.core.dump.step_summary import ROW_COLUMNS
 from miles_tui.tui.app import MilesApp, make_app
 from miles_tui.tui.row_filter import ALIASES, STATUSES
+from miles_tui.tui.screens.compare_screen import CompareScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.screens.step_screen import StepScreen, _sort_value
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -208,6 +210,14 @@ def _check_overview(app: MilesApp, screen: OverviewScreen) -> None:
             assert "unreadable" in row.cells[-1].plain, f"step {row.key} hides its unreadable samples"
 
 
+def _check_compare(screen: CompareScreen) -> None:
+    comparison = screen.comparison
+    if comparison is None or screen.tracing:
+        return
+    table = screen.query_one("#groups", VirtualTable)
+    assert list(table.keys) == [("group", g.group_index) for g in comparison.groups], "compare lost a group"
+
+
 def check(app: MilesApp, worker_errors: list[str]) -> None:
     """Every invariant, after one step."""
     assert app._exception is None, f"an exception reached the app: {app._exception!r}"
@@ -219,6 +229,8 @@ def check(app: MilesApp, worker_errors: list[str]) -> None:
         _check_step(screen)
     elif isinstance(screen, OverviewScreen):
         _check_overview(app, screen)
+    elif isinstance(screen, CompareScreen):
+        _check_compare(screen)
     for table in screen.query(VirtualTable):  # every worker has finished: nothing may still say it is coming
         assert not table.loading, f"#{table.id} still shows its loading indicator"
         if not table.rows:
