@@ -216,6 +216,7 @@ class MilesApp(App[None]):
             or result.new_evaluation
             or not self.model.polled
             or result.looks_like_a_run != self.model.looks_like_a_run
+            or (result.train, result.evaluation) != (self.model.train, self.model.evaluation)  # a step went away
         ):
             self.post_message(
                 StepsChanged(

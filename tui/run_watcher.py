@@ -72,6 +72,8 @@ KEEP_PROBLEMS = 20
 
 METRIC_WORKER_NICE = 10
 """Niceness of the processes that decode a long metrics.jsonl: keys come first."""
+STREAM_ADVISORY_SECONDS = 30.0
+"""Telemetry rules run again at least this often when no record arrived (for the rules about time)."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,9 @@ class RunWatcher:
         self._stream_resets: list[StreamReset] = []
         self.low_mfu_threshold = LOW_MFU
         """``--low-mfu-threshold``: mean MFU under it is advised on (0: never)."""
+        self._stream_advisories: tuple[Advisory, ...] = ()
+        self._stream_checked: float | None = None
+        self._stream_meta: object = None
 
     # -- async API (event loop side) -------------------------------------------
 
@@ -502,19 +507,32 @@ class RunWatcher:
                 self.run.prepare(self._steps[key], now, settled_for=LANDING_SECONDS)
 
     def poll_streams_blocking(self, now: float) -> StreamPoll:
-        """One telemetry poll and the telemetry advisories it implies."""
+        """One telemetry poll and the telemetry advisories it implies.
+
+        The rules read every record held, so they run again only when records, problems or the attempt
+        changed, or :data:`STREAM_ADVISORY_SECONDS` passed (the rules about time: a stalled phase, a run
+        gone quiet): a quiet poll of a long run costs a few stat calls.
+        """
         delta = self.follower.poll(now)
         # A poll reports a problem once; keep the recent ones so the advisory stays up.
         self._stream_problems = [*self._stream_problems, *delta.problems][-KEEP_PROBLEMS:]
         self._stream_resets = [*self._stream_resets, *delta.resets][-KEEP_PROBLEMS:]
-        advisories = stream_advisories(
-            self.follower,
-            now,
-            problems=self._stream_problems,
-            resets=self._stream_resets,
-            low_mfu_threshold=self.low_mfu_threshold,
+        changed = bool(delta.metric_keys or delta.records or delta.problems or delta.resets or delta.reset_streams) or (
+            delta.attempt_changed or delta.meta is not self._stream_meta
         )
-        return StreamPoll(delta, tuple(advisories))
+        if changed or self._stream_checked is None or now - self._stream_checked >= STREAM_ADVISORY_SECONDS:
+            self._stream_meta = delta.meta
+            self._stream_checked = now
+            self._stream_advisories = tuple(
+                stream_advisories(
+                    self.follower,
+                    now,
+                    problems=self._stream_problems,
+                    resets=self._stream_resets,
+                    low_mfu_threshold=self.low_mfu_threshold,
+                )
+            )
+        return StreamPoll(delta, self._stream_advisories)
 
     def _compute_advisories(self, meta: dict[str, Any]) -> list[Advisory]:
         advisories: list[Advisory] = []

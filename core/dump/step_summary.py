@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SampleRow:
     """One sample of a step: the CLI's ROW, column for column."""
 
@@ -93,7 +93,7 @@ class SampleRow:
 ROW_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(SampleRow))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GroupRow:
     """One GRPO group of a step."""
 
@@ -120,7 +120,7 @@ class GroupRow:
 _GROUP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(GroupRow))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepAggregate:
     """Headline figures of one step."""
 
@@ -170,7 +170,7 @@ class ProblemKind(enum.Enum):
     """Refused: the pickle reaches for code."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepProblem:
     """A file of a step that could not be used."""
 
@@ -182,7 +182,7 @@ class StepProblem:
     """The one-line explanation (already names the file)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepSummary:
     """Everything a table of the step shows: cacheable, no per-token arrays."""
 

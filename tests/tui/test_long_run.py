@@ -164,3 +164,37 @@ def test_a_new_step_is_summarized_without_reading_the_others_again(demo_run: Pat
     summarized = {(s.rollout_id, s.evaluation) for r in results for s in r.summaries}
     assert summarized == {(4, False)}
     assert results[0].new_train == (4,)
+
+
+async def test_a_step_whose_files_go_away_leaves_the_list(demo_run: Path) -> None:
+    app = make_app(demo_run, poll_seconds=3600, clock=lambda: EPOCH)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(app, pilot)
+        assert (1, False) in app.screen.query_one("#steps", VirtualTable).keys
+        (demo_run / "rollout_data" / "1.pt").unlink()
+        app.poll_now()
+        await _settle(app, pilot)
+        assert app.model.train == (0, 2, 3)
+        assert (1, False) not in app.screen.query_one("#steps", VirtualTable).keys
+
+
+def test_telemetry_rules_rerun_only_when_records_arrive_or_time_passes(
+    demo_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rules read every record held: on a quiet run they ran on every poll, forever."""
+    from tui import run_watcher
+
+    calls: list[float] = []
+    rules = run_watcher.stream_advisories
+    monkeypatch.setattr(run_watcher, "stream_advisories", lambda f, now, **kw: calls.append(now) or rules(f, now, **kw))
+    watcher = RunWatcher(Run(demo_run))
+    first = watcher.poll_streams_blocking(EPOCH)
+    for k in range(1, 6):
+        assert watcher.poll_streams_blocking(EPOCH + k).advisories == first.advisories
+    assert calls == [EPOCH]
+    watcher.poll_streams_blocking(EPOCH + run_watcher.STREAM_ADVISORY_SECONDS)
+    assert len(calls) == 2  # the rules about time still run
+    with (demo_run / "dashboard" / "metrics.jsonl").open("a") as handle:
+        handle.write('{"rollout/step": 99, "rollout/raw_reward": 0.5}\n')
+    watcher.poll_streams_blocking(EPOCH + run_watcher.STREAM_ADVISORY_SECONDS + 1)
+    assert len(calls) == 3
