@@ -19,10 +19,8 @@ to helper processes (:class:`~miles_tui.tui.backfill.Backfill`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
-import gc
 import heapq
 import itertools
 import os
@@ -34,6 +32,7 @@ from typing import Any, TypeVar
 
 from miles_tui.core.analysis.advisories import Advisory, ordered, step_advisories, step_errors
 from miles_tui.core.analysis.stream_advisories import LOW_MFU, stream_advisories
+from miles_tui.core.dump.column_rows import ColumnRows
 from miles_tui.core.dump.run import Run, SampleContext
 from miles_tui.core.dump.run_dir import RunDir, StepFiles
 from miles_tui.core.dump.run_scan import RunScanner
@@ -42,6 +41,7 @@ from miles_tui.core.errors import MilesTuiError, StillWritingError, StreamError
 from miles_tui.core.follow import RunDelta, RunFollower
 from miles_tui.core.run_files import META_MAX_BYTES, read_json
 from miles_tui.core.tail import StreamReset
+from miles_tui.tui import gc_policy
 from miles_tui.tui.backfill import Backfill
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
 
@@ -59,8 +59,6 @@ POOL_MIN_STEPS = 32
 POOL_MIN_BYTES = 256 << 20
 """... or of steps whose files hold at least this many bytes (a few big steps)."""
 
-COLLECT_AFTER_OPEN = 200_000
-"""An open that left more new container objects than this is followed by one full collection."""
 
 Key = tuple[int, bool]
 
@@ -202,9 +200,10 @@ class RunWatcher:
         return await self._serialized(self.lock, self._open_blocking, rollout_id, evaluation, self.clock())
 
     def _open_blocking(self, rollout_id: int, evaluation: bool, now: float, files: StepFiles | None = None) -> OpenStep:
-        with _gc_paused():
+        with gc_policy.paused():
             opened = self.run.open(rollout_id, evaluation, now) if files is None else self.run.open_files(files, now)
-        _collect_after_open()
+        rollout = files.rollout.size if files is not None else opened.summary.signature[0][1]  # the rollout file
+        gc_policy.after_read(rollout)
         return opened
 
     async def sample_context(
@@ -226,9 +225,9 @@ class RunWatcher:
         sample_index: int,
         cursor: int | Callable[[OpenStep], int | None] | None,
     ) -> SampleContext:
-        with _gc_paused():
+        with gc_policy.paused():
             context = self.run.sample_context(rollout_id, evaluation, sample_index, self.clock(), cursor)
-        _collect_after_open()
+        gc_policy.after_read(context.step.summary.signature[0][1])
         return context
 
     async def summary(self, rollout_id: int, evaluation: bool) -> StepSummary:
@@ -238,8 +237,13 @@ class RunWatcher:
         files = self._steps.get((rollout_id, evaluation))
         if files is None or (rollout_id, evaluation) not in self._visible:
             return self.run.summary(rollout_id, evaluation, now)
-        with _gc_paused():
-            return self.run.summary_of(files, now)  # the last poll's listing: no listing per step
+        with gc_policy.paused():
+            summary = self.run.summary_of(files, now)  # the last poll's listing: no listing per step
+            for rows in (summary.rows, summary.groups):
+                if isinstance(rows, ColumnRows):
+                    rows.build_now()  # here, not in the UI thread that shows them
+        gc_policy.after_read(files.rollout.size)
+        return summary
 
     def focus(self, keys: tuple[Key, ...]) -> None:
         """The steps on screen: summarized before the others (called from the UI thread)."""
@@ -456,8 +460,9 @@ class RunWatcher:
             if key == (result.latest, False):
                 summary = self._open_blocking(key[0], key[1], now, files).summary
             else:
-                with _gc_paused():
+                with gc_policy.paused():
                     summary = self.run.summary_of(files, now)
+                gc_policy.after_read(files.rollout.size)
         except StillWritingError as err:
             self._fail(key, str(err), True, result)
         except MilesTuiError as err:
@@ -503,7 +508,7 @@ class RunWatcher:
         for key in waiting:
             if time.monotonic() > deadline:
                 return
-            with _gc_paused():
+            with gc_policy.paused():
                 self.run.prepare(self._steps[key], now, settled_for=LANDING_SECONDS)
 
     def poll_streams_blocking(self, now: float) -> StreamPoll:
@@ -559,35 +564,6 @@ def _release(lock: asyncio.Lock, done: asyncio.Future[Any]) -> None:
         done.exception()
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic collection while a step is read: unpickling allocates millions of containers,
-    and the collector would walk them again and again (about 15% of an open)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _newest_first(key: Key) -> tuple[int, bool]:
     """Sort key: newest step first, a step's eval batch right after its train step."""
     return (-key[0], key[1])
-
-
-def _collect_after_open() -> None:
-    """One full collection after an open that allocated a lot, instead of several later.
-
-    An open allocates its containers with the collector paused, so they all sit
-    in the youngest generation; left alone, the next young, middle and full
-    collections would each walk them (~0.2 s per big step: stutters at random
-    moments). One collection now moves them to the oldest generation at once,
-    and CPython then walks that generation again only after it grew by a
-    quarter. Nothing is frozen: ``gc.freeze()`` pinned every object alive at
-    that moment, so whatever later became cyclic garbage (screens, messages,
-    timers) was never freed (the demo grew ~0.5 MB per step).
-    """
-    if gc.get_count()[0] > COLLECT_AFTER_OPEN:
-        gc.collect()
