@@ -44,6 +44,7 @@ from miles_tui.core.tail import StreamReset
 from miles_tui.tui import gc_policy
 from miles_tui.tui.backfill import Backfill
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
+from miles_tui.tui.summary_queue import SummaryQueue
 
 T = TypeVar("T")
 
@@ -71,7 +72,10 @@ KEEP_PROBLEMS = 20
 METRIC_WORKER_NICE = 10
 """Niceness of the processes that decode a long metrics.jsonl: keys come first."""
 STREAM_ADVISORY_SECONDS = 30.0
-"""Telemetry rules run again at least this often when no record arrived (for the rules about time)."""
+"""Telemetry rules run again at least this often when no record arrived (for the rules about time)..."""
+
+STREAM_ADVISORY_MIN_SECONDS = 10.0
+"""... and at most this often when records keep arriving (they read every record held)."""
 
 
 @dataclass(frozen=True)
@@ -136,10 +140,7 @@ class RunWatcher:
         """Listed steps that are not visible yet (re-checked every poll: visibility comes with age)."""
         self._done: dict[Key, tuple[Any, ...]] = {}
         """The signature each step was last summarized (or failed for good) at."""
-        self._todo: set[Key] = set()
-        self._queue: list[Key] = []
-        """The steps to summarize, newest first (may still hold steps done since it was sorted)."""
-        self._queue_stale = False
+        self._todo = SummaryQueue()
         self._failures: dict[Key, tuple[str, bool]] = {}
         self._unsettled: dict[Key, StepSummary] = {}
         """Incomplete summaries already reported (not reported again until they change)."""
@@ -169,6 +170,8 @@ class RunWatcher:
         self._stream_advisories: tuple[Advisory, ...] = ()
         self._stream_checked: float | None = None
         self._stream_meta: object = None
+        self._stream_unseen = False
+        """Records arrived that the telemetry rules have not read yet."""
 
     # -- async API (event loop side) -------------------------------------------
 
@@ -308,8 +311,7 @@ class RunWatcher:
 
     def _waiting(self) -> list[Key]:
         """The two newest steps not ready yet (not visible, or to summarize): worth parsing ahead."""
-        todo = itertools.islice((k for k in self._queue if k in self._todo), 2) if not self._queue_stale else self._todo
-        return heapq.nlargest(2, [*self._hidden, *todo])
+        return heapq.nlargest(2, [*self._hidden, *self._todo.newest(2)])
 
     # -- following the listing ---------------------------------------------------------
 
@@ -354,9 +356,8 @@ class RunWatcher:
             self._advisories = None
 
     def _schedule(self, key: Key) -> None:
-        if self._done.get(key) != self._steps[key].signature and key not in self._todo:
+        if self._done.get(key) != self._steps[key].signature:
             self._todo.add(key)
-            self._queue_stale = True
 
     def _relist_ids(self) -> None:
         train = tuple(sorted(rid for rid, ev in self._visible if not ev))
@@ -372,26 +373,9 @@ class RunWatcher:
     # -- summarizing -----------------------------------------------------------------------
 
     def _order(self) -> Iterator[Key]:
-        """What to summarize first: the newest train step, the rows on screen, then newest first.
-
-        The newest-first queue is sorted when steps are added to it, not on every poll (a back-fill of
-        20,000 steps takes hundreds of polls).
-        """
+        """What to summarize first: the newest train step, the rows on screen, then newest first."""
         latest = (self._ids[0][-1], False) if self._ids[0] else None
-        first = [k for k in dict.fromkeys((latest, *self._focus)) if k is not None and k in self._todo]
-        yield from first
-        if self._queue_stale:
-            self._queue = sorted(self._todo, key=_newest_first)
-            self._queue_stale = False
-        chosen = set(first)
-        done = 0
-        for key in self._queue:
-            if key not in self._todo:
-                done += 1
-            elif key not in chosen:
-                yield key
-        if done > len(self._queue) // 2:
-            self._queue = [k for k in self._queue if k in self._todo]
+        return self._todo.ordered((latest, *self._focus))
 
     def _summarize_some(self, result: PollResult, now: float, deadline: float) -> None:
         for job in self.backfill.done():
@@ -514,20 +498,23 @@ class RunWatcher:
     def poll_streams_blocking(self, now: float) -> StreamPoll:
         """One telemetry poll and the telemetry advisories it implies.
 
-        The rules read every record held, so they run again only when records, problems or the attempt
-        changed, or :data:`STREAM_ADVISORY_SECONDS` passed (the rules about time: a stalled phase, a run
-        gone quiet): a quiet poll of a long run costs a few stat calls.
+        The rules read every record held, so they run again at once when a stream had a problem or the
+        attempt changed, at most every :data:`STREAM_ADVISORY_MIN_SECONDS` when records arrived, and every
+        :data:`STREAM_ADVISORY_SECONDS` otherwise (the rules about time: a stalled phase, a run gone quiet):
+        a quiet poll of a long run costs a few stat calls.
         """
         delta = self.follower.poll(now)
         # A poll reports a problem once; keep the recent ones so the advisory stays up.
         self._stream_problems = [*self._stream_problems, *delta.problems][-KEEP_PROBLEMS:]
         self._stream_resets = [*self._stream_resets, *delta.resets][-KEEP_PROBLEMS:]
-        changed = bool(delta.metric_keys or delta.records or delta.problems or delta.resets or delta.reset_streams) or (
-            delta.attempt_changed or delta.meta is not self._stream_meta
-        )
-        if changed or self._stream_checked is None or now - self._stream_checked >= STREAM_ADVISORY_SECONDS:
+        urgent = bool(delta.problems or delta.resets or delta.reset_streams or delta.attempt_changed)
+        urgent = urgent or delta.meta is not self._stream_meta or self._stream_checked is None
+        since = now - (self._stream_checked or now)
+        fresh = bool(delta.metric_keys or delta.records) or self._stream_unseen
+        if urgent or since >= STREAM_ADVISORY_SECONDS or (fresh and since >= STREAM_ADVISORY_MIN_SECONDS):
             self._stream_meta = delta.meta
             self._stream_checked = now
+            self._stream_unseen = False
             self._stream_advisories = tuple(
                 stream_advisories(
                     self.follower,
@@ -537,6 +524,8 @@ class RunWatcher:
                     low_mfu_threshold=self.low_mfu_threshold,
                 )
             )
+        else:
+            self._stream_unseen = fresh
         return StreamPoll(delta, self._stream_advisories)
 
     def _compute_advisories(self, meta: dict[str, Any]) -> list[Advisory]:
@@ -562,8 +551,3 @@ def _release(lock: asyncio.Lock, done: asyncio.Future[Any]) -> None:
     lock.release()
     if not done.cancelled():
         done.exception()
-
-
-def _newest_first(key: Key) -> tuple[int, bool]:
-    """Sort key: newest step first, a step's eval batch right after its train step."""
-    return (-key[0], key[1])

@@ -3,6 +3,7 @@ many unreadable steps as one advisory, helper processes that give the same summa
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -192,9 +193,13 @@ def test_telemetry_rules_rerun_only_when_records_arrive_or_time_passes(
     for k in range(1, 6):
         assert watcher.poll_streams_blocking(EPOCH + k).advisories == first.advisories
     assert calls == [EPOCH]
-    watcher.poll_streams_blocking(EPOCH + run_watcher.STREAM_ADVISORY_SECONDS)
+    later = EPOCH + run_watcher.STREAM_ADVISORY_SECONDS
+    watcher.poll_streams_blocking(later)
     assert len(calls) == 2  # the rules about time still run
     with (demo_run / "dashboard" / "metrics.jsonl").open("a") as handle:
-        handle.write('{"rollout/step": 99, "rollout/raw_reward": 0.5}\n')
-    watcher.poll_streams_blocking(EPOCH + run_watcher.STREAM_ADVISORY_SECONDS + 1)
+        record = {"ts": EPOCH, "step_key": "rollout/step", "step": 99, "metrics": {"rollout/raw_reward": 0.5}}
+        handle.write(json.dumps(record) + "\n")
+    watcher.poll_streams_blocking(later + 1)
+    assert len(calls) == 2  # new records: read at most every STREAM_ADVISORY_MIN_SECONDS
+    watcher.poll_streams_blocking(later + run_watcher.STREAM_ADVISORY_MIN_SECONDS)
     assert len(calls) == 3
