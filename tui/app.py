@@ -135,7 +135,7 @@ class MilesApp(App[None]):
         writes = self._running and not self._closed and not self._batch_count and self._driver is not None
         if isinstance(update, CompositorUpdate) and writes and not self.is_headless and not self.is_inline:
             size = (self.size.width, self.size.height)
-            renderable = cast("RenderableType | None", self.terminal.update(update, self.console, size))
+            renderable = cast("RenderableType | None", self.terminal.update(update, self.console, size, screen))
         super()._display(screen, renderable)
 
     def on_mount(self) -> None:

@@ -8,10 +8,12 @@ update into the changed cells only: runs of changed cells with one cursor
 move each, consecutive cells of the same style under one colour code. An
 update that changes nothing writes nothing. Wide characters are never split.
 
-A whole-screen update (a new screen, a layout change) is written in full
-(compactly), so the terminal always matches the app after one, whatever
-happened to it before. The copy is also forgotten when the screen size
-changes or the app comes back from a suspend.
+A whole-screen update for another screen than the last (a screen pushed or
+popped) is written in full (compactly), so the terminal matches the app after
+each change of screen, whatever happened to it before; a whole-screen update
+of the same screen (a layout change: a row added, a label resized) is diffed
+like any other. The copy is also forgotten when the screen size changes or
+the app comes back from a suspend.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class TerminalDiff:
         self.lines: dict[int, list[str | None]] = {}
         """Per screen line, the identity of every cell (None: unknown)."""
         self.size: tuple[int, int] | None = None
+        self._screen: object = None
+        """The screen of the last whole-screen update."""
         self.written = 0
         """Characters of cell output produced (for tests and benchmarks)."""
         self.skipped = 0
@@ -62,14 +66,21 @@ class TerminalDiff:
         """Forget the terminal's content (resize, resume): the next updates write everything they cover."""
         self.lines.clear()
 
-    def update(self, renderable: CompositorUpdate, console: Console, size: tuple[int, int]) -> CompositorUpdate | None:
-        """The part of ``renderable`` that changes the screen (None: nothing does)."""
+    def update(
+        self, renderable: CompositorUpdate, console: Console, size: tuple[int, int], screen: object = None
+    ) -> CompositorUpdate | None:
+        """The part of ``renderable`` that changes the screen (None: nothing does).
+
+        A whole-screen update of another ``screen`` than the last one is written whole.
+        """
         if size != self.size:
             self.reset()
             self.size = size
         color_system = console._color_system or ColorSystem.TRUECOLOR  # what Strip.render uses
         pieces: list[str] = []
-        full = isinstance(renderable, LayoutUpdate)
+        full = isinstance(renderable, LayoutUpdate) and screen is not self._screen
+        if isinstance(renderable, LayoutUpdate):
+            self._screen = screen
         for y, x, cells in _covered(renderable, color_system):
             pieces += self._line(y, x, cells, color_system, full)
         if not pieces:
@@ -82,8 +93,8 @@ class TerminalDiff:
     def _line(self, y: int, x: int, cells: list[Cell | None], color_system: ColorSystem, full: bool) -> list[str]:
         """Output for cells[.] at (x.., y), and the copy updated; unknown cells (None) are left alone.
 
-        ``full``: write every cell (a whole-screen update: a new screen, a layout change), so whatever
-        the terminal shows, it shows the app's screen after it.
+        ``full``: write every cell (a new screen), so whatever the terminal shows, it shows the app's
+        screen after it.
         """
         width = self.size[0] if self.size else x + len(cells)
         shown = self.lines.setdefault(y, [None] * width)

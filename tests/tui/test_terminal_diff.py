@@ -77,13 +77,14 @@ def test_a_wide_character_is_never_split() -> None:
     assert out.startswith("\x1b[1;4H") and "字" not in out
 
 
-def test_a_whole_screen_update_is_written_whole_and_a_resize_forgets_the_screen() -> None:
+def test_a_new_screen_is_written_whole_and_a_resize_forgets_the_screen() -> None:
     diff = TerminalDiff()
     line = _strip(("hello", BLUE))
     _render(diff, line)
     layout = LayoutUpdate([[line]], Region(0, 0, WIDTH, 1))
-    full = diff.update(layout, CONSOLE, (WIDTH, 10))
+    full = diff.update(layout, CONSOLE, (WIDTH, 10), screen="step screen")
     assert full is not None and "hello" in full.render_segments(CONSOLE)  # the terminal may hold anything
+    assert diff.update(layout, CONSOLE, (WIDTH, 10), screen="step screen") is None  # a relayout: diffed
     assert _render(diff, line) == ""
     resized = diff.update(_chops(line), CONSOLE, (WIDTH + 1, 10))
     assert resized is not None and "hello" in resized.render_segments(CONSOLE)
