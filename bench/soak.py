@@ -1,7 +1,7 @@
 """Soak: the real app for a given time, its RSS and CPU over time beside the goals.
 
 `python bench/soak.py demo --minutes 30` (the live demo: a new step every 5 s)
-`python bench/soak.py static --minutes 10` (a finished 2,000-step run, summaries cached after the first pass)
+`python bench/soak.py static --minutes 10 [--warm]` (a finished 2,000-step run; --warm: its summaries cached)
 `python bench/soak.py unreadable --minutes 5` (20,000 step files that are not torch archives)
 
 The app runs on a pseudo-terminal (120x40) whose output is drained and counted. Every --every
@@ -105,6 +105,7 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=2.0, help="static/unreadable: minutes before idle is judged")
     parser.add_argument("--steps", type=int, default=None, help="default: 2,000 static, 20,000 unreadable")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "miles-tui-bench-soak")
+    parser.add_argument("--warm", action="store_true", help="static: fill the summary cache with a first run")
     args = parser.parse_args()
     minutes = args.minutes or {"demo": 30.0, "static": 10.0, "unreadable": 5.0}[args.mode]
     with tempfile.TemporaryDirectory(prefix="miles-tui-soak-") as tmp:
@@ -117,7 +118,11 @@ def main() -> int:
             run = build_unreadable(args.dir, args.steps or 20000)
             target = [str(run)]
             print("  in-process:", check_advisory(run), flush=True)
-        print(f"\nmiles-tui soak: {args.mode}, {minutes:g} min, {os.cpu_count()} cores", flush=True)
+        if args.warm and args.mode != "demo":
+            print("\nwarming the summary cache (1 min) ...", flush=True)
+            soak(target, 1.0, 60.0, env)
+        warm = " (warm cache)" if args.warm and args.mode != "demo" else ""
+        print(f"\nmiles-tui soak: {args.mode}{warm}, {minutes:g} min, {os.cpu_count()} cores", flush=True)
         readings = soak(target, minutes, args.every, env)
 
     end = readings[-1]
