@@ -183,7 +183,7 @@ def test_telemetry_rules_rerun_only_when_records_arrive_or_time_passes(
     demo_run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The rules read every record held: on a quiet run they ran on every poll, forever."""
-    from tui import run_watcher
+    from miles_tui.tui import run_watcher
 
     calls: list[float] = []
     rules = run_watcher.stream_advisories
