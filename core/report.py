@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from miles_tui.core.analysis.advisories import Advisory, Level, ordered, step_advisories, step_error, worst_level
+from miles_tui.core.analysis.advisories import Advisory, Level, UnreadableStep
+from miles_tui.core.analysis.health import RunHealth, dump_advisories, run_health
 from miles_tui.core.analysis.stream_advisories import LOW_MFU, stream_advisories
 from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.step import StepSummary
@@ -32,26 +33,32 @@ class Report:
 
     run_dir: Path
     """The run directory."""
-    run_name: str
-    """From dashboard/meta.json, else the folder name."""
-    train_steps: int
-    """Visible train steps."""
-    eval_steps: int
-    """Visible eval steps."""
-    latest: int | None
-    """The newest visible train step."""
+    health: RunHealth
+    """Steps, run name, data age and advisories (the same function the monitor's header uses)."""
     latest_summary: StepSummary | None
-    """Its summary, when it could be read."""
-    data_age: float | None
-    """Seconds since the newest write seen."""
-    advisories: tuple[Advisory, ...]
-    """Alarms first."""
+    """The newest train step's summary, when it could be read."""
     cache_notice: str | None = None
     """Why the summary cache was not used (it lies inside the run), for a note on stderr."""
 
     @property
+    def run_name(self) -> str:
+        return self.health.run_name
+
+    @property
+    def latest(self) -> int | None:
+        return self.health.latest
+
+    @property
+    def data_age(self) -> float | None:
+        return self.health.data_age
+
+    @property
+    def advisories(self) -> tuple[Advisory, ...]:
+        return self.health.advisories
+
+    @property
     def exit_status(self) -> int:
-        worst = worst_level(self.advisories)
+        worst = self.health.worst
         if worst is Level.CRITICAL:
             return 2
         if worst is Level.WARNING:
@@ -68,7 +75,7 @@ class Report:
             }
         return {
             "run": {"name": self.run_name, "path": str(self.run_dir), "data_age_seconds": self.data_age},
-            "steps": {"train": self.train_steps, "eval": self.eval_steps, "latest": self.latest},
+            "steps": {"train": len(self.health.train), "eval": len(self.health.evaluation), "latest": self.latest},
             "latest_step": latest_step,
             "advisories": [a.to_dict() for a in self.advisories],
             "exit_status": self.exit_status,
@@ -84,39 +91,34 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
     delta = follower.poll(now) if follower is not None else None
     meta = follower.dashboard.meta if follower is not None else None
     visible = run.dir.visible_steps(now)
-    train = sorted(rid for rid, ev in visible if not ev)
-    evaluation = sorted(rid for rid, ev in visible if ev)
-    latest = train[-1] if train else None
-    advisories: list[Advisory] = []
+    train = [rid for rid, ev in visible if not ev]
+    latest = max(train) if train else None
     summary = None
+    unreadable: list[UnreadableStep] = []
     if latest is not None:
         try:
             summary = run.summary(latest, False, now)
-        except StillWritingError as err:
-            advisories.append(step_error(latest, False, str(err), err.path, still_writing=True))
         except (DumpLoadError, MilesTuiError) as err:
-            advisories.append(step_error(latest, False, str(err), err.path, still_writing=False))
-    if summary is not None:
-        advisories += step_advisories(summary, meta.args if meta is not None else None)
-    # The newest write in dump files and streams (the data-age rule's own input), else in the step files.
-    writes = [files.newest_mtime for files in visible.values()]
-    if delta is not None and delta.newest_write is not None:
-        writes.append(delta.newest_write)
+            still = isinstance(err, StillWritingError)
+            unreadable.append(UnreadableStep(latest, False, str(err), still, err.path))
+    streams: list[Advisory] = []
     if follower is not None and delta is not None:
-        advisories += stream_advisories(
+        streams = stream_advisories(
             follower, now, problems=delta.problems, resets=delta.resets, low_mfu_threshold=low_mfu_threshold
         )
-    return Report(
-        run_dir=run.path,
-        run_name=str((meta.run_name if meta is not None else None) or run.path.name),
-        train_steps=len(train),
-        eval_steps=len(evaluation),
-        latest=latest,
-        latest_summary=summary,
-        data_age=now - max(writes) if writes else None,
-        advisories=tuple(ordered(advisories)),
-        cache_notice=run.cache_notice,
+    # The newest write in dump files and streams (the data-age rule's own input), else in the step files.
+    writes = [files.newest_mtime for files in visible.values()]
+    health = run_health(
+        run.path,
+        meta,
+        train,
+        [rid for rid, ev in visible if ev],
+        dump=dump_advisories(summary, meta, unreadable),
+        streams=streams,
+        newest_writes=[*writes, delta.newest_write if delta is not None else None],
+        now=now,
     )
+    return Report(run_dir=run.path, health=health, latest_summary=summary, cache_notice=run.cache_notice)
 
 
 def _number(value: Any, digits: int = 3) -> str:
@@ -130,7 +132,7 @@ def _number(value: Any, digits: int = 3) -> str:
 def render_report(report: Report) -> str:
     """The human text of a report; every line made inert (run names, messages and paths come from the run)."""
     lines = [f"run {report.run_name}  ({report.run_dir})"]
-    steps = f"steps: {report.train_steps} train, {report.eval_steps} eval"
+    steps = f"steps: {len(report.health.train)} train, {len(report.health.evaluation)} eval"
     if report.latest is not None:
         steps += f", latest {report.latest}"
     if report.data_age is not None:

@@ -10,7 +10,6 @@ renders each to SVG; ``tests/tui/test_snapshots.py`` compares each with its base
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import shutil
@@ -19,12 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
 
 from miles_tui.tui.app import MilesApp
-from tests.harness import EPOCH, frozen_app, settle
+from tests.harness import EPOCH, frozen_app, screen_text, settle
 
 GOLDEN = Path(__file__).resolve().parents[1].parent / "shared" / "golden"
 SIZES = ((80, 24), (160, 48))
@@ -117,14 +115,6 @@ def build_fleet(root: Path) -> Path:
 
 SYNTHETIC = {"engines_dp": build_engines, "fleet": build_fleet}
 """Sources built here (beside ``demo`` and the golden cases)."""
-
-
-def screen_text(app: App[None]) -> str:
-    """The screen as a user reads it: plain text, one line per terminal row (what a screenshot shows)."""
-    width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), color_system=None, record=True)
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
-    return console.export_text()
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 - :func:`frozen_app`: the app on a run folder with a fixed clock and no background polling, so a
   screen depends only on the files and on the keys pressed.
 - :func:`settle`: wait until every worker has finished and the screen is repainted.
+- :func:`screen_text`: the screen as a user reads it (plain text, one line per row).
 - :class:`MessageRecorder`: pass it as ``run_test(message_hook=...)`` to see which messages the
   app handled, in order.
 
@@ -11,10 +12,13 @@ Nothing here is a mock: the app, its workers and core all run for real.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rich.console import Console
+from textual.app import App
 from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import Input
@@ -46,6 +50,14 @@ async def settle(pilot: Pilot[Any], *, rounds: int = 4, linger: float | None = N
         for input_box in app.screen.query(Input):
             input_box.cursor_blink = False
     await pilot.pause(linger)
+
+
+def screen_text(app: App[None]) -> str:
+    """The screen as a user reads it: plain text, one line per terminal row (what a screenshot shows)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), color_system=None, record=True)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
 
 
 class MessageRecorder:

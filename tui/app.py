@@ -32,10 +32,12 @@ from textual.binding import Binding, BindingType
 from textual.filter import LineFilter
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
+from textual.signal import Signal
 from textual.timer import Timer
 from textual.widget import Widget
 
-from miles_tui.core.analysis.advisories import Advisory, Level, ordered
+from miles_tui.core.analysis.advisories import Advisory, Level
+from miles_tui.core.analysis.health import run_health
 from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.step import OpenStep
 from miles_tui.core.inert_text import inert
@@ -44,9 +46,7 @@ from miles_tui.tui.commands import RunCommands
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
 from miles_tui.tui.inert_line_filter import InertLineFilter
 from miles_tui.tui.messages import (
-    AdvisoriesChanged,
     FollowToggled,
-    RunStatusChanged,
     StepFailure,
     StepsChanged,
     StepsSummarized,
@@ -106,14 +106,15 @@ class MilesApp(App[None]):
         """A deep link to open on: (step, eval, sample or None)."""
         self._poll_timer: Timer | None = None
         self.watcher = RunWatcher(run, clock)
-        self.model = RunModel(run_name=run.path.name)
+        self.model = RunModel(run_name=run.path.name, live=follow)
+        self.run_changed: Signal[RunModel] = Signal(self, "run_changed")
+        """Published with :attr:`model` after every poll and follow toggle: headers and screens subscribe."""
         self.poll_seconds = poll_seconds
-        self.live = follow
-        self.follow_latest = True
-        self.step_advisories: tuple[Advisory, ...] = ()
-        self.stream_advisories: tuple[Advisory, ...] = ()
-        self.step_data_age: float | None = None
-        self.stream_data_age: float | None = None
+        self._dump_advisories: tuple[Advisory, ...] = ()
+        self._stream_advisories: tuple[Advisory, ...] = ()
+        self._dump_newest: float | None = None
+        self._stream_newest: float | None = None
+        self._polled_steps: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
         self.telemetry_columns = TelemetryColumns(self.watcher.follower.dashboard)
         """GPU/phase columns kept for the session, so the compute view converts records once."""
         self.exiting = False
@@ -121,6 +122,16 @@ class MilesApp(App[None]):
         self._inert_filter = InertLineFilter()
         self.terminal = TerminalDiff()
         """What the terminal shows: only changed cells are written to it."""
+
+    @property
+    def live(self) -> bool:
+        """Following the run as it writes (False: ``--no-follow``, read once)."""
+        return self.model.live
+
+    @property
+    def follow_latest(self) -> bool:
+        """The views move to the newest step as it appears (``f`` toggles)."""
+        return self.model.following
 
     @property
     def reader(self) -> Run:
@@ -226,17 +237,38 @@ class MilesApp(App[None]):
         if result.summaries or result.failures:
             failures = tuple(StepFailure(*failure) for failure in result.failures)
             self.post_message(StepsSummarized(tuple(result.summaries), failures))
-        if result.advisories != self.step_advisories:
-            self.step_advisories = result.advisories
-            self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
+        self._dump_advisories = result.advisories
+        self._dump_newest = result.newest_write
+        self._polled_steps = (result.train, result.evaluation)
         self._sources_reported.add("steps")
-        self.step_data_age = result.data_age
         self.model.backlog = result.pending if result.pending > BACKLOG_SHOWN else 0
-        self.post_message(RunStatusChanged(result.run_name, result.latest, self._data_age(), result.quiet_after))
+        self.model.quiet_after = result.quiet_after
+        self._take_health()
 
-    def _data_age(self) -> float | None:
-        ages = [a for a in (self.step_data_age, self.stream_data_age) if a is not None]
-        return min(ages) if ages else None
+    def _take_health(self) -> None:
+        """Join what both polls last said into the run's health (core's one function, as ``report``),
+        keep it in the model and publish the model."""
+        train, evaluation = self._polled_steps
+        health = run_health(
+            self.reader.path,
+            self.watcher.follower.dashboard.meta,
+            train,
+            evaluation,
+            dump=self._dump_advisories,
+            streams=self._stream_advisories,
+            newest_writes=(self._dump_newest, self._stream_newest),
+            now=self.watcher.clock(),
+        )
+        model = self.model
+        model.run_name, model.data_age = health.run_name, health.data_age
+        if health.advisories != model.advisories:
+            model.advisories = health.advisories
+            self._ring_for_new_critical(health.advisories)
+        self._publish()
+
+    def _publish(self) -> None:
+        if not self.exiting:
+            self.run_changed.publish(self.model)
 
     @work(exclusive=False, group="streams", exit_on_error=False)
     async def _poll_streams(self) -> None:
@@ -247,14 +279,10 @@ class MilesApp(App[None]):
         except Exception as err:  # telemetry problems never stop the monitor
             self.notify(inert(f"telemetry poll failed: {err}"), severity="warning", markup=False, timeout=6)
             return
-        self.stream_advisories = result.advisories
+        self._stream_advisories = result.advisories
+        self._stream_newest = result.delta.newest_write
         self._sources_reported.add("streams")
-        self.stream_data_age = result.delta.data_age
-        model = self.model
-        self.post_message(RunStatusChanged(model.run_name, model.latest, self._data_age(), model.quiet_after))
-        if result.advisories != self.stream_advisories:
-            self.stream_advisories = result.advisories
-            self.post_message(AdvisoriesChanged(tuple(ordered([*self.step_advisories, *self.stream_advisories]))))
+        self._take_health()
         if result.delta.metric_keys or result.delta.records:
             self.post_message(TelemetryAppended(result.delta.metric_keys, tuple(result.delta.records)))
 
@@ -273,6 +301,7 @@ class MilesApp(App[None]):
         self.model.looks_like_a_run = message.looks_like_a_run
         self.model.polled = True
         self._forward(message)
+        self._publish()  # the headers' latest step
 
     @on(StepsSummarized)
     def _steps_summarized(self, message: StepsSummarized) -> None:
@@ -284,14 +313,6 @@ class MilesApp(App[None]):
             self.model.failures[failure.key] = (failure.message, failure.still_writing)
         self._forward(message)
 
-    @on(AdvisoriesChanged)
-    def _advisories_changed(self, message: AdvisoriesChanged) -> None:
-        """Replace the advisories."""
-        if message.advisories != self.model.advisories:
-            self.model.advisories = message.advisories
-            self._ring_for_new_critical(message.advisories)
-            self._forward(message)
-
     def _ring_for_new_critical(self, advisories: tuple[Advisory, ...]) -> None:
         critical = {_identity(a) for a in advisories if a.level is Level.CRITICAL}
         new = critical - self._critical_seen
@@ -302,14 +323,6 @@ class MilesApp(App[None]):
     @on(TelemetryAppended)
     def _telemetry_appended(self, message: TelemetryAppended) -> None:
         """New metric points or telemetry records: the screens that show them redraw."""
-        self._forward(message)
-
-    @on(RunStatusChanged)
-    def _status_changed(self, message: RunStatusChanged) -> None:
-        """Update the header figures."""
-        self.model.run_name = message.run_name
-        self.model.data_age = message.data_age
-        self.model.quiet_after = message.quiet_after
         self._forward(message)
 
     def open_step(self, rollout_id: int, evaluation: bool = False, sample_index: int | None = None) -> None:
@@ -465,8 +478,9 @@ class MilesApp(App[None]):
             self.push_screen(EnginesScreen())
 
     def action_toggle_follow(self) -> None:
-        self.follow_latest = not self.follow_latest
+        self.model.following = not self.model.following
         self._forward(FollowToggled(self.follow_latest))
+        self._publish()
         self.notify("following the newest step" if self.follow_latest else "follow paused", timeout=2)
 
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from miles_tui.core.analysis.advisories import Advisory
 from miles_tui.core.dump.step import StepSummary
 
 
@@ -60,29 +59,6 @@ class StepsSummarized(Message, bubble=False):
     def keys(self) -> set[tuple[int, bool]]:
         """Every step this batch is about."""
         return {(s.rollout_id, s.evaluation) for s in self.summaries} | {f.key for f in self.failures}
-
-
-@dataclass
-class AdvisoriesChanged(Message, bubble=False):
-    """The advisory list was recomputed."""
-
-    advisories: tuple[Advisory, ...]
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, AdvisoriesChanged)
-
-
-@dataclass
-class RunStatusChanged(Message, bubble=False):
-    """Data age / latest step / run name changed."""
-
-    run_name: str
-    latest: int | None
-    data_age: float | None
-    quiet_after: float
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, RunStatusChanged)
 
 
 @dataclass

@@ -1,7 +1,10 @@
 """What the app knows about the run right now: filled by messages, read by screens.
 
-Plain state owned by the event loop (only message handlers on the app write
-it); it holds core values as they arrived and computes nothing.
+Plain state owned by the event loop (only the app writes it); it holds core
+values as they arrived (the run's health from
+:func:`miles_tui.core.analysis.health.run_health`) and computes nothing. The app
+publishes it on its ``run_changed`` signal after every poll and follow toggle;
+headers and screens subscribe instead of each refreshing on messages.
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ class RunModel:
     """At least one poll has completed."""
     looks_like_a_run: bool = True
     """False when the folder has none of the directories a miles dump writes."""
+    live: bool = True
+    """Following the run as it writes (False: ``--no-follow``, the run is read once)."""
+    following: bool = True
+    """The views move to the newest step as it appears (``f`` pauses)."""
 
     @property
     def latest(self) -> int | None:

@@ -30,7 +30,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from miles_tui.core.analysis.advisories import Advisory, ordered, step_advisories, step_errors
+from miles_tui.core.analysis.advisories import Advisory, UnreadableStep
+from miles_tui.core.analysis.health import dump_advisories
 from miles_tui.core.analysis.stream_advisories import LOW_MFU, stream_advisories
 from miles_tui.core.dump.column_rows import ColumnRows
 from miles_tui.core.dump.run import Run, SampleContext
@@ -39,8 +40,8 @@ from miles_tui.core.dump.run_scan import RunScanner
 from miles_tui.core.dump.step import OpenStep, StepSummary
 from miles_tui.core.errors import MilesTuiError, StillWritingError, StreamError
 from miles_tui.core.follow import RunDelta, RunFollower
-from miles_tui.core.run_files import META_MAX_BYTES, read_json
 from miles_tui.core.tail import StreamReset
+from miles_tui.core.telemetry.stream_records import RunMeta
 from miles_tui.tui import gc_policy
 from miles_tui.tui.backfill import Backfill
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
@@ -99,9 +100,10 @@ class PollResult:
     failures: list[tuple[int, bool, str, bool]] = field(default_factory=list)
     """(rollout id, evaluation, message, still writing) of steps that failed, new or changed."""
     advisories: tuple[Advisory, ...] = ()
-    run_name: str = ""
+    """The dump side's advisories (:func:`~miles_tui.core.analysis.health.dump_advisories`)."""
     latest: int | None = None
-    data_age: float | None = None
+    newest_write: float | None = None
+    """Newest modification time among the visible steps' files (None: none yet)."""
     quiet_after: float = 600.0
     pending: int = 0
     """Steps still to summarize (some may be with the helpers, some only settling)."""
@@ -151,7 +153,7 @@ class RunWatcher:
         self._advisories: tuple[Advisory, ...] | None = None
         self._focus: tuple[Key, ...] = ()
         self._summarized_once = False
-        self._meta_cache: tuple[float, dict[str, Any]] | None = None
+        self._advised_meta: RunMeta | None = None
         # A long metrics.jsonl is decoded by worker processes, niced: the UI's process keeps its GIL and a core.
         self.follower = RunFollower(
             run.dir,
@@ -258,22 +260,6 @@ class RunWatcher:
 
     # -- blocking half (worker thread) -----------------------------------------
 
-    def _meta(self) -> dict[str, Any]:
-        """meta.json for the run name and arguments; unusable is empty (the telemetry poll says why)."""
-        path = self.run.dir.dashboard_dir / "meta.json"
-        try:
-            mtime = path.stat().st_mtime
-        except OSError:
-            return {}
-        if self._meta_cache is None or self._meta_cache[0] != mtime:
-            try:
-                meta = read_json(path, META_MAX_BYTES, "meta.json")
-            except (OSError, MilesTuiError):
-                meta = {}
-            self._meta_cache = (mtime, meta if isinstance(meta, dict) else {})
-            self._advisories = None
-        return self._meta_cache[1]
-
     def poll_blocking(self, now: float, summarize: bool = True) -> PollResult:
         """One poll: new steps, (re)summarized steps within a time budget, advisories, data age.
 
@@ -281,14 +267,12 @@ class RunWatcher:
         the step list can paint before any file is read.
         """
         new = self._follow(now)
-        meta = self._meta()
         train, evaluation = self._ids
         result = PollResult(
             train=train,
             evaluation=evaluation,
             new_train=tuple(sorted(rid for rid, ev in new if not ev)),
             new_evaluation=tuple(sorted(rid for rid, ev in new if ev)),
-            run_name=str(meta.get("run_name") or self.run.path.name),
             latest=train[-1] if train else None,
             looks_like_a_run=bool(self._steps) or self.run.dir.looks_like_a_run(),
         )
@@ -301,11 +285,16 @@ class RunWatcher:
         if summarize and not result.pending:
             self._prepare(waiting, now, deadline)
         result.preparable = sum(len(self.run.unprepared(self._steps[k], now, LANDING_SECONDS)) for k in waiting)
-        result.data_age = None if self._newest is None else now - self._newest
+        result.newest_write = self._newest
         self.follower.note_step_write(self._newest)
         result.quiet_after = self._quiet_after
-        if self._advisories is None:
-            self._advisories = tuple(self._compute_advisories(meta))
+        meta = self.follower.dashboard.meta  # as the last telemetry poll read it
+        if self._advisories is None or meta is not self._advised_meta:
+            self._advised_meta = meta
+            unreadable = (
+                UnreadableStep(rid, ev, message, still) for (rid, ev), (message, still) in self._failures.items()
+            )
+            self._advisories = dump_advisories(self._latest, meta, unreadable)
         result.advisories = self._advisories
         return result
 
@@ -527,14 +516,6 @@ class RunWatcher:
         else:
             self._stream_unseen = fresh
         return StreamPoll(delta, self._stream_advisories)
-
-    def _compute_advisories(self, meta: dict[str, Any]) -> list[Advisory]:
-        advisories: list[Advisory] = []
-        if self._latest is not None:
-            args = meta.get("args") if isinstance(meta.get("args"), dict) else None
-            advisories += step_advisories(self._latest, args)
-        advisories += step_errors((rid, ev, message, still) for (rid, ev), (message, still) in self._failures.items())
-        return ordered(advisories)
 
 
 _READS = DaemonThreadExecutor()

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from miles_tui.core.dump.step import ProblemKind, StepSummary
 
@@ -182,8 +182,21 @@ LISTED_STEP_ERRORS = 3
 """Up to this many unreadable (or still writing) steps get an advisory each; more get one between them."""
 
 
-def step_errors(failures: Iterable[tuple[int, bool, str, bool]]) -> list[Advisory]:
-    """Steps that cannot be read, as (rollout_id, evaluation, message, still_writing), in any order.
+class UnreadableStep(NamedTuple):
+    """A step whose files could not be read."""
+
+    rollout_id: int
+    evaluation: bool
+    message: str
+    """One line that names the file."""
+    still_writing: bool
+    """Young files: read again shortly (else only when its files change)."""
+    path: Path | None = None
+    """The file at fault, when known."""
+
+
+def step_errors(failures: Iterable[UnreadableStep]) -> list[Advisory]:
+    """Steps that cannot be read, in any order.
 
     A few get one advisory each (:func:`step_error`, in step order); many get one
     advisory that counts them and names the first and the last, so 20,000 broken
@@ -192,20 +205,20 @@ def step_errors(failures: Iterable[tuple[int, bool, str, bool]]) -> list[Advisor
     out: list[Advisory] = []
     failures = list(failures)
     for still in (False, True):
-        chosen = [f for f in failures if f[3] is still]
+        chosen = sorted((f for f in failures if f.still_writing is still), key=lambda f: (f.rollout_id, f.evaluation))
         if len(chosen) <= LISTED_STEP_ERRORS:
-            out += [step_error(rid, evaluation, message, None, still) for rid, evaluation, message, _ in sorted(chosen)]
+            out += [step_error(f.rollout_id, f.evaluation, f.message, f.path, still) for f in chosen]
             continue
-        (first, first_eval, first_message, _), (last, last_eval, last_message, _) = min(chosen), max(chosen)
+        first, last = chosen[0], chosen[-1]
         what = "still being written" if still else "unreadable"
         message = (
-            f"{len(chosen):,} steps {what}: first step {first}{' eval' if first_eval else ''} ({first_message}); "
-            f"last step {last}{' eval' if last_eval else ''} ({last_message})"
+            f"{len(chosen):,} steps {what}: first step {first.rollout_id}{' eval' if first.evaluation else ''}"
+            f" ({first.message}); last step {last.rollout_id}{' eval' if last.evaluation else ''} ({last.message})"
         )
         if not still:
             message += ". Each is read again only when its files change"
         level, code = (Level.INFO, "steps_still_writing") if still else (Level.CRITICAL, "steps_unreadable")
-        out.append(Advisory(level, code, message, first, first_eval))
+        out.append(Advisory(level, code, message, first.rollout_id, first.evaluation))
     return out
 
 

@@ -110,9 +110,10 @@ def test_report_cli_json_and_exit_codes(golden_copy: Callable[[str], Path], caps
 
 def test_many_unreadable_steps_make_one_advisory() -> None:
     """20,000 broken step files: one line that counts them and names the first and last, not 20,000."""
-    from miles_tui.core.analysis.advisories import LISTED_STEP_ERRORS, step_errors
+    from miles_tui.core.analysis.advisories import LISTED_STEP_ERRORS, UnreadableStep, step_errors
 
-    failures = [(rid, False, f"/run/rollout_data/{rid}.pt: not a torch zip archive", False) for rid in range(20_000)]
+    message = "/run/rollout_data/{}.pt: not a torch zip archive"
+    failures = [UnreadableStep(rid, False, message.format(rid), False) for rid in range(20_000)]
     failures.reverse()  # any order
     [advisory] = step_errors(failures)
     assert advisory.code == "steps_unreadable" and advisory.level is Level.CRITICAL
@@ -122,5 +123,5 @@ def test_many_unreadable_steps_make_one_advisory() -> None:
     few = step_errors(failures[:LISTED_STEP_ERRORS])
     assert [a.code for a in few] == ["step_unreadable"] * LISTED_STEP_ERRORS
     assert [a.rollout_id for a in few] == sorted(a.rollout_id or 0 for a in few)
-    writing = step_errors([(rid, True, "still being written", True) for rid in range(10)] + failures[:1])
+    writing = step_errors([UnreadableStep(rid, True, "still being written", True) for rid in range(10)] + failures[:1])
     assert sorted(a.code for a in writing) == ["step_unreadable", "steps_still_writing"]

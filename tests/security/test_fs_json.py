@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hostile_fs import cli
 
+from miles_tui.core.analysis.health import run_name
 from miles_tui.core.dump.run import Run
 from miles_tui.core.dump.trajectory import read_sidecar
 from miles_tui.core.run_files import MAX_JSON_DEPTH
@@ -38,8 +39,12 @@ def test_meta_json_nested_100000_deep_is_named_by_report(demo_run: Path) -> None
 
 def test_meta_json_nested_100000_deep_does_not_stop_the_monitor_polls(demo_run: Path) -> None:
     (demo_run / "dashboard" / "meta.json").write_bytes(DEEP)
-    result = RunWatcher(Run(demo_run)).poll_blocking(now=2e9)
-    assert result.train == (0, 1, 2, 3) and result.run_name == "demo" and not result.failures
+    watcher = RunWatcher(Run(demo_run))
+    streams = watcher.poll_streams_blocking(now=2e9)
+    result = watcher.poll_blocking(now=2e9)
+    assert result.train == (0, 1, 2, 3) and not result.failures
+    assert run_name(watcher.follower.dashboard.meta, demo_run) == "demo"  # the folder's name
+    assert any("meta.json" in str(problem) for problem in streams.delta.problems)
 
 
 def test_meta_json_too_deep_or_with_a_huge_integer_is_refused(tmp_path: Path) -> None:

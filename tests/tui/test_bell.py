@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from miles_tui.core.analysis.advisories import Advisory, Level
-from miles_tui.tui.messages import AdvisoriesChanged
 from tests.harness import frozen_app, settle
 
 STALL = Advisory(Level.CRITICAL, "stalled_phase", "train open for 2.0h")
@@ -32,6 +31,7 @@ async def test_each_new_critical_advisory_rings_once(demo_run: Path, bell: bool)
             ((STALL_LATER, CORRUPT), 2),
             ((), 2),
         ]:
-            app.post_message(AdvisoriesChanged(advisories))
+            app._stream_advisories = advisories  # as if the telemetry rules had said so
+            app._take_health()
             await settle(pilot)
             assert len(rings) == (expected if bell else 0)

@@ -19,8 +19,8 @@ from miles_tui.tui.screens.outlier_screen import OutlierScreen
 from miles_tui.tui.screens.step_screen import StepScreen
 from miles_tui.tui.widgets.step_trends import StepTrends
 from miles_tui.tui.widgets.virtual_table import VirtualTable
-from screenshots.scenes import screen_text
 from tests.conftest import EPOCH, stamp, write_demo_run
+from tests.harness import screen_text
 
 
 def _app(root: Path, now: float = EPOCH) -> MilesApp:

@@ -50,7 +50,8 @@ from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.screens.step_screen import StepScreen, _sort_value
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
-from screenshots.scenes import EPOCH, GOLDEN, build_demo, build_golden, screen_text
+from screenshots.scenes import EPOCH, GOLDEN, build_demo, build_golden
+from tests.harness import screen_text
 
 GOLDEN_CASES = ("truncated_shard", "cp_legacy_ambiguous", "live_streams", "degenerate", "tp_dup", "staleness")
 """Golden cases the monkey visits besides the demo: unreadable data, telemetry, zero-std groups, conversations."""

@@ -36,7 +36,7 @@ from miles_tui.core.dump.step import StepSummary
 from miles_tui.core.dump.summary import group_reward
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING, number, percent, unread_text, unreadable
-from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepsSummarized
+from miles_tui.tui.messages import StepsSummarized
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.step_rows import group_rewards_unreadable
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -263,8 +263,6 @@ class CompareScreen(MonitorScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(RunHeader).live = self.miles.live
-        self._refresh_header()
         self.query_one("#groups", VirtualTable).focus()
         self._load()
 
@@ -363,13 +361,6 @@ class CompareScreen(MonitorScreen):
             self._load()
         elif self.tracing and mine:
             self._show_trace()
-
-    @on(StepsChanged)
-    @on(RunStatusChanged)
-    @on(FollowToggled)
-    def _status(self, message: StepsChanged | RunStatusChanged | FollowToggled) -> None:
-        """Keep the header current."""
-        self._refresh_header()
 
     # -- actions ---------------------------------------------------------------------------
 

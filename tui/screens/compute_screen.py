@@ -60,7 +60,8 @@ from miles_tui.tui.compute_rows import (
     title,
     window_name,
 )
-from miles_tui.tui.messages import FollowToggled, RunStatusChanged, TelemetryAppended
+from miles_tui.tui.messages import TelemetryAppended
+from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.heat_rows import HeatRows
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -129,8 +130,8 @@ class ComputeScreen(MonitorScreen):
             self.columns = TelemetryColumns(self.miles.watcher.follower.dashboard)
         self.query_one("#fleet", HeatRows).display = False
         self.query_one("#compute-empty", Label).display = False
-        self.query_one(RunHeader).live = self.miles.live
-        self._refresh_header()
+        self.query_one(RunHeader).context = "compute"
+        self.miles.run_changed.subscribe(self, self._run_changed)
         self.call_after_refresh(self.recompute)
 
     # -- computing ------------------------------------------------------------------------------------
@@ -253,11 +254,8 @@ class ComputeScreen(MonitorScreen):
         if LIVE_STREAMS.intersection(message.streams):
             self.recompute()
 
-    @on(RunStatusChanged)
-    @on(FollowToggled)
-    def _status(self, message: RunStatusChanged | FollowToggled) -> None:
-        """Keep the header current; let ages move even when nothing new arrives."""
-        self._refresh_header()
+    def _run_changed(self, model: RunModel) -> None:
+        """A poll ended: let ages move even when nothing new arrives."""
         if self.view is None or self.columns is None:
             return
         if self.columns.has_news() or self.miles.watcher.clock() - self.view.now >= REFRESH_AGES_SECONDS:
@@ -270,11 +268,6 @@ class ComputeScreen(MonitorScreen):
         self._draw()
         if self._bins_stale():
             self.recompute()
-
-    def _refresh_header(self) -> None:
-        header = self.query_one(RunHeader)
-        header.show_run(self.miles.model, self.miles.follow_latest)
-        header.context = "compute"
 
     # -- actions --------------------------------------------------------------------------------------
 

@@ -27,7 +27,8 @@ from miles_tui.core.telemetry.engine_series import EngineTable
 from miles_tui.core.telemetry.stream_records import EngineSample
 from miles_tui.core.telemetry.time_bins import WINDOWS, bin_count, time_bins, window_bounds
 from miles_tui.tui.engine_rows import table_lines, title
-from miles_tui.tui.messages import FollowToggled, RunStatusChanged, TelemetryAppended
+from miles_tui.tui.messages import TelemetryAppended
+from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.engine_chart import EngineChart, EngineChartData
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -79,8 +80,8 @@ class EnginesScreen(MonitorScreen):
 
     def on_mount(self) -> None:
         self.query_one("#engines-empty", Label).display = False
-        self.query_one(RunHeader).live = self.miles.live
-        self._refresh_header()
+        self.query_one(RunHeader).context = "engines"
+        self.miles.run_changed.subscribe(self, self._run_changed)
         self._layout()
         self.call_after_refresh(self.recompute)
 
@@ -182,22 +183,14 @@ class EnginesScreen(MonitorScreen):
         if STREAM in message.streams:
             self.recompute()
 
-    @on(RunStatusChanged)
-    @on(FollowToggled)
-    def _status(self, message: RunStatusChanged | FollowToggled) -> None:
-        """Keep the header current; let the window move with the clock when nothing new arrives."""
-        self._refresh_header()
+    def _run_changed(self, model: RunModel) -> None:
+        """A poll ended: let the window move with the clock when nothing new arrives."""
         if self.view is not None and self.miles.watcher.clock() - self.view.now >= REFRESH_SECONDS:
             self.recompute()
 
     def on_resize(self) -> None:
         self._layout()
         self.call_after_refresh(self.recompute)
-
-    def _refresh_header(self) -> None:
-        header = self.query_one(RunHeader)
-        header.show_run(self.miles.model, self.miles.follow_latest)
-        header.context = "engines"
 
     # -- actions --------------------------------------------------------------------------------------
 

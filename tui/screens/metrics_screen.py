@@ -6,7 +6,7 @@ series core builds from the step summaries. Every derived value (groups,
 filter, smoothing, downsampling, value lookups, cursor moves) is core's
 (:mod:`miles_tui.core.analysis.metric_view`); this screen decides what is shown, and
 :mod:`miles_tui.tui.metric_lines` writes its status and inspector lines. New points (a
-TelemetryAppended, or a RunStatusChanged after which the store's point
+TelemetryAppended, or a poll's published run model after which the store's point
 counts moved) redraw only the charts whose key got some; a key seen for the
 first time rebuilds the grid. The grid's columns and chart heights follow
 the terminal size through breakpoint classes (metrics_screen.tcss).
@@ -41,13 +41,11 @@ from miles_tui.core.analysis.metric_view import (
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry.metrics import MetricSeries
 from miles_tui.tui.messages import (
-    FollowToggled,
-    RunStatusChanged,
-    StepsChanged,
     StepsSummarized,
     TelemetryAppended,
 )
 from miles_tui.tui.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE, Source, inspector_line, status_line
+from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.metric_chart import ChartView, MetricChart
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -105,10 +103,8 @@ class MetricsScreen(MonitorScreen):
 
     async def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
-        header = self.query_one(RunHeader)
-        header.live = self.miles.live
-        header.context = "metrics"
-        self._refresh_header()
+        self.query_one(RunHeader).context = "metrics"
+        self.miles.run_changed.subscribe(self, self._run_changed)
         self.watch(self.query_one("#charts", VerticalScroll), "scroll_y", self._scrolled, init=False)
         await self._rebuild()
         self.query_one("#charts", VerticalScroll).focus()
@@ -244,21 +240,14 @@ class MetricsScreen(MonitorScreen):
         self.series.update((key, fresh[key]) for key in changed)
         self._update(changed)
 
-    @on(StepsChanged)
-    @on(FollowToggled)
-    def _status(self, message: StepsChanged | FollowToggled) -> None:
-        """Keep the header current."""
-        self._refresh_header()
+    def _run_changed(self, model: RunModel) -> None:
+        """A poll ended: pick up metric points no TelemetryAppended brought.
 
-    @on(RunStatusChanged)
-    def _run_status(self, message: RunStatusChanged) -> None:
-        """Keep the header current; then pick up metric points no TelemetryAppended brought.
-
-        The check is queued behind the messages already waiting: the app posts this
-        message just before the TelemetryAppended of the same poll, and that one
-        redraws the charts; the check then finds nothing left (one redraw per tick).
+        The check is queued behind the messages already waiting: the app publishes
+        the model just before it posts the TelemetryAppended of the same poll, and
+        that one redraws the charts; the check then finds nothing left (one redraw
+        per tick).
         """
-        self._refresh_header()
         self.call_later(self._sync_metrics)
 
     # -- actions ----------------------------------------------------------------------

@@ -1,12 +1,10 @@
-"""What every screen of the monitor shares: the app it runs in and the run header it keeps current."""
+"""What every screen of the monitor shares: the app it runs in (its RunHeader keeps itself current)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.screen import Screen
-
-from miles_tui.tui.widgets.run_header import RunHeader
 
 if TYPE_CHECKING:
     from miles_tui.tui.app import MilesApp
@@ -23,7 +21,3 @@ class MonitorScreen(Screen[None]):
     def miles(self) -> MilesApp:
         """The app, typed: its watcher (reads), model (what is known) and follow state."""
         return cast("MilesApp", self.app)
-
-    def _refresh_header(self) -> None:
-        header = self.query_one(RunHeader)
-        header.show_run(self.miles.model, self.miles.follow_latest)

@@ -41,7 +41,6 @@ from miles_tui.core.analysis.outliers import (
 from miles_tui.core.dump.step import OpenStep, StepSummary
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING, UNREAD_STYLE, number, unread_text, unreadable
-from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
@@ -217,8 +216,6 @@ class OutlierScreen(MonitorScreen):
     def on_mount(self) -> None:
         self.query_one("#progress-row").display = False
         self.query_one(Tabs).can_focus = False
-        self.query_one(RunHeader).live = self.miles.live
-        self._refresh_header()
         self.query_one("#outliers", VirtualTable).focus()
         self._show_rankings()
         self._load()
@@ -364,13 +361,6 @@ class OutlierScreen(MonitorScreen):
             if rid in self.failures:
                 text.append(f"\n✗ step {rid}: {inert(self.failures[rid])}", style="red")
         self.query_one("#title", Label).update(text)
-
-    @on(StepsChanged)
-    @on(RunStatusChanged)
-    @on(FollowToggled)
-    def _status(self, message: StepsChanged | RunStatusChanged | FollowToggled) -> None:
-        """Keep the header current (the ranking itself is a snapshot: r recomputes)."""
-        self._refresh_header()
 
     # -- actions ------------------------------------------------------------------------
 

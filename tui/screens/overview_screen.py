@@ -16,12 +16,11 @@ from miles_tui.core.analysis.advisories import Advisory
 from miles_tui.core.dump.step import StepSummary
 from miles_tui.tui.formatting import MISSING, number, percent
 from miles_tui.tui.messages import (
-    AdvisoriesChanged,
     FollowToggled,
-    RunStatusChanged,
     StepsChanged,
     StepsSummarized,
 )
+from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.advisory_list import AdvisoryList
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -100,6 +99,7 @@ class OverviewScreen(MonitorScreen):
     def __init__(self) -> None:
         super().__init__()
         self.new_steps = 0
+        self._advisories_shown: tuple[Advisory, ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -122,8 +122,7 @@ class OverviewScreen(MonitorScreen):
         self.set_class(self.size.width < NARROW_WIDTH, "narrow")
         table = self.query_one("#steps", VirtualTable)
         table.set_columns(STEP_COLUMNS)
-        header = self.query_one(RunHeader)
-        header.live = self.miles.live
+        self.miles.run_changed.subscribe(self, self._run_changed)
         self._refresh_all()
         table.focus()
         self.watch(table, "scroll_y", self._scrolled, init=False)
@@ -158,17 +157,16 @@ class OverviewScreen(MonitorScreen):
             table.placeholder = "no steps yet: waiting for rollout_data/*.pt (this refreshes by itself)"
         self._refresh_trends()
         self._show_advisories(model.advisories)
-        self._refresh_header()
+        self._show_badge()
 
     def _refresh_trends(self) -> None:
         model = self.miles.model
         summaries = [model.summaries.get((rid, False)) for rid in model.train]
         self.query_one(StepTrends).show([None if s is None else s.aggregate for s in summaries])
 
-    def _refresh_header(self) -> None:
-        header = self.query_one(RunHeader)
-        header.show_run(self.miles.model, self.miles.follow_latest)
-        header.new_steps = self.new_steps
+    def _show_badge(self) -> None:
+        """The header's new-step badge (steps that arrived while the user looked elsewhere)."""
+        self.query_one(RunHeader).new_steps = self.new_steps
 
     @on(StepsChanged)
     def _steps_changed(self, message: StepsChanged) -> None:
@@ -182,7 +180,7 @@ class OverviewScreen(MonitorScreen):
             table.action_jump_first()
         else:
             self.new_steps += len(message.new_train) + len(message.new_evaluation)
-            self._refresh_header()
+            self._show_badge()
 
     @on(StepsSummarized)
     def _steps_updated(self, message: StepsSummarized) -> None:
@@ -191,21 +189,17 @@ class OverviewScreen(MonitorScreen):
         if any(not s.evaluation for s in message.summaries):
             self._refresh_trends()
 
-    @on(AdvisoriesChanged)
-    def _advisories_changed(self, message: AdvisoriesChanged) -> None:
-        """Show the new advisories."""
-        self._show_advisories(message.advisories)
+    def _run_changed(self, model: RunModel) -> None:
+        """The run model was published: show its advisories if they changed."""
+        if model.advisories is not self._advisories_shown:
+            self._show_advisories(model.advisories)
 
     def _show_advisories(self, advisories: tuple[Advisory, ...]) -> None:
+        self._advisories_shown = advisories
         self.query_one(AdvisoryList).show(advisories)
         self.query_one("#advisory-pane").set_class(not advisories, "quiet")
         title = f"advisories ({len(advisories)})" if advisories else "advisories: none, nothing needs attention"
         self.query_one("#advisory-title", Label).update(title)
-
-    @on(RunStatusChanged)
-    def _status_changed(self, message: RunStatusChanged) -> None:
-        """Update the header."""
-        self._refresh_header()
 
     @on(FollowToggled)
     def _follow_toggled(self, message: FollowToggled) -> None:
@@ -213,7 +207,7 @@ class OverviewScreen(MonitorScreen):
         if message.following:
             self.new_steps = 0
             self.query_one("#steps", VirtualTable).action_jump_first()
-        self._refresh_header()
+        self._show_badge()
 
     # -- navigation -----------------------------------------------------------------
 
@@ -222,7 +216,7 @@ class OverviewScreen(MonitorScreen):
         """Moving back to the newest step clears the new-step badge."""
         if message.table.cursor_row == 0 and self.new_steps:
             self.new_steps = 0
-            self._refresh_header()
+            self._show_badge()
 
     @on(VirtualTable.Selected, "#steps")
     def _open_step(self, message: VirtualTable.Selected) -> None:

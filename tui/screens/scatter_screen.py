@@ -21,7 +21,7 @@ from textual.widgets import Footer, Label
 from miles_tui.core.analysis.scatter import Scatter, step_cursor, step_scatter
 from miles_tui.core.dump.step_summary import StepSummary
 from miles_tui.tui.formatting import number
-from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepsSummarized
+from miles_tui.tui.messages import StepsSummarized
 from miles_tui.tui.renderers.scatter import LEGEND, scatter_lines
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -79,7 +79,6 @@ class ScatterScreen(MonitorScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._refresh_header()
         summary = self.miles.model.summaries.get((self.rollout_id, self.evaluation))
         if summary is not None:
             self._take(summary)
@@ -92,12 +91,6 @@ class ScatterScreen(MonitorScreen):
         summary = message.summary_of((self.rollout_id, self.evaluation))
         if summary is not None:
             self._take(summary)
-
-    @on(StepsChanged)
-    @on(RunStatusChanged)
-    @on(FollowToggled)
-    def _status(self, message: StepsChanged | RunStatusChanged | FollowToggled) -> None:
-        self._refresh_header()
 
     def _take(self, summary: StepSummary) -> None:
         kept = self._point_sample()

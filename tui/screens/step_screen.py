@@ -23,7 +23,7 @@ from miles_tui.core.dump.summary import GroupRow, SampleRow
 from miles_tui.core.errors import StillWritingError
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import number, percent
-from miles_tui.tui.messages import FollowToggled, RunStatusChanged, StepsChanged, StepsSummarized
+from miles_tui.tui.messages import StepsSummarized
 from miles_tui.tui.row_filter import RowFilter, parse_filter
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.step_rows import (
@@ -96,8 +96,6 @@ class StepScreen(MonitorScreen):
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
-        self.query_one(RunHeader).live = self.miles.live
-        self._refresh_header()
         self._load()
 
     # -- data ---------------------------------------------------------------------
@@ -266,13 +264,6 @@ class StepScreen(MonitorScreen):
         failure = message.failure_of(self.key)
         if failure is not None and self.summary is None:
             self._show_failure(failure.message, failure.still_writing)
-
-    @on(StepsChanged)
-    @on(RunStatusChanged)
-    @on(FollowToggled)
-    def _status(self, message: StepsChanged | RunStatusChanged | FollowToggled) -> None:
-        """Keep the header current."""
-        self._refresh_header()
 
     # -- actions ----------------------------------------------------------------------
 

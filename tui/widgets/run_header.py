@@ -1,11 +1,15 @@
 """The one-line run header: name, latest step, live state, data age, new-step badge.
 
-It redraws only when its text changes: the data age is kept as the text it
+It keeps itself current: on mount it subscribes to the app's ``run_changed``
+signal (published with the run model after every poll and follow toggle), so
+no screen refreshes it. It redraws only when its text changes: the data age is kept as the text it
 shows ("3m12s"), so a poll that moves the age by less than the unit shown
 draws nothing.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual.reactive import reactive
@@ -14,6 +18,9 @@ from textual.widget import Widget
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import age
 from miles_tui.tui.run_model import RunModel
+
+if TYPE_CHECKING:
+    from miles_tui.tui.app import MilesApp
 
 
 class RunHeader(Widget):
@@ -66,11 +73,17 @@ class RunHeader(Widget):
             )
         return text
 
-    def show_run(self, model: RunModel, following: bool) -> None:
+    def on_mount(self) -> None:
+        app = cast("MilesApp", self.app)
+        self.show_run(app.model)
+        app.run_changed.subscribe(self, self.show_run)
+
+    def show_run(self, model: RunModel) -> None:
         """Take the run's current figures (every screen's header shows the same)."""
         self.run_name = model.run_name
+        self.live = model.live
         self.latest = model.latest
         self.age_text = None if model.data_age is None else age(model.data_age)
         self.quiet = model.data_age is not None and model.data_age > model.quiet_after
         self.backlog = model.backlog
-        self.following = following
+        self.following = model.following

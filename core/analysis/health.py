@@ -1,0 +1,94 @@
+"""A run's health in one look: the one place that says what ``report`` and the monitor's header show.
+
+Contract: :func:`dump_advisories` applies the rules of the dump side (the
+newest train step's rules with the run's arguments, and the steps that cannot
+be read, many of them as one advisory); :func:`run_health` joins them with the
+telemetry advisories, the visible steps, the run name (meta.json's
+``run_name``, else the folder name) and the data age (``now`` minus the newest
+write seen in step files and streams). Both are pure: ``report`` calls them
+once, the monitor on every poll of either side, so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from miles_tui.core.analysis.advisories import (
+    Advisory,
+    Level,
+    UnreadableStep,
+    ordered,
+    step_advisories,
+    step_errors,
+    worst_level,
+)
+from miles_tui.core.dump.step import StepSummary
+from miles_tui.core.telemetry.stream_records import RunMeta
+
+
+@dataclass(frozen=True)
+class RunHealth:
+    """Which step the run is on, how fresh its data is and what needs attention."""
+
+    run_name: str
+    """meta.json's ``run_name``, else the run folder's name."""
+    train: tuple[int, ...]
+    """Visible train steps, ascending."""
+    evaluation: tuple[int, ...]
+    """Visible eval steps, ascending."""
+    data_age: float | None
+    """Seconds since the newest write seen (None before anything was written; negative under clock skew)."""
+    advisories: tuple[Advisory, ...]
+    """Alarms first (critical, warning, info), stable within a level."""
+
+    @property
+    def latest(self) -> int | None:
+        """The newest visible train step."""
+        return self.train[-1] if self.train else None
+
+    @property
+    def worst(self) -> Level | None:
+        """The worst advisory level (None: no advisory)."""
+        return worst_level(self.advisories)
+
+
+def run_name(meta: RunMeta | None, run_dir: Path) -> str:
+    """The name a run goes by: meta.json's ``run_name`` when it has one, else the folder's name."""
+    name = meta.run_name if meta is not None else None
+    return str(name) if name else run_dir.name
+
+
+def dump_advisories(
+    latest: StepSummary | None, meta: RunMeta | None, unreadable: Iterable[UnreadableStep] = ()
+) -> tuple[Advisory, ...]:
+    """The dump side's advisories: the newest train step's rules and the steps that cannot be read."""
+    advisories: list[Advisory] = []
+    if latest is not None:
+        advisories += step_advisories(latest, meta.args if meta is not None else None)
+    advisories += step_errors(unreadable)
+    return tuple(ordered(advisories))
+
+
+def run_health(
+    run_dir: Path,
+    meta: RunMeta | None,
+    train: Iterable[int],
+    evaluation: Iterable[int],
+    *,
+    dump: Iterable[Advisory],
+    streams: Iterable[Advisory],
+    newest_writes: Iterable[float | None],
+    now: float,
+) -> RunHealth:
+    """Join both sides: ``dump`` from :func:`dump_advisories`, ``streams`` the telemetry rules' advisories,
+    ``newest_writes`` the newest modification time each side saw (None: nothing yet)."""
+    writes = [w for w in newest_writes if w is not None]
+    return RunHealth(
+        run_name=run_name(meta, run_dir),
+        train=tuple(sorted(train)),
+        evaluation=tuple(sorted(evaluation)),
+        data_age=now - max(writes) if writes else None,
+        advisories=tuple(ordered([*dump, *streams])),
+    )

@@ -1,0 +1,71 @@
+"""The run's health reaches every header and the sidebar through one core function and one signal."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from miles_tui.core.report import build_report
+from miles_tui.tui.app import MilesApp
+from miles_tui.tui.screens.overview_screen import OverviewScreen
+from miles_tui.tui.screens.step_screen import StepScreen
+from tests.conftest import EPOCH
+from tests.harness import frozen_app, screen_text, settle
+
+
+def _header(app: MilesApp) -> str:
+    return screen_text(app).splitlines()[0]
+
+
+async def test_the_monitor_and_report_say_the_same(demo_run: Path) -> None:
+    """Run name, steps, latest, data age and advisories: report's and the header's come from one function."""
+    with (demo_run / "dashboard" / "metrics.jsonl").open("a") as handle:
+        handle.write("{not json\n")  # a telemetry advisory beside the step ones
+    app = frozen_app(demo_run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.poll_now()  # the first step poll ran before meta.json was read
+        await settle(pilot)
+        report = build_report(demo_run, EPOCH)
+        model = app.model
+        assert (model.run_name, model.latest, model.data_age) == (report.run_name, report.latest, report.data_age)
+        assert [(a.code, a.message) for a in model.advisories] == [(a.code, a.message) for a in report.advisories]
+        assert "malformed_stream_lines" in {a.code for a in model.advisories}
+
+
+async def test_a_telemetry_advisory_shows_although_no_step_changed(demo_run: Path) -> None:
+    """A malformed line arriving on a quiet run reaches the sidebar (it waited for a step advisory to change)."""
+    app = frozen_app(demo_run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert "malformed" not in screen_text(app)
+        with (demo_run / "dashboard" / "metrics.jsonl").open("a") as handle:
+            handle.write("{not json\n")
+        app._poll_streams()
+        await settle(pilot)
+        assert isinstance(app.screen, OverviewScreen)
+        assert "malformed" in screen_text(app)
+
+
+async def test_every_header_follows_the_run_without_its_screen(demo_run: Path) -> None:
+    """The step screen has no header code: the signal brings the new name, age and follow state."""
+    now = [EPOCH]
+    app = frozen_app(demo_run, lambda: now[0])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.open_step(3)
+        await settle(pilot)
+        assert isinstance(app.screen, StepScreen)
+        assert "data 10m00s old" in _header(app), _header(app)
+        meta = demo_run / "dashboard" / "meta.json"
+        meta.write_text(json.dumps({**json.loads(meta.read_text()), "run_name": "renamed-run"}))
+        os.utime(meta, (EPOCH - 600, EPOCH - 600))
+        now[0] = EPOCH + 120
+        app.poll_now()
+        await settle(pilot)
+        header = _header(app)
+        assert "renamed-run" in header and "data 12m00s old" in header and "LIVE" in header, header
+        await pilot.press("f")
+        await settle(pilot)
+        assert "PAUSED" in _header(app)
