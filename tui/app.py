@@ -31,15 +31,13 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.filter import LineFilter
 from textual.message import Message
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.signal import Signal
 from textual.timer import Timer
-from textual.widget import Widget
 
 from miles_tui.core.analysis.advisories import Advisory, Level
 from miles_tui.core.analysis.health import run_health
 from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.step import OpenStep
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
 from miles_tui.tui.commands import RunCommands
@@ -52,9 +50,9 @@ from miles_tui.tui.messages import (
     StepsSummarized,
     TelemetryAppended,
 )
+from miles_tui.tui.navigation import Navigation
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.run_watcher import LANDING_SECONDS, PollResult, RunWatcher
-from miles_tui.tui.screens.help_screen import HelpScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.terminal_diff import TerminalDiff
 
@@ -68,7 +66,7 @@ HELPER_REPOLL_SECONDS = 0.25
 """While helper processes summarize steps, their results are collected this often."""
 
 
-class MilesApp(App[None]):
+class MilesApp(Navigation):
     """Monitor one miles run directory."""
 
     TITLE = "miles-tui"
@@ -132,11 +130,6 @@ class MilesApp(App[None]):
     def follow_latest(self) -> bool:
         """The views move to the newest step as it appears (``f`` toggles)."""
         return self.model.following
-
-    @property
-    def reader(self) -> Run:
-        """The run being monitored (named so as not to shadow App.run)."""
-        return self.watcher.run
 
     def _display(self, screen: Screen[object], renderable: RenderableType | None) -> None:
         """Hand Textual only the cells that change (nothing at all when the screen looks the same)."""
@@ -325,109 +318,6 @@ class MilesApp(App[None]):
         """New metric points or telemetry records: the screens that show them redraw."""
         self._forward(message)
 
-    def open_step(self, rollout_id: int, evaluation: bool = False, sample_index: int | None = None) -> None:
-        """Go to a step (and a sample of it) with the overview and the step behind it, as if walked to."""
-        from miles_tui.tui.screens.step_screen import StepScreen
-
-        while len(self.screen_stack) > 2 and not isinstance(self.screen, OverviewScreen):
-            self.pop_screen()
-        # With a sample, the step screen opens it once its rows are there (cursor on its row).
-        self.push_screen(StepScreen(rollout_id, evaluation, focus_sample=sample_index))
-
-    def show_sample(
-        self,
-        rollout_id: int,
-        evaluation: bool,
-        sample_index: int,
-        *,
-        cursor: int | Callable[[OpenStep], int | None] | None = None,
-        busy: Widget | None = None,
-    ) -> None:
-        """Open a sample's screen: the one way every view does it.
-
-        The step, its conversations and the tokenizer are read in one serialized thread call
-        (never on the event loop); ``busy`` shows a loading state meanwhile; a failure is a toast.
-        """
-        self._show_sample(rollout_id, evaluation, sample_index, cursor, busy)
-
-    @work(exclusive=True, group="show-sample", exit_on_error=False)
-    async def _show_sample(
-        self,
-        rollout_id: int,
-        evaluation: bool,
-        sample_index: int,
-        cursor: int | Callable[[OpenStep], int | None] | None,
-        busy: Widget | None,
-    ) -> None:
-        from miles_tui.tui.screens.sample_screen import SampleScreen
-
-        cold = self.reader.cached_open(rollout_id, evaluation) is None
-        if cold:
-            self.notify(f"loading step {rollout_id}'s per-token data…", timeout=3)
-            if busy is not None:
-                busy.loading = True
-        try:
-            context = await self.watcher.sample_context(rollout_id, evaluation, sample_index, cursor)
-            shown = context.step, context.sample_index, context.detokenizer, context.sidecar
-            screen = SampleScreen(*shown, cursor=context.cursor)
-        except asyncio.CancelledError:
-            raise
-        except Exception as err:  # a bad file or a vanished sample: say so, keep the current screen
-            self.notify(inert(str(err)), severity="error", markup=False, timeout=8)
-            return
-        finally:
-            if busy is not None:
-                busy.loading = False
-        self.push_screen(screen)
-
-    # -- navigation the palette and the screens share -----------------------------------
-
-    def context_step(self) -> tuple[int, bool] | None:
-        """The step the user is looking at: the current screen's, the overview's selection, else the newest."""
-        screen = self.screen
-        rid = getattr(screen, "rollout_id", None)
-        if isinstance(rid, int):
-            return rid, bool(getattr(screen, "evaluation", False))
-        step = getattr(screen, "step", None)
-        summary = getattr(step, "summary", None)
-        if summary is not None:
-            return summary.rollout_id, summary.evaluation
-        if isinstance(screen, OverviewScreen) and (selected := screen.selected_step()) is not None:
-            return selected
-        return None if self.model.latest is None else (self.model.latest, False)
-
-    def show_outliers(self) -> None:
-        from miles_tui.tui.screens.outlier_screen import OutlierScreen
-
-        if (key := self.context_step()) is not None:
-            self.push_screen(OutlierScreen(*key))
-
-    def show_scatter(self) -> None:
-        from miles_tui.tui.screens.scatter_screen import ScatterScreen
-
-        if (key := self.context_step()) is not None:
-            self.push_screen(ScatterScreen(*key))
-
-    def show_compare(self, rollout_id: int | None = None, evaluation: bool = False) -> None:
-        """Compare a step (default: the one in context) with the previous visible one of its kind."""
-        from miles_tui.tui.screens.compare_screen import CompareScreen
-
-        key = (rollout_id, evaluation) if rollout_id is not None else self.context_step()
-        if key is None:
-            return
-        rid, evaluation = key
-        earlier = [r for r in (self.model.evaluation if evaluation else self.model.train) if r < rid]
-        if not earlier:
-            self.notify("no earlier step to compare with", timeout=3)
-            return
-        self.push_screen(CompareScreen(earlier[-1], rid, evaluation))
-
-    def show_advisories(self) -> None:
-        """Back to the overview, with the advisory list focused."""
-        while len(self.screen_stack) > 2 and not isinstance(self.screen, OverviewScreen):
-            self.pop_screen()
-        self.call_after_refresh(lambda: self.screen.run_action("focus_advisories"))
-
     def set_follow(self, on: bool) -> None:
         if on != self.follow_latest:
             self.action_toggle_follow()
@@ -440,42 +330,6 @@ class MilesApp(App[None]):
         if self.live:
             self._poll_timer = self.set_interval(seconds, self.poll_now, name="poll")
         self.notify(f"polling every {seconds:g} s", timeout=2)
-
-    def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.screen))
-
-    def open_global_view(self, view: type[Screen[None]], make: Callable[[], Screen[None]]) -> None:
-        """Show a global view (a screen every screen opens with one key: metrics, GPUs ...).
-
-        A help box or another modal on top is closed first; from one global view to another the new one
-        replaces the old (``m u m u`` never stacks screens); from any other screen it is pushed, so Back
-        returns there.
-        """
-        while isinstance(self.screen, ModalScreen) and len(self.screen_stack) > 1:
-            self.pop_screen()
-        if isinstance(self.screen, view):
-            return
-        if getattr(self.screen, "GLOBAL_VIEW", False):
-            self.switch_screen(make())
-        else:
-            self.push_screen(make())
-
-    def action_metrics(self) -> None:
-        from miles_tui.tui.screens.metrics_screen import MetricsScreen
-
-        self.open_global_view(MetricsScreen, MetricsScreen)
-
-    def action_compute(self) -> None:
-        from miles_tui.tui.screens.compute_screen import ComputeScreen
-
-        self.open_global_view(ComputeScreen, lambda: ComputeScreen(self.telemetry_columns))
-
-    def action_engines(self) -> None:
-        from miles_tui.tui.screens.engines_screen import EnginesScreen
-
-        if not isinstance(self.screen, EnginesScreen):
-            self.push_screen(EnginesScreen())
 
     def action_toggle_follow(self) -> None:
         self.model.following = not self.model.following
@@ -505,5 +359,5 @@ def make_app(
     run = Run(run_dir, use_cache=use_cache)
     app = MilesApp(run, poll_seconds=poll_seconds, follow=follow, clock=clock, start=start, bell=bell)
     if low_mfu_threshold is not None:
-        app.watcher.low_mfu_threshold = low_mfu_threshold
+        app.watcher.streams.low_mfu_threshold = low_mfu_threshold
     return app

@@ -23,7 +23,6 @@ import contextvars
 import functools
 import heapq
 import itertools
-import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -32,19 +31,18 @@ from typing import Any, TypeVar
 
 from miles_tui.core.analysis.advisories import Advisory, UnreadableStep
 from miles_tui.core.analysis.health import dump_advisories
-from miles_tui.core.analysis.stream_advisories import LOW_MFU, stream_advisories
 from miles_tui.core.dump.column_rows import ColumnRows
 from miles_tui.core.dump.run import Run, SampleContext
 from miles_tui.core.dump.run_dir import RunDir, StepFiles
 from miles_tui.core.dump.run_scan import RunScanner
 from miles_tui.core.dump.step import OpenStep, StepSummary
-from miles_tui.core.errors import MilesTuiError, StillWritingError, StreamError
-from miles_tui.core.follow import RunDelta, RunFollower
-from miles_tui.core.tail import StreamReset
+from miles_tui.core.errors import MilesTuiError, StillWritingError
+from miles_tui.core.follow import RunFollower
 from miles_tui.core.telemetry.stream_records import RunMeta
 from miles_tui.tui import gc_policy
 from miles_tui.tui.backfill import Backfill
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
+from miles_tui.tui.stream_watch import StreamPoll, StreamWatch
 from miles_tui.tui.summary_queue import SummaryQueue
 
 T = TypeVar("T")
@@ -63,28 +61,6 @@ POOL_MIN_BYTES = 256 << 20
 
 
 Key = tuple[int, bool]
-
-
-STREAM_HOURS = 6
-"""Hourly telemetry partitions parsed up front; older hours are parsed when a view asks for them."""
-
-KEEP_PROBLEMS = 20
-
-METRIC_WORKER_NICE = 10
-"""Niceness of the processes that decode a long metrics.jsonl: keys come first."""
-STREAM_ADVISORY_SECONDS = 30.0
-"""Telemetry rules run again at least this often when no record arrived (for the rules about time)..."""
-
-STREAM_ADVISORY_MIN_SECONDS = 10.0
-"""... and at most this often when records keep arriving (they read every record held)."""
-
-
-@dataclass(frozen=True)
-class StreamPoll:
-    """What one telemetry poll found."""
-
-    delta: RunDelta
-    advisories: tuple[Advisory, ...]
 
 
 @dataclass
@@ -154,26 +130,17 @@ class RunWatcher:
         self._focus: tuple[Key, ...] = ()
         self._summarized_once = False
         self._advised_meta: RunMeta | None = None
-        # A long metrics.jsonl is decoded by worker processes, niced: the UI's process keeps its GIL and a core.
-        self.follower = RunFollower(
-            run.dir,
-            recent_hours=STREAM_HOURS,
-            follow_steps=False,
-            parse_workers=os.cpu_count() or 1,
-            worker_nice=METRIC_WORKER_NICE,
-        )
-        """The telemetry follower (the step files are followed here, once); its own locks make it safe to read
-        from the UI thread."""
-        self.stream_lock = asyncio.Lock()
-        self._stream_problems: list[StreamError] = []
-        self._stream_resets: list[StreamReset] = []
-        self.low_mfu_threshold = LOW_MFU
-        """``--low-mfu-threshold``: mean MFU under it is advised on (0: never)."""
-        self._stream_advisories: tuple[Advisory, ...] = ()
-        self._stream_checked: float | None = None
-        self._stream_meta: object = None
-        self._stream_unseen = False
-        """Records arrived that the telemetry rules have not read yet."""
+        self.streams = StreamWatch(run.dir)
+        """The telemetry half: dashboard/ and its rules, under its own lock."""
+
+    @property
+    def follower(self) -> RunFollower:
+        """The telemetry follower (its own locks make it safe to read from the UI thread)."""
+        return self.streams.follower
+
+    @property
+    def stream_lock(self) -> asyncio.Lock:
+        return self.streams.lock
 
     # -- async API (event loop side) -------------------------------------------
 
@@ -199,7 +166,7 @@ class RunWatcher:
 
     async def poll_streams(self) -> StreamPoll:
         """Follow the dashboard/ telemetry (its own lock: a first load of a long stream takes seconds)."""
-        return await self._serialized(self.stream_lock, self.poll_streams_blocking, self.clock())
+        return await self._serialized(self.streams.lock, self.streams.poll_blocking, self.clock())
 
     async def open(self, rollout_id: int, evaluation: bool) -> OpenStep:
         return await self._serialized(self.lock, self._open_blocking, rollout_id, evaluation, self.clock())
@@ -485,37 +452,8 @@ class RunWatcher:
                 self.run.prepare(self._steps[key], now, settled_for=LANDING_SECONDS)
 
     def poll_streams_blocking(self, now: float) -> StreamPoll:
-        """One telemetry poll and the telemetry advisories it implies.
-
-        The rules read every record held, so they run again at once when a stream had a problem or the
-        attempt changed, at most every :data:`STREAM_ADVISORY_MIN_SECONDS` when records arrived, and every
-        :data:`STREAM_ADVISORY_SECONDS` otherwise (the rules about time: a stalled phase, a run gone quiet):
-        a quiet poll of a long run costs a few stat calls.
-        """
-        delta = self.follower.poll(now)
-        # A poll reports a problem once; keep the recent ones so the advisory stays up.
-        self._stream_problems = [*self._stream_problems, *delta.problems][-KEEP_PROBLEMS:]
-        self._stream_resets = [*self._stream_resets, *delta.resets][-KEEP_PROBLEMS:]
-        urgent = bool(delta.problems or delta.resets or delta.reset_streams or delta.attempt_changed)
-        urgent = urgent or delta.meta is not self._stream_meta or self._stream_checked is None
-        since = now - (self._stream_checked or now)
-        fresh = bool(delta.metric_keys or delta.records) or self._stream_unseen
-        if urgent or since >= STREAM_ADVISORY_SECONDS or (fresh and since >= STREAM_ADVISORY_MIN_SECONDS):
-            self._stream_meta = delta.meta
-            self._stream_checked = now
-            self._stream_unseen = False
-            self._stream_advisories = tuple(
-                stream_advisories(
-                    self.follower,
-                    now,
-                    problems=self._stream_problems,
-                    resets=self._stream_resets,
-                    low_mfu_threshold=self.low_mfu_threshold,
-                )
-            )
-        else:
-            self._stream_unseen = fresh
-        return StreamPoll(delta, self._stream_advisories)
+        """One telemetry poll (see :meth:`StreamWatch.poll_blocking`)."""
+        return self.streams.poll_blocking(now)
 
 
 _READS = DaemonThreadExecutor()

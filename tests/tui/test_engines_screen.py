@@ -171,5 +171,5 @@ def test_low_mfu_threshold_reaches_the_monitor(tmp_path: Path) -> None:
     args = _monitor_parser().parse_args([str(tmp_path), "--low-mfu-threshold", "0"])
     assert args.low_mfu_threshold == 0.0
     assert _monitor_parser().parse_args([str(tmp_path)]).low_mfu_threshold is None
-    assert make_app(tmp_path, low_mfu_threshold=0.0).watcher.low_mfu_threshold == 0.0
-    assert make_app(tmp_path).watcher.low_mfu_threshold == 0.15
+    assert make_app(tmp_path, low_mfu_threshold=0.0).watcher.streams.low_mfu_threshold == 0.0
+    assert make_app(tmp_path).watcher.streams.low_mfu_threshold == 0.15

@@ -183,17 +183,19 @@ def test_telemetry_rules_rerun_only_when_records_arrive_or_time_passes(
     demo_run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The rules read every record held: on a quiet run they ran on every poll, forever."""
-    from miles_tui.tui import run_watcher
+    from miles_tui.tui import stream_watch
 
     calls: list[float] = []
-    rules = run_watcher.stream_advisories
-    monkeypatch.setattr(run_watcher, "stream_advisories", lambda f, now, **kw: calls.append(now) or rules(f, now, **kw))
+    rules = stream_watch.stream_advisories
+    monkeypatch.setattr(
+        stream_watch, "stream_advisories", lambda f, now, **kw: calls.append(now) or rules(f, now, **kw)
+    )
     watcher = RunWatcher(Run(demo_run))
     first = watcher.poll_streams_blocking(EPOCH)
     for k in range(1, 6):
         assert watcher.poll_streams_blocking(EPOCH + k).advisories == first.advisories
     assert calls == [EPOCH]
-    later = EPOCH + run_watcher.STREAM_ADVISORY_SECONDS
+    later = EPOCH + stream_watch.STREAM_ADVISORY_SECONDS
     watcher.poll_streams_blocking(later)
     assert len(calls) == 2  # the rules about time still run
     with (demo_run / "dashboard" / "metrics.jsonl").open("a") as handle:
@@ -201,5 +203,5 @@ def test_telemetry_rules_rerun_only_when_records_arrive_or_time_passes(
         handle.write(json.dumps(record) + "\n")
     watcher.poll_streams_blocking(later + 1)
     assert len(calls) == 2  # new records: read at most every STREAM_ADVISORY_MIN_SECONDS
-    watcher.poll_streams_blocking(later + run_watcher.STREAM_ADVISORY_MIN_SECONDS)
+    watcher.poll_streams_blocking(later + stream_watch.STREAM_ADVISORY_MIN_SECONDS)
     assert len(calls) == 3

@@ -1,0 +1,179 @@
+"""Where the app goes: the one way to open a step, a sample, a global view, and the views the palette names.
+
+A mixin of :class:`~miles_tui.tui.app.MilesApp` (the screens and the command
+palette call these on the app); the screens are imported when first opened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import App
+from textual.screen import ModalScreen, Screen
+from textual.widget import Widget
+
+from miles_tui.core.dump.run import Run
+from miles_tui.core.dump.step import OpenStep
+from miles_tui.core.inert_text import inert
+from miles_tui.tui.screens.help_screen import HelpScreen
+from miles_tui.tui.screens.overview_screen import OverviewScreen
+
+if TYPE_CHECKING:
+    from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
+    from miles_tui.tui.run_model import RunModel
+    from miles_tui.tui.run_watcher import RunWatcher
+
+
+class Navigation(App[None]):
+    """Opening screens: steps, samples, global views and the palette's views."""
+
+    model: RunModel
+    watcher: RunWatcher
+    telemetry_columns: TelemetryColumns
+
+    @property
+    def reader(self) -> Run:
+        """The run being monitored (named so as not to shadow App.run)."""
+        return self.watcher.run
+
+    def open_step(self, rollout_id: int, evaluation: bool = False, sample_index: int | None = None) -> None:
+        """Go to a step (and a sample of it) with the overview and the step behind it, as if walked to."""
+        from miles_tui.tui.screens.step_screen import StepScreen
+
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, OverviewScreen):
+            self.pop_screen()
+        # With a sample, the step screen opens it once its rows are there (cursor on its row).
+        self.push_screen(StepScreen(rollout_id, evaluation, focus_sample=sample_index))
+
+    def show_sample(
+        self,
+        rollout_id: int,
+        evaluation: bool,
+        sample_index: int,
+        *,
+        cursor: int | Callable[[OpenStep], int | None] | None = None,
+        busy: Widget | None = None,
+    ) -> None:
+        """Open a sample's screen: the one way every view does it.
+
+        The step, its conversations and the tokenizer are read in one serialized thread call
+        (never on the event loop); ``busy`` shows a loading state meanwhile; a failure is a toast.
+        """
+        self._show_sample(rollout_id, evaluation, sample_index, cursor, busy)
+
+    @work(exclusive=True, group="show-sample", exit_on_error=False)
+    async def _show_sample(
+        self,
+        rollout_id: int,
+        evaluation: bool,
+        sample_index: int,
+        cursor: int | Callable[[OpenStep], int | None] | None,
+        busy: Widget | None,
+    ) -> None:
+        from miles_tui.tui.screens.sample_screen import SampleScreen
+
+        cold = self.reader.cached_open(rollout_id, evaluation) is None
+        if cold:
+            self.notify(f"loading step {rollout_id}'s per-token data…", timeout=3)
+            if busy is not None:
+                busy.loading = True
+        try:
+            context = await self.watcher.sample_context(rollout_id, evaluation, sample_index, cursor)
+            shown = context.step, context.sample_index, context.detokenizer, context.sidecar
+            screen = SampleScreen(*shown, cursor=context.cursor)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # a bad file or a vanished sample: say so, keep the current screen
+            self.notify(inert(str(err)), severity="error", markup=False, timeout=8)
+            return
+        finally:
+            if busy is not None:
+                busy.loading = False
+        self.push_screen(screen)
+
+    # -- navigation the palette and the screens share -----------------------------------
+
+    def context_step(self) -> tuple[int, bool] | None:
+        """The step the user is looking at: the current screen's, the overview's selection, else the newest."""
+        screen = self.screen
+        rid = getattr(screen, "rollout_id", None)
+        if isinstance(rid, int):
+            return rid, bool(getattr(screen, "evaluation", False))
+        step = getattr(screen, "step", None)
+        summary = getattr(step, "summary", None)
+        if summary is not None:
+            return summary.rollout_id, summary.evaluation
+        if isinstance(screen, OverviewScreen) and (selected := screen.selected_step()) is not None:
+            return selected
+        return None if self.model.latest is None else (self.model.latest, False)
+
+    def show_outliers(self) -> None:
+        from miles_tui.tui.screens.outlier_screen import OutlierScreen
+
+        if (key := self.context_step()) is not None:
+            self.push_screen(OutlierScreen(*key))
+
+    def show_scatter(self) -> None:
+        from miles_tui.tui.screens.scatter_screen import ScatterScreen
+
+        if (key := self.context_step()) is not None:
+            self.push_screen(ScatterScreen(*key))
+
+    def show_compare(self, rollout_id: int | None = None, evaluation: bool = False) -> None:
+        """Compare a step (default: the one in context) with the previous visible one of its kind."""
+        from miles_tui.tui.screens.compare_screen import CompareScreen
+
+        key = (rollout_id, evaluation) if rollout_id is not None else self.context_step()
+        if key is None:
+            return
+        rid, evaluation = key
+        earlier = [r for r in (self.model.evaluation if evaluation else self.model.train) if r < rid]
+        if not earlier:
+            self.notify("no earlier step to compare with", timeout=3)
+            return
+        self.push_screen(CompareScreen(earlier[-1], rid, evaluation))
+
+    def show_advisories(self) -> None:
+        """Back to the overview, with the advisory list focused."""
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, OverviewScreen):
+            self.pop_screen()
+        self.call_after_refresh(lambda: self.screen.run_action("focus_advisories"))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def open_global_view(self, view: type[Screen[None]], make: Callable[[], Screen[None]]) -> None:
+        """Show a global view (a screen every screen opens with one key: metrics, GPUs ...).
+
+        A help box or another modal on top is closed first; from one global view to another the new one
+        replaces the old (``m u m u`` never stacks screens); from any other screen it is pushed, so Back
+        returns there.
+        """
+        while isinstance(self.screen, ModalScreen) and len(self.screen_stack) > 1:
+            self.pop_screen()
+        if isinstance(self.screen, view):
+            return
+        if getattr(self.screen, "GLOBAL_VIEW", False):
+            self.switch_screen(make())
+        else:
+            self.push_screen(make())
+
+    def action_metrics(self) -> None:
+        from miles_tui.tui.screens.metrics_screen import MetricsScreen
+
+        self.open_global_view(MetricsScreen, MetricsScreen)
+
+    def action_compute(self) -> None:
+        from miles_tui.tui.screens.compute_screen import ComputeScreen
+
+        self.open_global_view(ComputeScreen, lambda: ComputeScreen(self.telemetry_columns))
+
+    def action_engines(self) -> None:
+        from miles_tui.tui.screens.engines_screen import EnginesScreen
+
+        if not isinstance(self.screen, EnginesScreen):
+            self.push_screen(EnginesScreen())

@@ -1,0 +1,97 @@
+"""The telemetry half of the watcher: follows ``dashboard/`` and runs the telemetry rules when due.
+
+It has its own lock (a first load of a long stream takes seconds and must not
+hold up step reads). The rules read every record held, so they run again at
+once when a stream had a problem or the attempt changed, at most every
+:data:`STREAM_ADVISORY_MIN_SECONDS` while records arrive, and every
+:data:`STREAM_ADVISORY_SECONDS` otherwise (the rules about time: a stalled
+phase, a run gone quiet): a quiet poll of a long run costs a few stat calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+
+from miles_tui.core.analysis.advisories import Advisory
+from miles_tui.core.analysis.stream_advisories import LOW_MFU, stream_advisories
+from miles_tui.core.dump.run_dir import RunDir
+from miles_tui.core.errors import StreamError
+from miles_tui.core.follow import RunDelta, RunFollower
+from miles_tui.core.tail import StreamReset
+
+STREAM_HOURS = 6
+"""Hourly telemetry partitions parsed up front; older hours are parsed when a view asks for them."""
+
+KEEP_PROBLEMS = 20
+"""Stream problems and resets kept (a poll reports each once; the advisory stays up)."""
+
+METRIC_WORKER_NICE = 10
+"""Niceness of the processes that decode a long metrics.jsonl: keys come first."""
+
+STREAM_ADVISORY_SECONDS = 30.0
+"""Telemetry rules run again at least this often when no record arrived (for the rules about time)..."""
+
+STREAM_ADVISORY_MIN_SECONDS = 10.0
+"""... and at most this often when records keep arriving (they read every record held)."""
+
+
+@dataclass(frozen=True)
+class StreamPoll:
+    """What one telemetry poll found."""
+
+    delta: RunDelta
+    advisories: tuple[Advisory, ...]
+
+
+class StreamWatch:
+    """Follows one run's telemetry; :meth:`poll_blocking` runs in a worker thread under :attr:`lock`."""
+
+    def __init__(self, run_dir: RunDir) -> None:
+        # A long metrics.jsonl is decoded by worker processes, niced: the UI's process keeps its GIL and a core.
+        self.follower = RunFollower(
+            run_dir,
+            recent_hours=STREAM_HOURS,
+            follow_steps=False,
+            parse_workers=os.cpu_count() or 1,
+            worker_nice=METRIC_WORKER_NICE,
+        )
+        """The telemetry follower (the step files are followed by the watcher); its own locks make it safe
+        to read from the UI thread."""
+        self.lock = asyncio.Lock()
+        self.low_mfu_threshold = LOW_MFU
+        """``--low-mfu-threshold``: mean MFU under it is advised on (0: never)."""
+        self._problems: list[StreamError] = []
+        self._resets: list[StreamReset] = []
+        self._advisories: tuple[Advisory, ...] = ()
+        self._checked: float | None = None
+        self._meta: object = None
+        self._unseen = False
+        """Records arrived that the telemetry rules have not read yet."""
+
+    def poll_blocking(self, now: float) -> StreamPoll:
+        """One telemetry poll and the telemetry advisories it implies (see the module docstring)."""
+        delta = self.follower.poll(now)
+        self._problems = [*self._problems, *delta.problems][-KEEP_PROBLEMS:]
+        self._resets = [*self._resets, *delta.resets][-KEEP_PROBLEMS:]
+        urgent = bool(delta.problems or delta.resets or delta.reset_streams or delta.attempt_changed)
+        urgent = urgent or delta.meta is not self._meta or self._checked is None
+        since = now - (self._checked or now)
+        fresh = bool(delta.metric_keys or delta.records) or self._unseen
+        if urgent or since >= STREAM_ADVISORY_SECONDS or (fresh and since >= STREAM_ADVISORY_MIN_SECONDS):
+            self._meta = delta.meta
+            self._checked = now
+            self._unseen = False
+            self._advisories = tuple(
+                stream_advisories(
+                    self.follower,
+                    now,
+                    problems=self._problems,
+                    resets=self._resets,
+                    low_mfu_threshold=self.low_mfu_threshold,
+                )
+            )
+        else:
+            self._unseen = fresh
+        return StreamPoll(delta, self._advisories)
