@@ -26,11 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from miles_tui.core.analysis import engine_view, scrape_interval
 from miles_tui.core.analysis.engine_advisories import engine_figures
-from miles_tui.core.analysis.engine_view import engine_view, scrape_interval
-from miles_tui.core.telemetry.engine_series import EngineTable
-from miles_tui.core.telemetry.stream_records import EngineSample
-from miles_tui.core.telemetry.time_bins import bin_count, time_bins
+from miles_tui.core.telemetry import EngineSample, EngineTable, bin_count, time_bins
 
 T = 1_787_240_000.0
 METRICS = (

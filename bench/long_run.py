@@ -94,8 +94,7 @@ def run_app(run: Path, cache: Path, newest: int, cold: bool) -> dict[str, float 
 def cache_figures(run: Path, cache: Path) -> tuple[float, float, float, float]:
     """(ms per cached Run.summary_of, ms per load_summary, B per row of the entries, rows) over every step."""
     os.environ["MILES_TUI_CACHE_DIR"] = str(cache)
-    from miles_tui.core.dump.run import Run
-    from miles_tui.core.dump.run_scan import RunScanner
+    from miles_tui.core.dump import Run, RunScanner
     from miles_tui.core.dump.summary_cache import load_summary, summary_path
 
     reader = Run(run)

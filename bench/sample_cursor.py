@@ -32,8 +32,8 @@ sys.path.insert(0, str(REPO))
 
 from textual.app import App  # noqa: E402
 
-from miles_tui.core.dump.resolve import PER_TOKEN_FIELDS, FieldState, TrainRow  # noqa: E402
-from miles_tui.core.dump.step import OpenStep, StepSummary  # noqa: E402
+from miles_tui.core.dump import PER_TOKEN_FIELDS, FieldState, OpenStep, StepSummary  # noqa: E402  # noqa: E402
+from miles_tui.core.dump.resolve import TrainRow  # noqa: E402
 from miles_tui.core.dump.summary import group_rows, sample_row, step_aggregate  # noqa: E402
 
 TARGET_MS = 50.0
@@ -158,7 +158,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=40, help="presses per repeated key")
     args = parser.parse_args()
 
-    from miles_tui.core.dump.run import Run
+    from miles_tui.core.dump import Run
     from miles_tui.tui.screens.sample_screen import SampleScreen
 
     step = synthetic_step()

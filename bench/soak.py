@@ -52,7 +52,7 @@ def build_unreadable(root: Path, steps: int) -> Path:
 
 def check_advisory(run: Path) -> str:
     """Headless: summarize every step as the app does, and say what the advisories are."""
-    from miles_tui.core.dump.run import Run
+    from miles_tui.core.dump import Run
     from miles_tui.tui.run_watcher import RunWatcher
 
     watcher = RunWatcher(Run(run, use_cache=False))

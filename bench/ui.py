@@ -28,7 +28,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from miles_tui.core.dump.run_dir import RunDir  # noqa: E402
+from miles_tui.core.dump import RunDir  # noqa: E402
 from miles_tui.core.synth.dump_files import make_sample  # noqa: E402
 from miles_tui.core.synth.layout import ParallelLayout  # noqa: E402
 from miles_tui.core.synth.writer import write_step  # noqa: E402

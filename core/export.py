@@ -16,16 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.run_dir import RunDir
-from miles_tui.core.dump.step_summary import ROW_COLUMNS, StepSummary
+from miles_tui.core.dump import ROW_COLUMNS, Run, RunDir, StepSummary
 from miles_tui.core.errors import CorruptFileError, MetricNotFoundError, StepNotFoundError
 from miles_tui.core.inert_text import inert
 from miles_tui.core.json_out import clean
 
 if TYPE_CHECKING:
-    from miles_tui.core.dump.step import OpenStep
-    from miles_tui.core.telemetry.metrics import MetricStore
+    from miles_tui.core.dump import OpenStep
+    from miles_tui.core.telemetry import MetricStore
 
 # Modules that need numpy are imported where they are used: a step export served
 # from the summary cache never imports numpy (nor the dump reader).
@@ -46,7 +44,7 @@ def metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | None) -> 
     never logged against ``x_key`` gets empty lists. A missing or unusable
     RUN_DIR raises :class:`~miles_tui.core.errors.RunDirError`.
     """
-    from miles_tui.core.telemetry.metrics import export_metrics
+    from miles_tui.core.telemetry import export_metrics
 
     document: dict[str, Any] = clean(export_metrics(_metric_store(run_dir, keys, x_key), keys, x_key))
     return document
@@ -54,7 +52,7 @@ def metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | None) -> 
 
 def write_metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | None, out: IO[bytes]) -> None:
     """:func:`metrics_export`'s document written to ``out`` as it is built."""
-    from miles_tui.core.telemetry.metric_export import write_metrics
+    from miles_tui.core.telemetry import write_metrics
 
     write_metrics(_metric_store(run_dir, keys, x_key), keys, x_key, out)
 
@@ -63,7 +61,7 @@ def _metric_store(run_dir: Path, keys: list[str] | None, x_key: str | None) -> M
     """metrics.jsonl read once (worker processes decode it, the user cache keeps its columns); an
     unknown key or step key is a MetricNotFoundError naming it."""
     dashboard = RunDir(run_dir).dashboard_dir
-    from miles_tui.core.telemetry.streams import DashboardReader
+    from miles_tui.core.telemetry import DashboardReader
 
     reader = DashboardReader(dashboard, parse_workers=os.cpu_count() or 1)
     if dashboard.is_dir():
@@ -95,7 +93,7 @@ def _problems(summary: StepSummary) -> list[dict[str, Any]]:
 
 def _per_token(opened: OpenStep, sample_index: int, problems: list[dict[str, Any]]) -> dict[str, Any]:
     """A sample's loss mask and resolved per-token arrays, as lists (None: blank; unreadable: also a problem)."""
-    from miles_tui.core.dump.resolve import PER_TOKEN_FIELDS
+    from miles_tui.core.dump import PER_TOKEN_FIELDS
 
     train = opened.train_rows.get(sample_index)
     mask: Any = None
@@ -104,7 +102,7 @@ def _per_token(opened: OpenStep, sample_index: int, problems: list[dict[str, Any
     elif opened.sample(sample_index).get("loss_mask") is not None:
         import numpy as np
 
-        from miles_tui.core.dump.token_view import sample_array
+        from miles_tui.core.dump import sample_array
 
         try:
             mask = sample_array(opened, sample_index, "loss_mask", np.int64).tolist()
@@ -156,7 +154,7 @@ def tokens_export(
 ) -> dict[str, Any]:
     """The ``--sample I --tokens`` payload; a window ``[start, end)`` holding no token is an error."""
     opened = run.open(rollout_id, evaluation, now)
-    from miles_tui.core.dump.token_view import find_view, token_payload
+    from miles_tui.core.dump import find_view, token_payload
 
     view = find_view(opened, sample_index)
     payload: dict[str, Any] = clean(token_payload(view, run.detokenizer, start, end))
@@ -177,7 +175,7 @@ def conversation_export(run: Run, rollout_id: int, evaluation: bool, sample_inde
     A step that is not visible, a step without a sidecar and a sample the sidecar does not hold each raise
     :class:`~miles_tui.core.errors.StepNotFoundError` naming what is missing.
     """
-    from miles_tui.core.dump.trajectory import conversation_document, read_sidecar, sidecar_path
+    from miles_tui.core.dump import conversation_document, read_sidecar, sidecar_path
     from miles_tui.core.errors import StepNotFoundError
 
     ids = run.step_ids(now)

@@ -30,13 +30,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from miles_tui.core.dump.run_dir import RunDir, StepIds
-from miles_tui.core.dump.run_scan import RunScanner
+from miles_tui.core.dump import RunDir, RunScanner, StepIds
 from miles_tui.core.errors import StreamError
 from miles_tui.core.tail import ReadHook, StreamReset
-from miles_tui.core.telemetry.metrics import MetricStore
-from miles_tui.core.telemetry.stream_records import Phase, RunMeta, StreamRecord
-from miles_tui.core.telemetry.streams import DashboardReader
+from miles_tui.core.telemetry import DashboardReader, MetricStore, Phase, RunMeta, StreamRecord
 
 StepKey = tuple[int, bool]
 """(rollout_id, evaluation)."""

@@ -17,11 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from miles_tui.core.analysis.advisories import Advisory, Level, UnreadableStep
-from miles_tui.core.analysis.health import RunHealth, dump_advisories, run_health
-from miles_tui.core.analysis.stream_advisories import LOW_MFU, stream_advisories
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.step import StepSummary
+from miles_tui.core.analysis import (
+    LOW_MFU,
+    Advisory,
+    Level,
+    RunHealth,
+    UnreadableStep,
+    dump_advisories,
+    run_health,
+    stream_advisories,
+)
+from miles_tui.core.dump import Run, StepSummary
 from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.inert_text import inert

@@ -35,11 +35,10 @@ from textual.screen import Screen
 from textual.signal import Signal
 from textual.timer import Timer
 
-from miles_tui.core.analysis.advisories import Advisory, Level
-from miles_tui.core.analysis.health import run_health
-from miles_tui.core.dump.run import Run
+from miles_tui.core.analysis import Advisory, Level, run_health
+from miles_tui.core.dump import Run
 from miles_tui.core.inert_text import inert
-from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
+from miles_tui.core.telemetry import TelemetryColumns
 from miles_tui.tui.commands import RunCommands
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
 from miles_tui.tui.inert_line_filter import InertLineFilter

@@ -23,10 +23,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.run_dir import StepFiles
-from miles_tui.core.dump.step_summary import StepSummary
-from miles_tui.core.dump.summary_cache import decode_summary, encode_summary
+from miles_tui.core.dump import Run, StepFiles, StepSummary, decode_summary, encode_summary
 from miles_tui.core.errors import MilesTuiError, StillWritingError
 
 HELPER_NICENESS = 10

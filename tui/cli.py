@@ -89,7 +89,7 @@ def _low_mfu_threshold(args: argparse.Namespace) -> float:
     """The threshold given, else the rule's default (imported late: the headless path stays light)."""
     if args.low_mfu_threshold is not None:
         return float(args.low_mfu_threshold)
-    from miles_tui.core.analysis.stream_advisories import LOW_MFU
+    from miles_tui.core.analysis import LOW_MFU
 
     return LOW_MFU
 
@@ -264,8 +264,7 @@ def _check_export_options(args: argparse.Namespace) -> None:
 @_without_cyclic_gc
 def run_export(args: argparse.Namespace) -> int:
     from miles_tui.core import export
-    from miles_tui.core.dump.run import Run
-    from miles_tui.core.dump.run_dir import RunDir
+    from miles_tui.core.dump import Run, RunDir
 
     _check_export_options(args)
     RunDir(args.run_dir).require_dump_folder()

@@ -19,8 +19,7 @@ from typing import Any
 
 from textual.app import App
 
-from miles_tui.core.dump.step_summary import ROW_COLUMNS, SampleRow
-from miles_tui.core.dump.token_view import SERIES, TokenView, token_payload
+from miles_tui.core.dump import ROW_COLUMNS, SERIES, SampleRow, TokenView, token_payload
 from miles_tui.core.export import rows_csv
 from miles_tui.core.inert_text import inert
 from miles_tui.core.json_out import clean

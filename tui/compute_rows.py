@@ -21,11 +21,9 @@ import numpy as np
 from rich.style import Style
 from rich.text import Text
 
-from miles_tui.core.analysis.compute_view import ComputeView, FleetSummary, LaneHealth, Liveness
+from miles_tui.core.analysis import ComputeView, FleetSummary, LaneHealth, Liveness
 from miles_tui.core.inert_text import inert
-from miles_tui.core.telemetry.gpu_samples import Lane
-from miles_tui.core.telemetry.phase_bands import BandKey, PhaseBand
-from miles_tui.core.telemetry.time_window import Frame
+from miles_tui.core.telemetry import BandKey, Frame, Lane, PhaseBand
 from miles_tui.tui.formatting import MISSING, age
 from miles_tui.tui.renderers.heat_strip import short_span, time_axis
 from miles_tui.tui.widgets.heat_rows import HeatRow

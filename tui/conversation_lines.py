@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from textual.content import Content
 
-from miles_tui.core.dump.trajectory import Conversation, tool_call
-from miles_tui.core.dump.trajectory import Message as ChatMessage
+from miles_tui.core.dump import Conversation, tool_call
+from miles_tui.core.dump import Message as ChatMessage
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING
 

@@ -12,8 +12,8 @@ from typing import Final
 
 from rich.text import Text
 
-from miles_tui.core.analysis.engine_view import ABORT_RATE, EngineBlock, EngineView
-from miles_tui.core.telemetry.engine_series import CACHE_HIT_RATE, GEN_THROUGHPUT, QUEUED, RUNNING, TOKEN_USAGE
+from miles_tui.core.analysis import ABORT_RATE, EngineBlock, EngineView
+from miles_tui.core.telemetry import CACHE_HIT_RATE, GEN_THROUGHPUT, QUEUED, RUNNING, TOKEN_USAGE
 from miles_tui.tui.formatting import MISSING, age
 from miles_tui.tui.renderers.heat_strip import short_span
 

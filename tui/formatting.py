@@ -10,8 +10,8 @@ import re
 
 from rich.text import Text
 
-from miles_tui.core.analysis.advisories import Level
-from miles_tui.core.dump.summary import SampleRow
+from miles_tui.core.analysis import Level
+from miles_tui.core.dump import SampleRow
 from miles_tui.core.inert_text import inert
 
 MISSING = "–"

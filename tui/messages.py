@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from miles_tui.core.dump.step import StepSummary
+from miles_tui.core.dump import StepSummary
 
 
 @dataclass

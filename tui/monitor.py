@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from miles_tui.core.errors import RunDirError
-from miles_tui.core.synth.demo_cleanup import make_temp_demo, remove_temp_demo
+from miles_tui.core.synth import make_temp_demo, remove_temp_demo
 
 DEMO_MAX_STEPS = 500
 """A demo left running adds a step every 5 s; stop at ~40 minutes of steps (about 150 MB)."""
@@ -50,7 +50,7 @@ def _start_demo(run_dir: Path, log_path: Path, temporary: Path | None) -> subpro
 
 def _wait_for_steps(run_dir: Path, writer: subprocess.Popen[bytes], log_path: Path, count: int, timeout: float) -> None:
     """Block until the demo writer has made ``count`` steps visible, so the monitor never opens empty."""
-    from miles_tui.core.dump.run_dir import RunDir
+    from miles_tui.core.dump import RunDir
 
     deadline = time.monotonic() + timeout
     run = RunDir(run_dir)
@@ -77,7 +77,7 @@ def _stop(writer: subprocess.Popen[bytes]) -> None:
 
 def _deep_link(args: argparse.Namespace, run_dir: Path | str) -> tuple[int, bool, int | None] | None:
     """Where ``--step N [--eval] [--sample I]`` asks the monitor to open; checked before it starts."""
-    from miles_tui.core.dump.run import Run
+    from miles_tui.core.dump import Run
 
     if args.step is None:
         return None

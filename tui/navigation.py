@@ -15,14 +15,13 @@ from textual.app import App
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.step import OpenStep
+from miles_tui.core.dump import OpenStep, Run
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.screens.help_screen import HelpScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 
 if TYPE_CHECKING:
-    from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
+    from miles_tui.core.telemetry import TelemetryColumns
     from miles_tui.tui.run_model import RunModel
     from miles_tui.tui.run_watcher import RunWatcher
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from miles_tui.core.dump.summary import ROW_COLUMNS, SampleRow
+from miles_tui.core.dump import ROW_COLUMNS, SampleRow
 from miles_tui.tui.formatting import version_span
 
 ALIASES = {

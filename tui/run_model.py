@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from miles_tui.core.analysis.advisories import Advisory
-from miles_tui.core.dump.step import StepSummary
+from miles_tui.core.analysis import Advisory
+from miles_tui.core.dump import StepSummary
 
 
 @dataclass

@@ -29,16 +29,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from miles_tui.core.analysis.advisories import Advisory, UnreadableStep
-from miles_tui.core.analysis.health import dump_advisories
-from miles_tui.core.dump.column_rows import ColumnRows
-from miles_tui.core.dump.run import Run, SampleContext
-from miles_tui.core.dump.run_dir import RunDir, StepFiles
-from miles_tui.core.dump.run_scan import RunScanner
-from miles_tui.core.dump.step import OpenStep, StepSummary
+from miles_tui.core.analysis import Advisory, UnreadableStep, dump_advisories
+from miles_tui.core.dump import ColumnRows, OpenStep, Run, RunDir, RunScanner, SampleContext, StepFiles, StepSummary
 from miles_tui.core.errors import MilesTuiError, StillWritingError
 from miles_tui.core.follow import RunFollower
-from miles_tui.core.telemetry.stream_records import RunMeta
+from miles_tui.core.telemetry import RunMeta
 from miles_tui.tui import gc_policy
 from miles_tui.tui.backfill import Backfill
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor

@@ -16,10 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from textual.content import Content
 
-from miles_tui.core.dump.resolve import FieldState
-from miles_tui.core.dump.step import OpenStep
-from miles_tui.core.dump.token_view import SERIES
-from miles_tui.core.dump.tokenizer import Detokenizer
+from miles_tui.core.dump import SERIES, Detokenizer, FieldState, OpenStep
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING, number, version_span
 from miles_tui.tui.sample_tracks import SampleTracks

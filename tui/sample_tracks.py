@@ -16,10 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.dump.step import OpenStep
-from miles_tui.core.dump.summary import SampleRow
-from miles_tui.core.dump.token_view import SERIES, TokenView, token_view
-from miles_tui.core.dump.tokenizer import Detokenizer
+from miles_tui.core.dump import SERIES, Detokenizer, OpenStep, SampleRow, TokenView, token_view
 from miles_tui.tui.renderers.sparkline import Band, BandArray, FloatArray
 from miles_tui.tui.widgets.token_sparkline import TokenSeries
 

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from miles_tui.core.dump.step import StepSummary
-from miles_tui.core.dump.summary import GroupRow, SampleRow
+from miles_tui.core.dump import GroupRow, SampleRow, StepSummary
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import (
     MISSING,

@@ -14,9 +14,8 @@ import asyncio
 import os
 from dataclasses import dataclass
 
-from miles_tui.core.analysis.advisories import Advisory
-from miles_tui.core.analysis.stream_advisories import LOW_MFU, stream_advisories
-from miles_tui.core.dump.run_dir import RunDir
+from miles_tui.core.analysis import LOW_MFU, Advisory, stream_advisories
+from miles_tui.core.dump import RunDir
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunDelta, RunFollower
 from miles_tui.core.tail import StreamReset

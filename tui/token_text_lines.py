@@ -30,8 +30,8 @@ from typing import Final
 from rich.cells import cell_len, set_cell_size
 from textual.content import Content
 
-from miles_tui.core.analysis.token_heat import MASKED, NO_VALUE, TOP, HeatStatistic, TokenHeat
-from miles_tui.core.dump.resolve import FieldState
+from miles_tui.core.analysis import MASKED, NO_VALUE, TOP, HeatStatistic, TokenHeat
+from miles_tui.core.dump import FieldState
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import number
 from miles_tui.tui.sample_lines import Part

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from miles_tui.core.dump.step import ProblemKind, StepSummary
+from miles_tui.core.dump import ProblemKind, StepSummary
 
 ZERO_STD_ALARM_FRACTION = 0.5
 """Zero-std groups at or above this fraction of a step's groups raise a warning."""

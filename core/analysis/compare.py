@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import fmean
 
-from miles_tui.core.dump.step_summary import GroupRow, SampleRow, StepAggregate, StepSummary
+from miles_tui.core.dump import GroupRow, SampleRow, StepAggregate, StepSummary
 
 GROUP_FIGURES: tuple[str, ...] = (
     "n",

@@ -32,11 +32,23 @@ from typing import Final, Literal, TypeAlias
 
 import numpy as np
 
-from miles_tui.core.telemetry.gpu_samples import FloatArray, GpuSamples, IntArray, Lane, lane_key, natural_key
-from miles_tui.core.telemetry.lane_phases import LanePhases, lane_phases
-from miles_tui.core.telemetry.phase_bands import PhaseBand, PhaseSpans, phase_bands, phase_time
-from miles_tui.core.telemetry.time_bins import TimeBins
-from miles_tui.core.telemetry.time_window import Frame, TimeWindow
+from miles_tui.core.telemetry import (
+    FloatArray,
+    Frame,
+    GpuSamples,
+    IntArray,
+    Lane,
+    LanePhases,
+    PhaseBand,
+    PhaseSpans,
+    TimeBins,
+    TimeWindow,
+    lane_key,
+    lane_phases,
+    natural_key,
+    phase_bands,
+    phase_time,
+)
 
 FLEET_LANES: Final = 64
 """Above this many lanes the fleet summary replaces the full lane list."""

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from miles_tui.core.analysis.advisories import Advisory, Level
-from miles_tui.core.telemetry.engine_series import (
+from miles_tui.core.telemetry import (
     ABORTED,
     CACHE_HIT_RATE,
     REQUESTS,
@@ -49,8 +49,8 @@ from miles_tui.core.telemetry.engine_series import (
     EngineTable,
     counter_delta,
     flat_values,
+    natural_key,
 )
-from miles_tui.core.telemetry.gpu_samples import natural_key
 
 ABORT_WINDOW_S: Final = 1800.0
 """The abort storm is judged over this many seconds before the newest request-counter scrape (not the wall

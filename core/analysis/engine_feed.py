@@ -16,8 +16,7 @@ import weakref
 from typing import Final
 
 from miles_tui.core.analysis.engine_advisories import EngineFigures, engine_figures
-from miles_tui.core.telemetry.engine_series import EngineTable
-from miles_tui.core.telemetry.streams import DashboardReader, PartitionInfo
+from miles_tui.core.telemetry import DashboardReader, EngineTable, PartitionInfo
 
 STREAM: Final = "engine_series"
 

@@ -27,7 +27,7 @@ from typing import Final
 
 import numpy as np
 
-from miles_tui.core.telemetry.engine_series import (
+from miles_tui.core.telemetry import (
     ABORTED,
     CACHE_HIT_RATE,
     GEN_THROUGHPUT,
@@ -38,10 +38,10 @@ from miles_tui.core.telemetry.engine_series import (
     EngineSeries,
     EngineTable,
     FloatArray,
+    TimeBins,
     counter_delta,
     restart_times,
 )
-from miles_tui.core.telemetry.time_bins import TimeBins
 
 ABORT_RATE: Final = "aborted_per_s"
 """The derived panel: aborted requests per second."""

@@ -24,8 +24,8 @@ from miles_tui.core.analysis.advisories import (
     step_errors,
     worst_level,
 )
-from miles_tui.core.dump.step import StepSummary
-from miles_tui.core.telemetry.stream_records import RunMeta
+from miles_tui.core.dump import StepSummary
+from miles_tui.core.telemetry import RunMeta
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.dump.step_summary import StepAggregate
-from miles_tui.core.telemetry.metrics import MetricSeries, MetricStore
+from miles_tui.core.dump import StepAggregate
+from miles_tui.core.telemetry import MetricSeries, MetricStore
 
 FloatArray = npt.NDArray[np.float64]
 

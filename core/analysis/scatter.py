@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from miles_tui.core.dump.step_summary import StepSummary
+from miles_tui.core.dump import StepSummary
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,7 @@ from miles_tui.core.analysis.engine_feed import reader_engine_figures
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.tail import MalformedLineError, StreamReset
-from miles_tui.core.telemetry.metrics import MetricStore
-from miles_tui.core.telemetry.stream_records import Phase
+from miles_tui.core.telemetry import MetricStore, Phase
 
 STALL_FACTOR: Final = 6.0
 """An open phase is stalled past this many times the median duration of its closed runs ..."""

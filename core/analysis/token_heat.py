@@ -25,8 +25,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.dump.resolve import FieldState
-from miles_tui.core.dump.token_view import TokenView
+from miles_tui.core.dump import FieldState, TokenView
 
 FloatArray = npt.NDArray[np.float64]
 LevelArray = npt.NDArray[np.int8]

@@ -28,8 +28,8 @@ from miles_tui.core.dump.column_rows import ColumnRows
 from miles_tui.core.dump.record_schema import FieldProblem, sample_problems
 from miles_tui.core.dump.resolve import FieldState, Shard, TrainRow, raw_reward_at, resolve_rows
 from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles
-from miles_tui.core.dump.step_summary import ProblemKind, StepProblem, StepSummary
-from miles_tui.core.dump.summary import GroupRow, SampleRow, group_rows, sample_row, step_aggregate
+from miles_tui.core.dump.step_summary import GroupRow, ProblemKind, SampleRow, StepProblem, StepSummary
+from miles_tui.core.dump.summary import group_rows, sample_row, step_aggregate
 from miles_tui.core.errors import (
     CorruptFileError,
     DumpLoadError,

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.dump.cp import QkvFormat
+from miles_tui.core.dump import QkvFormat
 from miles_tui.core.synth.dump_files import make_sample
 from miles_tui.core.synth.layout import ParallelLayout, Writers
 from miles_tui.core.synth.writer import normalize_rewards

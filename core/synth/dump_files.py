@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from miles_tui.core.dump.cp import QkvFormat
+from miles_tui.core.dump import QkvFormat
 from miles_tui.core.synth.layout import MODEL_OUTPUT_KEYS, SAMPLE_KEYS, Writers, writes_train_file
 from miles_tui.core.synth.pt_writer import KeepAsIs, save_pt
 

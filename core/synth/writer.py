@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.dump.cp import QkvFormat, slice_response
+from miles_tui.core.dump import QkvFormat, slice_response
 from miles_tui.core.synth.dump_files import save_rollout, save_train_shard
 from miles_tui.core.synth.layout import MODEL_OUTPUT_KEYS, ParallelLayout, RankCoords, Writers
 

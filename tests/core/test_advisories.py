@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from miles_tui.core.analysis import Level
 from miles_tui.core.analysis.advisories import (
-    Level,
     file_problems,
     ordered,
     truncated_samples,
     unreadable_per_token,
     zero_std_groups,
 )
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.step import ProblemKind, StepProblem, StepSummary
+from miles_tui.core.dump import ProblemKind, Run, StepSummary
+from miles_tui.core.dump.step_summary import StepProblem
 from miles_tui.core.report import build_report
 from miles_tui.tui.cli import main
 from tests.conftest import EPOCH
@@ -110,7 +110,8 @@ def test_report_cli_json_and_exit_codes(golden_copy: Callable[[str], Path], caps
 
 def test_many_unreadable_steps_make_one_advisory() -> None:
     """20,000 broken step files: one line that counts them and names the first and last, not 20,000."""
-    from miles_tui.core.analysis.advisories import LISTED_STEP_ERRORS, UnreadableStep, step_errors
+    from miles_tui.core.analysis import UnreadableStep
+    from miles_tui.core.analysis.advisories import LISTED_STEP_ERRORS, step_errors
 
     message = "/run/rollout_data/{}.pt: not a torch zip archive"
     failures = [UnreadableStep(rid, False, message.format(rid), False) for rid in range(20_000)]

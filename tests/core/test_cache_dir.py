@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from miles_tui.core import cache_dir
-from miles_tui.core.dump.run import Run
+from miles_tui.core.dump import Run
 from miles_tui.tui.cli import main
 from tests.conftest import EPOCH
 

@@ -9,16 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.analysis.compare import (
-    AGGREGATE_FIGURES,
-    GROUP_FIGURES,
-    compare_steps,
-    group_across_steps,
-    group_of,
-    sample_group_across_steps,
-)
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.step import StepSummary
+from miles_tui.core.analysis import compare_steps, group_across_steps, group_of
+from miles_tui.core.analysis.compare import AGGREGATE_FIGURES, GROUP_FIGURES, sample_group_across_steps
+from miles_tui.core.dump import Run, StepSummary
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason="shared/golden not present")

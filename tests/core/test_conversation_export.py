@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from miles_tui.core.dump.trajectory import conversation_document, read_sidecar, tool_call
+from miles_tui.core.dump import conversation_document, read_sidecar, tool_call
 from miles_tui.core.synth.dump_files import write_trajectory
 from miles_tui.tui.cli import main
 from tests.conftest import GOLDEN

@@ -7,13 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.synth.demo_cleanup import (
-    MARKER,
-    TEMP_DEMO_PREFIX,
-    delete_when_orphaned,
-    make_temp_demo,
-    remove_temp_demo,
-)
+from miles_tui.core.synth import make_temp_demo, remove_temp_demo
+from miles_tui.core.synth.demo_cleanup import MARKER, TEMP_DEMO_PREFIX, delete_when_orphaned
 
 
 @pytest.fixture

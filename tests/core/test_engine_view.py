@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import math
 
-from miles_tui.core.analysis.engine_view import ABORT_RATE, PANELS, engine_view, scrape_interval
-from miles_tui.core.telemetry.engine_series import EngineTable
-from miles_tui.core.telemetry.stream_records import EngineSample
-from miles_tui.core.telemetry.time_bins import time_bins
+from miles_tui.core.analysis import ABORT_RATE, PANELS, engine_view, scrape_interval
+from miles_tui.core.telemetry import EngineSample, EngineTable, time_bins
 
 T = 1_787_240_000.0
 

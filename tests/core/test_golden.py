@@ -211,7 +211,7 @@ def test_corrupt_shard_keeps_the_step_readable(aged: Path, capsys: pytest.Captur
 
 @pytest.mark.parametrize("aged", ["tp_dup"], indirect=True)
 def test_trajectory_sidecar_matches_truth(aged: Path) -> None:
-    from miles_tui.core.dump.trajectory import read_sidecar
+    from miles_tui.core.dump import read_sidecar
 
     for name, expected in _truth("tp_dup")["trajectory"].items():
         evaluation = name.startswith("eval_")

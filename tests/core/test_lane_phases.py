@@ -11,15 +11,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.analysis.compute_view import bin_lanes, compute_view
+from miles_tui.core.analysis import compute_view
+from miles_tui.core.analysis.compute_view import bin_lanes
+from miles_tui.core.telemetry import (
+    DashboardReader,
+    LanePhases,
+    Phase,
+    StreamRecord,
+    TelemetryColumns,
+    TimeWindow,
+    frame,
+    lane_phases,
+    phase_bands,
+    phase_time,
+    time_bins,
+)
 from miles_tui.core.telemetry.gpu_samples import gpu_samples
-from miles_tui.core.telemetry.lane_phases import LanePhases, _per_lane, lane_phases
-from miles_tui.core.telemetry.phase_bands import binned_cover, phase_bands, phase_spans, phase_time
-from miles_tui.core.telemetry.stream_records import GpuUtil, Phase, StreamRecord
-from miles_tui.core.telemetry.streams import DashboardReader
-from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
-from miles_tui.core.telemetry.time_bins import time_bins
-from miles_tui.core.telemetry.time_window import TimeWindow, frame
+from miles_tui.core.telemetry.lane_phases import _per_lane
+from miles_tui.core.telemetry.phase_bands import binned_cover, phase_spans
+from miles_tui.core.telemetry.stream_records import GpuUtil
 from tests.core.fleet_writer import write_fleet
 
 T0 = 1_787_223_000.0

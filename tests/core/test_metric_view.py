@@ -10,30 +10,32 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.analysis.metric_view import (
-    DUMP_FIELDS,
-    DUMP_X_KEY,
+from miles_tui.core.analysis import (
     PointAt,
-    category,
     chart_keys,
-    downsample,
     dump_series,
-    ema,
-    filter_keys,
     group_keys,
     in_step_order,
     key_matches,
-    log_safe,
     move_cursor,
     plot_data,
     same_points,
-    smoothing_alpha,
     step_union,
     value_at,
     values_at,
 )
-from miles_tui.core.dump.step_summary import StepAggregate
-from miles_tui.core.telemetry.metrics import MetricSeries, MetricStore
+from miles_tui.core.analysis.metric_view import (
+    DUMP_FIELDS,
+    DUMP_X_KEY,
+    category,
+    downsample,
+    ema,
+    filter_keys,
+    log_safe,
+    smoothing_alpha,
+)
+from miles_tui.core.dump import StepAggregate
+from miles_tui.core.telemetry import MetricSeries, MetricStore
 
 NAN = math.nan
 

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.telemetry.metrics import MetricStore, decode_metric_record, export_metrics
+from miles_tui.core.telemetry import MetricStore, export_metrics
+from miles_tui.core.telemetry.metric_batch import decode_metric_record
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 

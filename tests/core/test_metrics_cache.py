@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 from miles_tui.core import cache_dir
-from miles_tui.core.telemetry import metric_cache
-from miles_tui.core.telemetry.streams import DashboardReader
+from miles_tui.core.telemetry import DashboardReader, metric_cache
 
 
 def _line(i: int, **extra: Any) -> bytes:

@@ -14,11 +14,9 @@ from hypothesis import strategies as st
 
 from miles_tui.core.json_out import clean
 from miles_tui.core.tail import TailFile
-from miles_tui.core.telemetry.metric_batch import MAX_DEPTH, MetricRow, check_value, decode_block
-from miles_tui.core.telemetry.metric_export import write_metrics
+from miles_tui.core.telemetry import DashboardReader, MetricStore, export_metrics, write_metrics
+from miles_tui.core.telemetry.metric_batch import MAX_DEPTH, MetricRow, check_value, decode_block, decode_metric_record
 from miles_tui.core.telemetry.metric_workers import MetricBlockDecoder
-from miles_tui.core.telemetry.metrics import MetricStore, decode_metric_record, export_metrics
-from miles_tui.core.telemetry.streams import DashboardReader
 
 
 def _line(ts: Any, step_key: str, step: Any, **metrics: Any) -> bytes:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from miles_tui.core.analysis.outliers import (
+from miles_tui.core.analysis import (
     KINDS,
     OutlierKind,
     merge_outliers,
@@ -19,9 +19,7 @@ from miles_tui.core.analysis.outliers import (
     sample_outliers,
     step_outliers,
 )
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.step import OpenStep
-from miles_tui.core.dump.token_view import token_view
+from miles_tui.core.dump import OpenStep, Run, token_view
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason="shared/golden not present")

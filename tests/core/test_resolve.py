@@ -11,9 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from miles_tui.core.dump.resolve import PER_TOKEN_FIELDS, FieldState, Shard, resolve_rows
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.run_dir import RunDir
+from miles_tui.core.dump import PER_TOKEN_FIELDS, FieldState, Run, RunDir
+from miles_tui.core.dump.resolve import Shard, resolve_rows
 from miles_tui.core.dump.step import open_step
 from miles_tui.core.errors import InconsistentDumpError
 from miles_tui.core.synth.dump_files import make_sample

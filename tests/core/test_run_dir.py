@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, STILL_WRITING_SECONDS, RunDir
+from miles_tui.core.dump import RunDir
+from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, STILL_WRITING_SECONDS
 from miles_tui.core.errors import CorruptFileError, RunDirError, StillWritingError
 
 

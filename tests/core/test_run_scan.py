@@ -6,8 +6,8 @@ import os
 import time
 from pathlib import Path
 
-from miles_tui.core.dump.run_dir import RunDir
-from miles_tui.core.dump.run_scan import SWEEP_MAX, RunScanner
+from miles_tui.core.dump import RunDir, RunScanner
+from miles_tui.core.dump.run_scan import SWEEP_MAX
 from tests.conftest import EPOCH, stamp, write_demo_run
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.dump.run import Run
+from miles_tui.core.dump import Run
 from miles_tui.core.errors import StepNotFoundError
 from tests.conftest import EPOCH
 

@@ -8,8 +8,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from miles_tui.core.analysis.scatter import Scatter, ScatterPoint, dot_of, step_cursor, step_scatter
-from miles_tui.core.dump.run import Run
+from miles_tui.core.analysis import Scatter, dot_of, step_cursor, step_scatter
+from miles_tui.core.analysis.scatter import ScatterPoint
+from miles_tui.core.dump import Run
 from tests.conftest import EPOCH
 
 

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from miles_tui.core.dump.resolve import FieldState, TrainRow
+from miles_tui.core.dump import FieldState
+from miles_tui.core.dump.resolve import TrainRow
 from miles_tui.core.dump.summary import group_rows, numeric_versions, sample_row, staleness, step_aggregate
 from miles_tui.core.synth.dump_files import make_sample
 from miles_tui.core.synth.layout import ParallelLayout

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from miles_tui.core.analysis.advisories import Level
+from miles_tui.core.analysis import Level, stream_advisories
 from miles_tui.core.analysis.stream_advisories import (
     MfuSummary,
     low_mfu,
@@ -23,15 +23,13 @@ from miles_tui.core.analysis.stream_advisories import (
     run_mfu,
     stalled_phases,
     step_times,
-    stream_advisories,
     stream_corruption,
 )
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.report import build_report
 from miles_tui.core.synth.dump_files import append_jsonl, write_json
 from miles_tui.core.tail import StreamReset
-from miles_tui.core.telemetry.metrics import MetricStore
-from miles_tui.core.telemetry.stream_records import Phase
+from miles_tui.core.telemetry import MetricStore, Phase
 from miles_tui.tui.cli import main
 from tests.conftest import GOLDEN, stamp
 

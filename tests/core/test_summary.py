@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from miles_tui.core.dump.resolve import FieldState, TrainRow
+from miles_tui.core.dump import FieldState
+from miles_tui.core.dump.resolve import TrainRow
 from miles_tui.core.dump.summary import group_rows, sample_row, staleness, step_aggregate
 
 

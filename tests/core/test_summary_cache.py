@@ -14,17 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.dump.column_rows import ColumnRows
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.step_summary import GroupRow, SampleRow, StepSummary
-from miles_tui.core.dump.summary_cache import (
-    MAX_ENCODED,
-    decode_summary,
-    encode_summary,
-    load_summary,
-    store_summary,
-    summary_path,
-)
+from miles_tui.core.dump import ColumnRows, GroupRow, Run, SampleRow, StepSummary, decode_summary, encode_summary
+from miles_tui.core.dump.summary_cache import MAX_ENCODED, load_summary, store_summary, summary_path
 
 
 def _same(a: Any, b: Any) -> bool:

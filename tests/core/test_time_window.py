@@ -6,19 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.telemetry.time_bins import WINDOWS
-from miles_tui.core.telemetry.time_window import (
-    MIN_SPAN,
-    Frame,
-    TimeWindow,
-    again,
-    frame,
-    go_live,
-    go_start,
-    pan,
-    preset,
-    zoom,
-)
+from miles_tui.core.telemetry import WINDOWS, Frame, TimeWindow, again, frame, go_live, go_start, pan, preset, zoom
+from miles_tui.core.telemetry.time_window import MIN_SPAN
 
 T0 = 1_787_223_000.0
 RUN = 4 * 3600.0

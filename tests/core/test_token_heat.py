@@ -11,10 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.analysis.token_heat import MASKED, NO_VALUE, TOP, HeatStatistic, token_heat
-from miles_tui.core.dump.resolve import FieldState
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.token_view import SERIES, TokenView, token_view
+from miles_tui.core.analysis import MASKED, NO_VALUE, TOP, HeatStatistic, token_heat
+from miles_tui.core.dump import SERIES, FieldState, Run, TokenView, token_view
 
 
 def view_of(

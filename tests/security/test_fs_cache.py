@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hostile_fs import cli
 
-from miles_tui.core.dump.run import Run
+from miles_tui.core.dump import Run
 from miles_tui.core.dump.summary_cache import _key, cache_dir
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.analysis.advisories import Advisory, Level
+from miles_tui.core.analysis import Advisory, Level
 from tests.harness import frozen_app, settle
 
 STALL = Advisory(Level.CRITICAL, "stalled_phase", "train open for 2.0h")

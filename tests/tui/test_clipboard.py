@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.step_summary import ROW_COLUMNS
-from miles_tui.core.dump.token_view import SERIES, token_payload, token_view
+from miles_tui.core.dump import ROW_COLUMNS, SERIES, Run, token_payload, token_view
 from miles_tui.core.export import rows_csv, step_export
 from miles_tui.tui.clipboard import TOKEN_COLUMNS, default_csv_path, rows_csv_text, sample_row_tsv, token_window_tsv
 from miles_tui.tui.screens.save_csv_screen import CsvPathError, csv_target

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.dump.run import Run
+from miles_tui.core.dump import Run
 from miles_tui.tui.cli import main
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.screens.sample_screen import SampleScreen

@@ -9,7 +9,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Label, Static
 
-from miles_tui.core.analysis.engine_view import PANELS
+from miles_tui.core.analysis import PANELS
 from miles_tui.core.synth.dump_files import append_jsonl
 from miles_tui.tui.app import MilesApp, make_app
 from miles_tui.tui.cli import _monitor_parser

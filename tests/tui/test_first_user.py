@@ -178,7 +178,7 @@ async def test_unreadable_values_read_unread_in_compare_and_outliers(golden_copy
 
 
 async def test_both_csv_outputs_carry_alignment_failed(golden_copy: Callable[[str], Path], tmp_path: Path) -> None:
-    from miles_tui.core.dump.run import Run
+    from miles_tui.core.dump import Run
     from miles_tui.core.export import rows_csv, step_export
     from miles_tui.tui.clipboard import rows_csv_text
 
@@ -281,7 +281,7 @@ class _Trends(App[None]):
 
 
 async def test_a_step_without_data_is_a_gap_in_the_trend_not_a_low_bar() -> None:
-    from miles_tui.core.dump.step_summary import StepAggregate
+    from miles_tui.core.dump import StepAggregate
     from miles_tui.tui.widgets.step_trends import TrendLine
 
     def aggregate(rid: int, reward: float | None) -> StepAggregate:

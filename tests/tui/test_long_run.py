@@ -14,8 +14,7 @@ from textual.geometry import Region
 from textual.message import Message
 from textual.pilot import Pilot
 
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.run_dir import RunDir
+from miles_tui.core.dump import Run, RunDir
 from miles_tui.tui.app import MilesApp, make_app
 from miles_tui.tui.messages import StepsSummarized
 from miles_tui.tui.run_watcher import PollResult, RunWatcher

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from miles_tui.core.telemetry import MetricStore
 from miles_tui.core.telemetry.metric_batch import decode_block
-from miles_tui.core.telemetry.metrics import MetricStore
 from miles_tui.tui.app import make_app
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,12 +16,14 @@ from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.widgets import Input, Label, Static
 
-from miles_tui.core.analysis.metric_view import chart_keys, ema, group_keys, plot_data
-from miles_tui.core.telemetry.metrics import MetricStore
+from miles_tui.core.analysis import chart_keys, group_keys, plot_data
+from miles_tui.core.analysis.metric_view import ema
+from miles_tui.core.telemetry import MetricStore
 from miles_tui.tui.app import MilesApp
 from miles_tui.tui.messages import TelemetryAppended
+from miles_tui.tui.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE
 from miles_tui.tui.renderers.plot import ansi_strips, step_tick, tick_labels, y_ticks
-from miles_tui.tui.screens.metrics_screen import NO_METRICS_NOTE, NOTHING_YET_NOTE, MetricsScreen
+from miles_tui.tui.screens.metrics_screen import MetricsScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.widgets.metric_chart import MetricChart, chart_body, metric_value
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -336,7 +338,7 @@ def _colored(strips: list[Strip]) -> bool:
 
 
 def test_no_color_chart_has_no_escape_codes_and_only_the_smoothed_line() -> None:
-    from miles_tui.core.telemetry.metrics import MetricSeries
+    from miles_tui.core.telemetry import MetricSeries
 
     count = 200
     series = MetricSeries(
@@ -359,7 +361,7 @@ def test_no_color_chart_has_no_escape_codes_and_only_the_smoothed_line() -> None
 
 
 def test_a_chart_without_numbers_says_so() -> None:
-    from miles_tui.core.telemetry.metrics import MetricSeries
+    from miles_tui.core.telemetry import MetricSeries
 
     series = MetricSeries("eval/x", "eval/step", np.arange(2), np.arange(2.0), np.full(2, np.nan), np.zeros(2))
     assert "no numeric values" in _plain(chart_body(plot_data(series, 40), 50, 10))
@@ -392,7 +394,7 @@ def test_plotext_escape_codes_become_styled_segments() -> None:
 
 
 def test_status_and_inspector_lines() -> None:
-    from miles_tui.core.analysis.metric_view import PointAt
+    from miles_tui.core.analysis import PointAt
     from miles_tui.tui.metric_lines import INSPECTOR_HINT, inspector_line, status_line
     from miles_tui.tui.widgets.metric_chart import ChartView
 

@@ -42,7 +42,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
-from miles_tui.core.dump.step_summary import ROW_COLUMNS
+from miles_tui.core.dump import ROW_COLUMNS
 from miles_tui.tui.app import MilesApp, make_app
 from miles_tui.tui.row_filter import ALIASES, STATUSES
 from miles_tui.tui.screens.compare_screen import CompareScreen

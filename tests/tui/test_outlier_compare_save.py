@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Label, Static
 
-from miles_tui.core.analysis.compare import compare_steps
-from miles_tui.core.analysis.outliers import OutlierKind, peak_position, step_outliers
-from miles_tui.core.dump.step_summary import ROW_COLUMNS
+from miles_tui.core.analysis import OutlierKind, compare_steps, peak_position, step_outliers
+from miles_tui.core.dump import ROW_COLUMNS
 from miles_tui.tui.clipboard import sample_row_tsv
 from miles_tui.tui.screens import save_csv_screen
 from miles_tui.tui.screens.compare_screen import CompareScreen

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.dump.step_summary import SampleRow
+from miles_tui.core.dump import SampleRow
 from miles_tui.tui.formatting import version_span
 from miles_tui.tui.row_filter import FilterError, parse_filter
 from tests.tui.test_monkey import TYPED

@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from miles_tui.core.dump.run import Run
+from miles_tui.core.dump import Run
 from miles_tui.tui.run_watcher import RunWatcher
 
 

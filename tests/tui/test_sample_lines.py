@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from miles_tui.core.dump.trajectory import Conversation
-from miles_tui.core.dump.trajectory import Message as ChatMessage
+from miles_tui.core.dump import Conversation
+from miles_tui.core.dump import Message as ChatMessage
 from miles_tui.tui.conversation_lines import header, message_lines
 from miles_tui.tui.sample_lines import Part, chip_lines, context, cursor_line, cursor_rows
 from miles_tui.tui.sample_tracks import SampleTracks

@@ -14,14 +14,12 @@ from textual.app import App
 from textual.binding import Binding
 from textual.widgets import Static, TabbedContent
 
-from miles_tui.core.dump.resolve import FieldState
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.token_view import SERIES, TokenView, token_view
-from miles_tui.core.dump.trajectory import Conversation, Sidecar, read_sidecar
-from miles_tui.core.dump.trajectory import Message as ChatMessage
+from miles_tui.core.dump import SERIES, Conversation, FieldState, Run, Sidecar, TokenView, read_sidecar, token_view
+from miles_tui.core.dump import Message as ChatMessage
 from miles_tui.tui.formatting import number
+from miles_tui.tui.renderers.plot import finite_runs
 from miles_tui.tui.screens.sample_screen import SampleScreen
-from miles_tui.tui.widgets.series_chart import ChartSeries, SeriesChart, chart_text, finite_runs
+from miles_tui.tui.widgets.series_chart import ChartSeries, SeriesChart, chart_text
 from miles_tui.tui.widgets.token_sparkline import GUTTER, TokenSparkline
 
 REPO = Path(__file__).resolve().parents[2]

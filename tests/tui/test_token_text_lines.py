@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.analysis.token_heat import MASKED, NO_VALUE, TOP, HeatStatistic, TokenHeat
-from miles_tui.core.dump.resolve import FieldState
+from miles_tui.core.analysis import MASKED, NO_VALUE, TOP, HeatStatistic, TokenHeat
+from miles_tui.core.dump import FieldState
 from miles_tui.tui.token_text_lines import (
     TokenSource,
     lay_out,

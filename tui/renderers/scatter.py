@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from miles_tui.core.analysis.scatter import Scatter, dot_of
+from miles_tui.core.analysis import Scatter, dot_of
 from miles_tui.tui.formatting import number
 
 BRAILLE_BASE = 0x2800

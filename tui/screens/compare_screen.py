@@ -23,7 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Label
 
-from miles_tui.core.analysis.compare import (
+from miles_tui.core.analysis import (
     Delta,
     GroupComparison,
     GroupInStep,
@@ -32,8 +32,7 @@ from miles_tui.core.analysis.compare import (
     group_across_steps,
     group_of,
 )
-from miles_tui.core.dump.step import StepSummary
-from miles_tui.core.dump.summary import group_reward
+from miles_tui.core.dump import StepSummary, group_reward
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING, number, percent, unread_text, unreadable
 from miles_tui.tui.messages import StepsSummarized

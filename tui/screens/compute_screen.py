@@ -24,7 +24,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Label
 
-from miles_tui.core.analysis.compute_view import (
+from miles_tui.core.analysis import (
     FLEET_LANES,
     ComputeView,
     LaneSelection,
@@ -34,19 +34,20 @@ from miles_tui.core.analysis.compute_view import (
     select_lanes,
 )
 from miles_tui.core.inert_text import inert
-from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
-from miles_tui.core.telemetry.time_bins import bin_count, time_bins
-from miles_tui.core.telemetry.time_window import (
+from miles_tui.core.telemetry import (
     PAN_FRACTION,
     ZOOM_FACTOR,
     Frame,
+    TelemetryColumns,
     TimeWindow,
     again,
+    bin_count,
     frame,
     go_live,
     go_start,
     pan,
     preset,
+    time_bins,
     zoom,
 )
 from miles_tui.tui.compute_rows import (

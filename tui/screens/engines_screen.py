@@ -22,10 +22,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid, VerticalScroll
 from textual.widgets import Footer, Label, Static
 
-from miles_tui.core.analysis.engine_view import PANELS, EngineView, engine_view, scrape_interval
-from miles_tui.core.telemetry.engine_series import EngineTable
-from miles_tui.core.telemetry.stream_records import EngineSample
-from miles_tui.core.telemetry.time_bins import WINDOWS, bin_count, time_bins, window_bounds
+from miles_tui.core.analysis import PANELS, EngineView, engine_view, scrape_interval
+from miles_tui.core.telemetry import WINDOWS, EngineSample, EngineTable, bin_count, time_bins, window_bounds
 from miles_tui.tui.engine_rows import table_lines, title
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.run_model import RunModel

@@ -24,7 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical, VerticalScroll
 from textual.widgets import Footer, Input, Label, Static
 
-from miles_tui.core.analysis.metric_view import (
+from miles_tui.core.analysis import (
     SMOOTHING_LEVELS,
     FloatArray,
     PointAt,
@@ -39,7 +39,7 @@ from miles_tui.core.analysis.metric_view import (
     values_at,
 )
 from miles_tui.core.inert_text import inert
-from miles_tui.core.telemetry.metrics import MetricSeries
+from miles_tui.core.telemetry import MetricSeries
 from miles_tui.tui.messages import (
     StepsSummarized,
     TelemetryAppended,

@@ -24,7 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Footer, Label, ProgressBar, Tab, Tabs
 
-from miles_tui.core.analysis.outliers import (
+from miles_tui.core.analysis import (
     KINDS,
     LAST_STEPS,
     TOP_K,
@@ -38,7 +38,7 @@ from miles_tui.core.analysis.outliers import (
     sample_outliers,
     step_outliers,
 )
-from miles_tui.core.dump.step import OpenStep, StepSummary
+from miles_tui.core.dump import OpenStep, StepSummary
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING, UNREAD_STYLE, number, unread_text, unreadable
 from miles_tui.tui.screens.monitor_screen import MonitorScreen

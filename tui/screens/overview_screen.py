@@ -12,8 +12,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Label
 
-from miles_tui.core.analysis.advisories import Advisory
-from miles_tui.core.dump.step import StepSummary
+from miles_tui.core.analysis import Advisory
+from miles_tui.core.dump import StepSummary
 from miles_tui.tui.formatting import MISSING, number, percent
 from miles_tui.tui.messages import (
     FollowToggled,

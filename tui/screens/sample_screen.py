@@ -33,12 +33,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
-from miles_tui.core.analysis.token_heat import HeatStatistic, token_heat
-from miles_tui.core.dump.resolve import FieldState
-from miles_tui.core.dump.step import OpenStep
-from miles_tui.core.dump.token_view import SERIES
-from miles_tui.core.dump.tokenizer import Detokenizer
-from miles_tui.core.dump.trajectory import Sidecar
+from miles_tui.core.analysis import HeatStatistic, token_heat
+from miles_tui.core.dump import SERIES, Detokenizer, FieldState, OpenStep, Sidecar
 from miles_tui.core.errors import MilesTuiError
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.clipboard import copy_sample_row, copy_token_window

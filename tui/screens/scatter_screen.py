@@ -18,8 +18,8 @@ from textual.binding import Binding, BindingType
 from textual.widget import Widget
 from textual.widgets import Footer, Label
 
-from miles_tui.core.analysis.scatter import Scatter, step_cursor, step_scatter
-from miles_tui.core.dump.step_summary import StepSummary
+from miles_tui.core.analysis import Scatter, step_cursor, step_scatter
+from miles_tui.core.dump import StepSummary
 from miles_tui.tui.formatting import number
 from miles_tui.tui.messages import StepsSummarized
 from miles_tui.tui.renderers.scatter import LEGEND, scatter_lines

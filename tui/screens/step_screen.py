@@ -18,8 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Label
 
-from miles_tui.core.dump.step import StepSummary
-from miles_tui.core.dump.summary import GroupRow, SampleRow
+from miles_tui.core.dump import GroupRow, SampleRow, StepSummary
 from miles_tui.core.errors import StillWritingError
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import number, percent

@@ -10,7 +10,7 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from miles_tui.core.analysis.advisories import Advisory
+from miles_tui.core.analysis import Advisory
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import level_badge
 

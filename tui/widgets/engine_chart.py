@@ -27,8 +27,8 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from miles_tui.core.analysis.engine_view import EnginePanel
-from miles_tui.core.telemetry.time_bins import TimeBins
+from miles_tui.core.analysis import EnginePanel
+from miles_tui.core.telemetry import TimeBins
 from miles_tui.tui.engine_rows import FRACTIONS, RESTART_MARK, TITLES, value_text
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.renderers.heat_strip import short_span

@@ -32,9 +32,9 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
-from miles_tui.core.analysis.metric_view import PlotData, PointAt, plot_data, value_at
+from miles_tui.core.analysis import PlotData, PointAt, plot_data, value_at
 from miles_tui.core.inert_text import inert
-from miles_tui.core.telemetry.metrics import MetricSeries
+from miles_tui.core.telemetry import MetricSeries
 from miles_tui.tui.formatting import MISSING, number
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.renderers.plot import int_ticks, step_tick, tick_labels, y_ticks

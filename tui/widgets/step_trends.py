@@ -19,7 +19,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Label
 
-from miles_tui.core.dump.summary import StepAggregate
+from miles_tui.core.dump import StepAggregate
 from miles_tui.tui.formatting import MISSING, number, percent
 from miles_tui.tui.renderers.sparkline import FloatArray, SparkPicture, SparkStyles, spark_frame
 

@@ -31,7 +31,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from typing_extensions import Self  # typing.Self is 3.11+; the package supports 3.10
 
-from miles_tui.core.dump.resolve import FieldState
+from miles_tui.core.dump import FieldState
 from miles_tui.tui.formatting import MISSING, number
 from miles_tui.tui.renderers.sparkline import BandArray, FloatArray, SparkFrame, SparkPicture, SparkStyles, spark_frame
 

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from miles_tui.core.analysis.token_heat import TokenHeat
+from miles_tui.core.analysis import TokenHeat
 from miles_tui.tui.token_text_lines import TextPage, TokenSource, legend, page_cells, page_for, shown_rows
 from miles_tui.tui.widgets.heat_lines import HeatLines
 
