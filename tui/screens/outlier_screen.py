@@ -29,9 +29,7 @@ from miles_tui.core.analysis import (
     LAST_STEPS,
     TOP_K,
     OutlierKind,
-    SampleOutlier,
     StepOutliers,
-    TokenOutlier,
     merge_outliers,
     peak_position,
     recent_steps,
@@ -40,129 +38,21 @@ from miles_tui.core.analysis import (
 )
 from miles_tui.core.dump import OpenStep, StepSummary
 from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import MISSING, UNREAD_STYLE, number, unread_text, unreadable
+from miles_tui.tui.formatting import UNREAD_STYLE
+from miles_tui.tui.outlier_rows import (
+    KIND_LABELS,
+    RANKED_BY,
+    SAMPLE_COLUMNS,
+    SAMPLE_LABELS,
+    TOKEN_COLUMNS,
+    SampleKey,
+    TokenKey,
+    sample_cells,
+    token_cells,
+)
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
-
-KIND_LABELS = {OutlierKind.LP_DIFF: "lp diff", OutlierKind.IMP_RATIO: "imp ratio", OutlierKind.ENTROPY: "entropy"}
-"""Tab labels."""
-
-RANKED_BY = {
-    OutlierKind.LP_DIFF: ("|lp diff|", "max |lp diff|"),
-    OutlierKind.IMP_RATIO: ("|log ratio|", "|mean ratio − 1|"),
-    OutlierKind.ENTROPY: ("entropy − sample median", "max entropy"),
-}
-"""What each kind ranks by: (tokens, samples)."""
-
-_LEAD = (Column("rank", "#", 3, grow=5), Column("step", "step", 5, grow=9), Column("sample", "sample", 6, grow=12))
-_SAMPLE_FIGURES = (
-    Column("reward", "reward", 7),
-    Column("stale", "stale", 5),
-    Column("resp", "resp", 5),
-    Column("status", "status", 10, "left"),
-)
-TOKEN_COLUMNS = {
-    OutlierKind.LP_DIFF: (
-        *_LEAD,
-        Column("pos", "pos", 5, grow=8),
-        Column("token", "token", 12, "left"),
-        Column("value", "lp diff", 8),
-        Column("sample_stat", "max|lpΔ|", 8),
-        *_SAMPLE_FIGURES,
-    ),
-    OutlierKind.IMP_RATIO: (
-        *_LEAD,
-        Column("pos", "pos", 5, grow=8),
-        Column("token", "token", 12, "left"),
-        Column("value", "ratio", 8),
-        Column("sample_stat", "ratio μ", 8),
-        *_SAMPLE_FIGURES,
-    ),
-    OutlierKind.ENTROPY: (
-        *_LEAD,
-        Column("pos", "pos", 5, grow=8),
-        Column("token", "token", 12, "left"),
-        Column("value", "entropy", 8),
-        Column("score", "+median", 8),
-        Column("sample_stat", "maxH", 7),
-        *_SAMPLE_FIGURES,
-    ),
-}
-SAMPLE_LABELS = {OutlierKind.LP_DIFF: "max|lpΔ|", OutlierKind.IMP_RATIO: "ratio μ", OutlierKind.ENTROPY: "maxH"}
-SAMPLE_COLUMNS = (
-    *_LEAD,
-    Column("group", "group", 6, grow=10),
-    Column("value", "stat", 9),
-    Column("mean_abs_lp_diff", "|lpΔ| μ", 8),
-    Column("mean_entropy", "H μ", 7),
-    *_SAMPLE_FIGURES,
-)
-
-TokenKey = tuple[str, int, int, int]
-"""("token", rollout id, sample index, response position)."""
-SampleKey = tuple[str, int, int]
-"""("sample", rollout id, sample index)."""
-
-
-def _token_text(texts: dict[int, str], token_id: int) -> Text:
-    if token_id in texts:
-        return Text(repr(texts[token_id]))
-    return Text.styled(MISSING if token_id < 0 else f"id {token_id}", "dim")
-
-
-def _sample_stat(outlier: TokenOutlier | SampleOutlier) -> float | None:
-    row = outlier.row
-    return {
-        OutlierKind.LP_DIFF: row.max_abs_lp_diff,
-        OutlierKind.IMP_RATIO: row.mean_imp_ratio,
-        OutlierKind.ENTROPY: row.max_entropy,
-    }[outlier.kind]
-
-
-def _figures(outlier: TokenOutlier | SampleOutlier) -> tuple[Text, ...]:
-    row = outlier.row
-    status = Text.styled(inert(row.status or MISSING), "" if row.status == "completed" else "yellow")
-    if row.remove_sample:
-        status.append("✗", style="red")
-    return (
-        Text(number(row.reward)),
-        Text.styled(number(row.staleness), "yellow" if (row.staleness or 0) >= 2 else ""),
-        Text.styled(str(row.response_length), "yellow" if row.truncated else ""),
-        status,
-    )
-
-
-def token_cells(rank: int, outlier: TokenOutlier, texts: dict[int, str]) -> tuple[Text, ...]:
-    """One token line of the table."""
-    lead = (
-        Text(str(rank)),
-        Text(str(outlier.rollout_id)),
-        Text(str(outlier.sample_index)),
-        Text(str(outlier.position)),
-        _token_text(texts, outlier.token_id),
-    )
-    if outlier.kind is OutlierKind.ENTROPY:
-        excess = Text.styled(f"+{number(outlier.score)}" if outlier.score >= 0 else number(outlier.score), "bold")
-        values: tuple[Text, ...] = (Text.styled(number(outlier.value), "bold"), excess)
-    else:
-        values = (Text.styled(number(outlier.value), "bold"),)
-    return (*lead, *values, Text(number(_sample_stat(outlier))), *_figures(outlier))
-
-
-def sample_cells(rank: int, outlier: SampleOutlier) -> tuple[Text, ...]:
-    """One sample line of the table."""
-    row = outlier.row
-    return (
-        Text(str(rank)),
-        Text(str(outlier.rollout_id)),
-        Text(str(outlier.sample_index)),
-        Text(MISSING if row.group_index is None else str(row.group_index)),
-        Text.styled(number(outlier.value), "bold"),
-        unread_text() if unreadable(row, "mean_abs_lp_diff") else Text(number(row.mean_abs_lp_diff)),
-        unread_text() if unreadable(row, "mean_entropy") else Text(number(row.mean_entropy)),
-        *_figures(outlier),
-    )
 
 
 class OutlierScreen(MonitorScreen):

@@ -1,0 +1,70 @@
+"""The compare and outlier views' rows, checked without driving the app: what each cell says in text."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from miles_tui.core.analysis import Delta, OutlierKind, compare_steps, group_across_steps, sample_outliers
+from miles_tui.core.dump import Run, StepSummary
+from miles_tui.tui.compare_rows import GROUP_COLUMNS, TRACE_COLUMNS, delta_text, group_cells, headline, trace_rows
+from miles_tui.tui.formatting import UNREAD
+from miles_tui.tui.outlier_rows import SAMPLE_COLUMNS, sample_cells
+from tests.conftest import EPOCH
+
+
+def _summaries(run_dir: Path) -> tuple[StepSummary, StepSummary]:
+    run = Run(run_dir)
+    return run.summary(2, False, EPOCH), run.summary(3, False, EPOCH)
+
+
+def test_a_delta_reads_without_colour() -> None:
+    assert delta_text(Delta("reward_mean", 0.5, 0.75, 0.25)).plain == "↑0.250"
+    assert delta_text(Delta("truncated_frac", 0.5, 0.25, -0.25)).plain == "↓25pt"
+    assert delta_text(Delta("reward_mean", 0.5, 0.5, 0.0)).plain == "="
+    assert delta_text(Delta("reward_mean", None, 0.5, None)).plain == "–"
+    # colour is only a hint: more reward is good, more truncation bad
+    assert delta_text(Delta("reward_mean", 0.5, 0.75, 0.25)).spans[0].style == "green"
+    assert delta_text(Delta("truncated_frac", 0.25, 0.5, 0.25)).spans[0].style == "red"
+
+
+def test_group_cells_match_the_columns_and_unreadable_rewards_read_unread(demo_run: Path) -> None:
+    comparison = compare_steps(*_summaries(demo_run))
+    group = comparison.groups[0]
+    cells = group_cells(group)
+    assert len(cells) == len(GROUP_COLUMNS)
+    assert cells[0].plain == str(group.group_index)
+    assert cells[2].plain == f"{group.delta('reward_mean').a:.3f}"
+    unread = [c.plain for c in group_cells(group, unread_a=True)]
+    assert unread[2] == UNREAD and unread[4] == UNREAD  # reward A and its delta
+    assert unread[3] != UNREAD  # reward B is readable
+
+
+def test_the_headline_wraps_between_figures(demo_run: Path) -> None:
+    comparison = compare_steps(*_summaries(demo_run))
+    wide = headline(comparison, 400).plain
+    assert "\n" not in wide and wide.startswith("reward ") and " │ samples " in wide
+    narrow = headline(comparison, 40).plain.split("\n")
+    assert len(narrow) > 3 and all(" │ " not in line or len(line) <= 40 for line in narrow)
+
+
+def test_a_traced_group_is_a_step_line_then_its_samples(demo_run: Path) -> None:
+    a, b = _summaries(demo_run)
+    trace = group_across_steps([a, b], 0)
+    rows = trace_rows(trace, a.rollout_id, b.rollout_id, evaluation=False)
+    assert all(len(row.cells) == len(TRACE_COLUMNS) for row in rows)
+    assert rows[0].cells[0].plain == "2 A" and rows[0].style == "bold"
+    b_line = next(row for row in rows if row.key == ("step", 3))
+    assert b_line.cells[0].plain == "3 B"
+    samples = [row for row in rows if row.key[0] == "sample"]
+    assert len(samples) == sum(len(found.rows) for found in trace)
+
+
+def test_sample_outlier_cells_say_unread_for_unreadable_figures(demo_run: Path) -> None:
+    a, b = _summaries(demo_run)
+    [top] = sample_outliers([a, b], OutlierKind.LP_DIFF, limit=1)
+    cells = sample_cells(1, top)
+    assert len(cells) == len(SAMPLE_COLUMNS)
+    assert [c.plain for c in cells[:3]] == ["1", str(top.rollout_id), str(top.sample_index)]
+    broken = dataclasses.replace(top, row=dataclasses.replace(top.row, alignment_failed=True, mean_entropy=None))
+    assert UNREAD in [c.plain for c in sample_cells(1, broken)]
