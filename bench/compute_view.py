@@ -41,18 +41,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from miles_tui.core.analysis import compute_view, sampling_interval
+from miles_tui.core.analysis import sampling_interval
+from miles_tui.core.analysis.compute_view import compute_view
 from miles_tui.core.follow import RunFollower
-from miles_tui.core.telemetry import (
-    WINDOWS,
-    TelemetryColumns,
-    TimeWindow,
-    bin_count,
-    frame,
-    lane_phases,
-    phase_time,
-    time_bins,
-)
+from miles_tui.core.telemetry import WINDOWS, TelemetryColumns, TimeWindow, bin_count, frame, phase_time
+from miles_tui.core.telemetry.lane_phases import lane_phases
+from miles_tui.core.telemetry.time_bins import time_bins
 from tests.core.fleet_writer import Fleet, write_fleet
 
 TARGET_UI_MS = 16.0

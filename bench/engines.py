@@ -26,9 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from miles_tui.core.analysis import engine_view, scrape_interval
+from miles_tui.core.analysis import scrape_interval
 from miles_tui.core.analysis.engine_advisories import engine_figures
-from miles_tui.core.telemetry import EngineSample, EngineTable, bin_count, time_bins
+from miles_tui.core.analysis.engine_view import engine_view
+from miles_tui.core.telemetry import EngineSample, EngineTable, bin_count
+from miles_tui.core.telemetry.time_bins import time_bins
 
 T = 1_787_240_000.0
 METRICS = (

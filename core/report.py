@@ -17,16 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from miles_tui.core.analysis import (
-    LOW_MFU,
-    Advisory,
-    Level,
-    RunHealth,
-    UnreadableStep,
-    dump_advisories,
-    run_health,
-    stream_advisories,
-)
+from miles_tui.core.analysis import LOW_MFU, Advisory, Level, RunHealth, UnreadableStep, dump_advisories, run_health
+from miles_tui.core.analysis.stream_advisories import stream_advisories
 from miles_tui.core.dump import Run, StepSummary
 from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError
 from miles_tui.core.follow import RunFollower

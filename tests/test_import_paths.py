@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import inspect
 from functools import cache
 from pathlib import Path
 
@@ -82,14 +81,16 @@ def _imports() -> list[tuple[str, str, str, int]]:
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_each_package_names_its_api(package: str) -> None:
+    """Each name in __all__ resolves (on first use) to what its defining module binds; none is also the name of
+    a submodule (importing that submodule would rebind the package attribute to the module)."""
     module = importlib.import_module(package)
     names = module.__all__
-    assert len(set(names)) == len(names)
+    assert len(set(names)) == len(names) and set(names) == set(module._HOMES)
     for name in names:
-        value = getattr(module, name)
-        home = getattr(value, "__module__", None)
-        if inspect.isclass(value) or inspect.isfunction(value):
-            assert home is not None and home.startswith(package + "."), f"{package}.{name} comes from {home}"
+        home = f"{package}.{module._HOMES[name]}"
+        assert _source(f"{package}.{name}") is None, f"{package}.{name} is also a submodule"
+        assert name in _defined(_source(home)), f"{home} does not define {name}"
+        assert getattr(module, name) is getattr(importlib.import_module(home), name)
 
 
 def test_one_import_path_per_name() -> None:

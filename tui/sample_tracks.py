@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.dump import SERIES, Detokenizer, OpenStep, SampleRow, TokenView, token_view
+from miles_tui.core.dump import SERIES, Detokenizer, OpenStep, SampleRow, TokenView
+from miles_tui.core.dump.token_view import token_view
 from miles_tui.tui.renderers.sparkline import Band, BandArray, FloatArray
 from miles_tui.tui.widgets.token_sparkline import TokenSeries
 

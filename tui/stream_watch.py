@@ -14,7 +14,8 @@ import asyncio
 import os
 from dataclasses import dataclass
 
-from miles_tui.core.analysis import LOW_MFU, Advisory, stream_advisories
+from miles_tui.core.analysis import LOW_MFU, Advisory
+from miles_tui.core.analysis.stream_advisories import stream_advisories
 from miles_tui.core.dump import RunDir
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunDelta, RunFollower

@@ -1,71 +1,75 @@
 """What the monitor concludes from a run: advisories, compare, outliers, view models."""
 
-from miles_tui.core.analysis.advisories import Advisory, Level, UnreadableStep
-from miles_tui.core.analysis.compare import (
-    Delta,
-    GroupComparison,
-    GroupInStep,
-    StepComparison,
-    compare_steps,
-    group_across_steps,
-    group_of,
-)
-from miles_tui.core.analysis.compute_view import (
-    FLEET_LANES,
-    ComputeView,
-    FleetSummary,
-    LaneHealth,
-    LaneSelection,
-    Liveness,
-    compute_view,
-    nodes_of,
-    sampling_interval,
-    select_lanes,
-)
-from miles_tui.core.analysis.engine_view import (
-    ABORT_RATE,
-    PANELS,
-    EngineBlock,
-    EnginePanel,
-    EngineView,
-    engine_view,
-    scrape_interval,
-)
-from miles_tui.core.analysis.health import RunHealth, dump_advisories, run_health
-from miles_tui.core.analysis.metric_view import (
-    SMOOTHING_LEVELS,
-    FloatArray,
-    PlotData,
-    PointAt,
-    chart_keys,
-    dump_series,
-    group_keys,
-    in_step_order,
-    key_matches,
-    move_cursor,
-    plot_data,
-    same_points,
-    step_union,
-    value_at,
-    values_at,
-)
-from miles_tui.core.analysis.outliers import (
-    KINDS,
-    LAST_STEPS,
-    TOP_K,
-    OutlierKind,
-    SampleOutlier,
-    StepOutliers,
-    TokenOutlier,
-    merge_outliers,
-    peak_position,
-    recent_steps,
-    sample_outliers,
-    step_outliers,
-)
-from miles_tui.core.analysis.scatter import Scatter, dot_of, step_cursor, step_scatter
-from miles_tui.core.analysis.stream_advisories import LOW_MFU, stream_advisories
-from miles_tui.core.analysis.token_heat import MASKED, NO_VALUE, TOP, HeatStatistic, TokenHeat, token_heat
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from miles_tui.core.analysis.advisories import Advisory, Level, UnreadableStep
+    from miles_tui.core.analysis.compare import (
+        Delta,
+        GroupComparison,
+        GroupInStep,
+        StepComparison,
+        compare_steps,
+        group_across_steps,
+        group_of,
+    )
+    from miles_tui.core.analysis.compute_view import (
+        FLEET_LANES,
+        ComputeView,
+        FleetSummary,
+        LaneHealth,
+        LaneSelection,
+        Liveness,
+        nodes_of,
+        sampling_interval,
+        select_lanes,
+    )
+    from miles_tui.core.analysis.engine_view import (
+        ABORT_RATE,
+        PANELS,
+        EngineBlock,
+        EnginePanel,
+        EngineView,
+        scrape_interval,
+    )
+    from miles_tui.core.analysis.health import RunHealth, dump_advisories, run_health
+    from miles_tui.core.analysis.metric_view import (
+        SMOOTHING_LEVELS,
+        FloatArray,
+        PlotData,
+        PointAt,
+        chart_keys,
+        dump_series,
+        group_keys,
+        in_step_order,
+        key_matches,
+        move_cursor,
+        plot_data,
+        same_points,
+        step_union,
+        value_at,
+        values_at,
+    )
+    from miles_tui.core.analysis.outliers import (
+        KINDS,
+        LAST_STEPS,
+        TOP_K,
+        OutlierKind,
+        SampleOutlier,
+        StepOutliers,
+        TokenOutlier,
+        merge_outliers,
+        peak_position,
+        recent_steps,
+        sample_outliers,
+        step_outliers,
+    )
+    from miles_tui.core.analysis.scatter import Scatter, dot_of, step_cursor, step_scatter
+    from miles_tui.core.analysis.stream_advisories import LOW_MFU
+    from miles_tui.core.analysis.token_heat import MASKED, NO_VALUE, TOP, HeatStatistic, TokenHeat
 
 __all__ = [
     "ABORT_RATE",
@@ -107,11 +111,9 @@ __all__ = [
     "UnreadableStep",
     "chart_keys",
     "compare_steps",
-    "compute_view",
     "dot_of",
     "dump_advisories",
     "dump_series",
-    "engine_view",
     "group_across_steps",
     "group_keys",
     "group_of",
@@ -133,8 +135,84 @@ __all__ = [
     "step_outliers",
     "step_scatter",
     "step_union",
-    "stream_advisories",
-    "token_heat",
     "value_at",
     "values_at",
 ]
+
+_HOMES = {
+    "Advisory": "advisories",
+    "Level": "advisories",
+    "UnreadableStep": "advisories",
+    "Delta": "compare",
+    "GroupComparison": "compare",
+    "GroupInStep": "compare",
+    "StepComparison": "compare",
+    "compare_steps": "compare",
+    "group_across_steps": "compare",
+    "group_of": "compare",
+    "ComputeView": "compute_view",
+    "FLEET_LANES": "compute_view",
+    "FleetSummary": "compute_view",
+    "LaneHealth": "compute_view",
+    "LaneSelection": "compute_view",
+    "Liveness": "compute_view",
+    "nodes_of": "compute_view",
+    "sampling_interval": "compute_view",
+    "select_lanes": "compute_view",
+    "ABORT_RATE": "engine_view",
+    "EngineBlock": "engine_view",
+    "EnginePanel": "engine_view",
+    "EngineView": "engine_view",
+    "PANELS": "engine_view",
+    "scrape_interval": "engine_view",
+    "RunHealth": "health",
+    "dump_advisories": "health",
+    "run_health": "health",
+    "FloatArray": "metric_view",
+    "PlotData": "metric_view",
+    "PointAt": "metric_view",
+    "SMOOTHING_LEVELS": "metric_view",
+    "chart_keys": "metric_view",
+    "dump_series": "metric_view",
+    "group_keys": "metric_view",
+    "in_step_order": "metric_view",
+    "key_matches": "metric_view",
+    "move_cursor": "metric_view",
+    "plot_data": "metric_view",
+    "same_points": "metric_view",
+    "step_union": "metric_view",
+    "value_at": "metric_view",
+    "values_at": "metric_view",
+    "KINDS": "outliers",
+    "LAST_STEPS": "outliers",
+    "OutlierKind": "outliers",
+    "SampleOutlier": "outliers",
+    "StepOutliers": "outliers",
+    "TOP_K": "outliers",
+    "TokenOutlier": "outliers",
+    "merge_outliers": "outliers",
+    "peak_position": "outliers",
+    "recent_steps": "outliers",
+    "sample_outliers": "outliers",
+    "step_outliers": "outliers",
+    "Scatter": "scatter",
+    "dot_of": "scatter",
+    "step_cursor": "scatter",
+    "step_scatter": "scatter",
+    "LOW_MFU": "stream_advisories",
+    "HeatStatistic": "token_heat",
+    "MASKED": "token_heat",
+    "NO_VALUE": "token_heat",
+    "TOP": "token_heat",
+    "TokenHeat": "token_heat",
+}
+"""Each public name's defining module, imported on first use (importing the package stays cheap)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # found once
+    return value

@@ -44,11 +44,11 @@ from miles_tui.core.telemetry import (
     TimeBins,
     TimeWindow,
     lane_key,
-    lane_phases,
     natural_key,
-    phase_bands,
     phase_time,
 )
+from miles_tui.core.telemetry.lane_phases import lane_phases
+from miles_tui.core.telemetry.phase_bands import phase_bands
 
 FLEET_LANES: Final = 64
 """Above this many lanes the fleet summary replaces the full lane list."""

@@ -3,43 +3,49 @@
 Independent of ``dump``; joined with it only in ``miles_tui.core.follow``.
 """
 
-from miles_tui.core.telemetry.engine_series import (
-    ABORTED,
-    CACHE_HIT_RATE,
-    GEN_THROUGHPUT,
-    QUEUED,
-    REQUESTS,
-    RUNNING,
-    TOKEN_USAGE,
-    EngineSeries,
-    EngineTable,
-    FloatArray,
-    counter_delta,
-    flat_values,
-    restart_times,
-)
-from miles_tui.core.telemetry.gpu_samples import GpuSamples, IntArray, Lane, lane_key, natural_key
-from miles_tui.core.telemetry.lane_phases import LanePhases, lane_phases
-from miles_tui.core.telemetry.metric_export import write_metrics
-from miles_tui.core.telemetry.metrics import MetricSeries, MetricStore, export_metrics
-from miles_tui.core.telemetry.phase_bands import BandKey, PhaseBand, PhaseSpans, phase_bands, phase_time
-from miles_tui.core.telemetry.stream_records import EngineSample, Phase, RunMeta, StreamRecord
-from miles_tui.core.telemetry.streams import DashboardReader, PartitionInfo
-from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
-from miles_tui.core.telemetry.time_bins import WINDOWS, TimeBins, bin_count, time_bins, window_bounds
-from miles_tui.core.telemetry.time_window import (
-    PAN_FRACTION,
-    ZOOM_FACTOR,
-    Frame,
-    TimeWindow,
-    again,
-    frame,
-    go_live,
-    go_start,
-    pan,
-    preset,
-    zoom,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from miles_tui.core.telemetry.engine_series import (
+        ABORTED,
+        CACHE_HIT_RATE,
+        GEN_THROUGHPUT,
+        QUEUED,
+        REQUESTS,
+        RUNNING,
+        TOKEN_USAGE,
+        EngineSeries,
+        EngineTable,
+        FloatArray,
+        counter_delta,
+        flat_values,
+        restart_times,
+    )
+    from miles_tui.core.telemetry.gpu_samples import GpuSamples, IntArray, Lane, lane_key, natural_key
+    from miles_tui.core.telemetry.lane_phases import LanePhases
+    from miles_tui.core.telemetry.metric_export import write_metrics
+    from miles_tui.core.telemetry.metrics import MetricSeries, MetricStore, export_metrics
+    from miles_tui.core.telemetry.phase_bands import BandKey, PhaseBand, PhaseSpans, phase_time
+    from miles_tui.core.telemetry.stream_records import EngineSample, Phase, RunMeta, StreamRecord
+    from miles_tui.core.telemetry.streams import DashboardReader, PartitionInfo
+    from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
+    from miles_tui.core.telemetry.time_bins import WINDOWS, TimeBins, bin_count, window_bounds
+    from miles_tui.core.telemetry.time_window import (
+        PAN_FRACTION,
+        ZOOM_FACTOR,
+        Frame,
+        TimeWindow,
+        again,
+        frame,
+        go_live,
+        go_start,
+        pan,
+        preset,
+        zoom,
+    )
 
 __all__ = [
     "ABORTED",
@@ -83,15 +89,74 @@ __all__ = [
     "go_live",
     "go_start",
     "lane_key",
-    "lane_phases",
     "natural_key",
     "pan",
-    "phase_bands",
     "phase_time",
     "preset",
     "restart_times",
-    "time_bins",
     "window_bounds",
     "write_metrics",
     "zoom",
 ]
+
+_HOMES = {
+    "ABORTED": "engine_series",
+    "CACHE_HIT_RATE": "engine_series",
+    "EngineSeries": "engine_series",
+    "EngineTable": "engine_series",
+    "FloatArray": "engine_series",
+    "GEN_THROUGHPUT": "engine_series",
+    "QUEUED": "engine_series",
+    "REQUESTS": "engine_series",
+    "RUNNING": "engine_series",
+    "TOKEN_USAGE": "engine_series",
+    "counter_delta": "engine_series",
+    "flat_values": "engine_series",
+    "restart_times": "engine_series",
+    "GpuSamples": "gpu_samples",
+    "IntArray": "gpu_samples",
+    "Lane": "gpu_samples",
+    "lane_key": "gpu_samples",
+    "natural_key": "gpu_samples",
+    "LanePhases": "lane_phases",
+    "write_metrics": "metric_export",
+    "MetricSeries": "metrics",
+    "MetricStore": "metrics",
+    "export_metrics": "metrics",
+    "BandKey": "phase_bands",
+    "PhaseBand": "phase_bands",
+    "PhaseSpans": "phase_bands",
+    "phase_time": "phase_bands",
+    "EngineSample": "stream_records",
+    "Phase": "stream_records",
+    "RunMeta": "stream_records",
+    "StreamRecord": "stream_records",
+    "DashboardReader": "streams",
+    "PartitionInfo": "streams",
+    "TelemetryColumns": "telemetry_columns",
+    "TimeBins": "time_bins",
+    "WINDOWS": "time_bins",
+    "bin_count": "time_bins",
+    "window_bounds": "time_bins",
+    "Frame": "time_window",
+    "PAN_FRACTION": "time_window",
+    "TimeWindow": "time_window",
+    "ZOOM_FACTOR": "time_window",
+    "again": "time_window",
+    "frame": "time_window",
+    "go_live": "time_window",
+    "go_start": "time_window",
+    "pan": "time_window",
+    "preset": "time_window",
+    "zoom": "time_window",
+}
+"""Each public name's defining module, imported on first use (importing the package stays cheap)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # found once
+    return value

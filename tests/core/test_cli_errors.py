@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.dump import SERIES, Run, TokenView, token_payload, token_view
+from miles_tui.core.dump import SERIES, Run, TokenView, token_payload
+from miles_tui.core.dump.token_view import token_view
 from miles_tui.tui.cli import main
 from tests.conftest import EPOCH, GOLDEN, stamp, write_demo_run
 

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from miles_tui.core.analysis import LaneSelection, Liveness, compute_view, sampling_interval, select_lanes
-from miles_tui.core.analysis.compute_view import bin_lanes, fleet_summary, lane_health
+from miles_tui.core.analysis import LaneSelection, Liveness, sampling_interval, select_lanes
+from miles_tui.core.analysis.compute_view import bin_lanes, compute_view, fleet_summary, lane_health
 from miles_tui.core.telemetry import (
     DashboardReader,
     GpuSamples,
@@ -22,13 +22,12 @@ from miles_tui.core.telemetry import (
     TelemetryColumns,
     bin_count,
     natural_key,
-    phase_bands,
-    time_bins,
     window_bounds,
 )
 from miles_tui.core.telemetry.gpu_samples import gpu_samples
-from miles_tui.core.telemetry.phase_bands import lanes_of_rank, phase_spans
+from miles_tui.core.telemetry.phase_bands import lanes_of_rank, phase_bands, phase_spans
 from miles_tui.core.telemetry.stream_records import GpuUtil
+from miles_tui.core.telemetry.time_bins import time_bins
 from tests.conftest import GOLDEN
 from tests.core.fleet_writer import write_fleet
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from miles_tui.core.analysis import Advisory, Level, stream_advisories
+from miles_tui.core.analysis import Advisory, Level
 from miles_tui.core.analysis.engine_advisories import (
     ALARM_CODES,
     TUNING_CODES,
@@ -33,7 +33,7 @@ from miles_tui.core.analysis.engine_advisories import (
     tiered,
 )
 from miles_tui.core.analysis.engine_feed import reader_engine_figures
-from miles_tui.core.analysis.stream_advisories import run_mfu
+from miles_tui.core.analysis.stream_advisories import run_mfu, stream_advisories
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.report import build_report
 from miles_tui.core.synth.dump_files import append_jsonl, write_json

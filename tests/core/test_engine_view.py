@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
-from miles_tui.core.analysis import ABORT_RATE, PANELS, engine_view, scrape_interval
-from miles_tui.core.telemetry import EngineSample, EngineTable, time_bins
+from miles_tui.core.analysis import ABORT_RATE, PANELS, scrape_interval
+from miles_tui.core.analysis.engine_view import engine_view
+from miles_tui.core.telemetry import EngineSample, EngineTable
+from miles_tui.core.telemetry.time_bins import time_bins
 
 T = 1_787_240_000.0
 

@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.analysis import compute_view
-from miles_tui.core.analysis.compute_view import bin_lanes
+from miles_tui.core.analysis.compute_view import bin_lanes, compute_view
 from miles_tui.core.telemetry import (
     DashboardReader,
     LanePhases,
@@ -21,15 +20,13 @@ from miles_tui.core.telemetry import (
     TelemetryColumns,
     TimeWindow,
     frame,
-    lane_phases,
-    phase_bands,
     phase_time,
-    time_bins,
 )
 from miles_tui.core.telemetry.gpu_samples import gpu_samples
-from miles_tui.core.telemetry.lane_phases import _per_lane
-from miles_tui.core.telemetry.phase_bands import binned_cover, phase_spans
+from miles_tui.core.telemetry.lane_phases import _per_lane, lane_phases
+from miles_tui.core.telemetry.phase_bands import binned_cover, phase_bands, phase_spans
 from miles_tui.core.telemetry.stream_records import GpuUtil
+from miles_tui.core.telemetry.time_bins import time_bins
 from tests.core.fleet_writer import write_fleet
 
 T0 = 1_787_223_000.0

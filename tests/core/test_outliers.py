@@ -19,7 +19,8 @@ from miles_tui.core.analysis import (
     sample_outliers,
     step_outliers,
 )
-from miles_tui.core.dump import OpenStep, Run, token_view
+from miles_tui.core.dump import OpenStep, Run
+from miles_tui.core.dump.token_view import token_view
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason="shared/golden not present")

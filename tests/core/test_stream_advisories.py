@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from miles_tui.core.analysis import Level, stream_advisories
+from miles_tui.core.analysis import Level
 from miles_tui.core.analysis.stream_advisories import (
     MfuSummary,
     low_mfu,
@@ -23,6 +23,7 @@ from miles_tui.core.analysis.stream_advisories import (
     run_mfu,
     stalled_phases,
     step_times,
+    stream_advisories,
     stream_corruption,
 )
 from miles_tui.core.follow import RunFollower

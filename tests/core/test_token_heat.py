@@ -11,8 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.analysis import MASKED, NO_VALUE, TOP, HeatStatistic, token_heat
-from miles_tui.core.dump import SERIES, FieldState, Run, TokenView, token_view
+from miles_tui.core.analysis import MASKED, NO_VALUE, TOP, HeatStatistic
+from miles_tui.core.analysis.token_heat import token_heat
+from miles_tui.core.dump import SERIES, FieldState, Run, TokenView
+from miles_tui.core.dump.token_view import token_view
 
 
 def view_of(

@@ -12,7 +12,8 @@ from textual.app import App
 from textual.geometry import Region
 from textual.widgets import Static
 
-from miles_tui.core.analysis import MASKED, NO_VALUE, TOP, HeatStatistic, token_heat
+from miles_tui.core.analysis import MASKED, NO_VALUE, TOP, HeatStatistic
+from miles_tui.core.analysis.token_heat import token_heat
 from miles_tui.core.dump import Run, read_sidecar
 from miles_tui.tui.screens.sample_screen import SampleScreen
 from miles_tui.tui.widgets.heat_lines import HeatLines

@@ -14,8 +14,9 @@ from textual.app import App
 from textual.binding import Binding
 from textual.widgets import Static, TabbedContent
 
-from miles_tui.core.dump import SERIES, Conversation, FieldState, Run, Sidecar, TokenView, read_sidecar, token_view
+from miles_tui.core.dump import SERIES, Conversation, FieldState, Run, Sidecar, TokenView, read_sidecar
 from miles_tui.core.dump import Message as ChatMessage
+from miles_tui.core.dump.token_view import token_view
 from miles_tui.tui.formatting import number
 from miles_tui.tui.renderers.plot import finite_runs
 from miles_tui.tui.screens.sample_screen import SampleScreen

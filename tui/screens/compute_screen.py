@@ -24,15 +24,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Label
 
-from miles_tui.core.analysis import (
-    FLEET_LANES,
-    ComputeView,
-    LaneSelection,
-    compute_view,
-    nodes_of,
-    sampling_interval,
-    select_lanes,
-)
+from miles_tui.core.analysis import FLEET_LANES, ComputeView, LaneSelection, nodes_of, sampling_interval, select_lanes
+from miles_tui.core.analysis.compute_view import compute_view
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import (
     PAN_FRACTION,
@@ -47,9 +40,9 @@ from miles_tui.core.telemetry import (
     go_start,
     pan,
     preset,
-    time_bins,
     zoom,
 )
+from miles_tui.core.telemetry.time_bins import time_bins
 from miles_tui.tui.compute_rows import (
     LANE_LINES,
     LaneRows,

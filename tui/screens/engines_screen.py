@@ -22,8 +22,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid, VerticalScroll
 from textual.widgets import Footer, Label, Static
 
-from miles_tui.core.analysis import PANELS, EngineView, engine_view, scrape_interval
-from miles_tui.core.telemetry import WINDOWS, EngineSample, EngineTable, bin_count, time_bins, window_bounds
+from miles_tui.core.analysis import PANELS, EngineView, scrape_interval
+from miles_tui.core.analysis.engine_view import engine_view
+from miles_tui.core.telemetry import WINDOWS, EngineSample, EngineTable, bin_count, window_bounds
+from miles_tui.core.telemetry.time_bins import time_bins
 from miles_tui.tui.engine_rows import table_lines, title
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.run_model import RunModel

@@ -33,7 +33,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
-from miles_tui.core.analysis import HeatStatistic, token_heat
+from miles_tui.core.analysis import HeatStatistic
+from miles_tui.core.analysis.token_heat import token_heat
 from miles_tui.core.dump import SERIES, Detokenizer, FieldState, OpenStep, Sidecar
 from miles_tui.core.errors import MilesTuiError
 from miles_tui.core.inert_text import inert
