@@ -112,6 +112,9 @@ class MilesApp(Navigation):
         self._dump_newest: float | None = None
         self._stream_newest: float | None = None
         self._polled_steps: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+        self._meta_seen: object = None
+        self._meta_unapplied = False
+        """meta.json as the last telemetry poll read it (the watcher's step rules take it at their next poll)."""
         self.telemetry_columns = TelemetryColumns(self.watcher.follower.dashboard)
         """GPU/phase columns kept for the session, so the compute view converts records once."""
         self.exiting = False
@@ -193,7 +196,10 @@ class MilesApp(Navigation):
     @work(exclusive=False, group="poll", exit_on_error=False)
     async def _poll(self) -> None:
         if self.watcher.lock.locked():
+            if self._meta_unapplied:  # a static run has no next tick: come back for the new meta.json
+                self.set_timer(LANDING_SECONDS, self.poll_now)
             return  # a poll or a step load is running; the next tick catches up
+        applies_meta = self._meta_unapplied
         try:
             # First list the steps (no file is read) so the step list paints at once, then summarize.
             result = await self.watcher.poll(summarize=False)
@@ -204,6 +210,8 @@ class MilesApp(Navigation):
         except Exception as err:  # the monitor keeps running whatever the filesystem does
             self.notify(inert(f"poll failed: {err}"), severity="error", markup=False, timeout=6)
             return
+        if applies_meta:
+            self._meta_unapplied = False
         if result.more:
             self.set_timer(BACKFILL_REPOLL_SECONDS, self.poll_now)  # a beat for keys between two batches
         elif result.helpers:
@@ -275,6 +283,11 @@ class MilesApp(Navigation):
         self._stream_newest = result.delta.newest_write
         self._sources_reported.add("streams")
         self._take_health()
+        if result.delta.meta is not self._meta_seen:
+            # The step rules read the run's arguments (a truncation cap): apply them again with the new meta.json.
+            self._meta_seen = result.delta.meta
+            self._meta_unapplied = True
+            self.poll_now()
         if result.delta.metric_keys or result.delta.records:
             self.post_message(TelemetryAppended(result.delta.metric_keys, tuple(result.delta.records)))
 

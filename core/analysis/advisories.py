@@ -135,7 +135,7 @@ def unreadable_per_token(summary: StepSummary) -> list[Advisory]:
             Level.INFO,
             "per_token_unreadable",
             f"per-token data of {n} sample{'s' if n != 1 else ''} in step {summary.rollout_id} is unreadable, "
-            f"not undumped: {why}. Those columns stay blank rather than show misaligned tokens",
+            f"not undumped: {why}. Their per-token values read UNREAD rather than show misaligned tokens",
             summary.rollout_id,
             summary.evaluation,
             summary.alignment_reasons[0][0],

@@ -6,6 +6,9 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
+from miles_tui.core.analysis import advisories
 from miles_tui.core.report import build_report
 from miles_tui.tui.app import MilesApp
 from miles_tui.tui.screens.overview_screen import OverviewScreen
@@ -18,20 +21,28 @@ def _header(app: MilesApp) -> str:
     return screen_text(app).splitlines()[0]
 
 
-async def test_the_monitor_and_report_say_the_same(demo_run: Path) -> None:
-    """Run name, steps, latest, data age and advisories: report's and the header's come from one function."""
+async def test_the_monitor_and_report_say_the_same(demo_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run name, steps, latest, data age and advisories: report's and the header's come from one function.
+
+    The truncation rule names the run's cap from meta.json, which the monitor reads after its first step poll:
+    its step rules must run again once it has.
+    """
+    monkeypatch.setattr(advisories, "TRUNCATED_ALARM_FRACTION", 0.05)  # the demo truncates ~20%
+    meta = demo_run / "dashboard" / "meta.json"
+    document = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**document, "args": {**document.get("args", {}), "rollout_max_response_len": 77}}))
+    os.utime(meta, (EPOCH - 600, EPOCH - 600))
     with (demo_run / "dashboard" / "metrics.jsonl").open("a") as handle:
         handle.write("{not json\n")  # a telemetry advisory beside the step ones
     app = frozen_app(demo_run)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.poll_now()  # the first step poll ran before meta.json was read
-        await settle(pilot)
+        await settle(pilot)  # the first step poll ran before meta.json was read: its rules run again with it
         report = build_report(demo_run, EPOCH)
         model = app.model
         assert (model.run_name, model.latest, model.data_age) == (report.run_name, report.latest, report.data_age)
         assert [(a.code, a.message) for a in model.advisories] == [(a.code, a.message) for a in report.advisories]
         assert "malformed_stream_lines" in {a.code for a in model.advisories}
+        assert any("--rollout-max-response-len (77)" in a.message for a in model.advisories)
 
 
 async def test_a_telemetry_advisory_shows_although_no_step_changed(demo_run: Path) -> None:
@@ -69,3 +80,23 @@ async def test_every_header_follows_the_run_without_its_screen(demo_run: Path) -
         await pilot.press("f")
         await settle(pilot)
         assert "PAUSED" in _header(app)
+
+
+async def test_step_rules_run_again_when_meta_json_changes(demo_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A telemetry poll that brings a new meta.json (the run's arguments) makes the step rules run again with it,
+    on a static run too (no next tick would)."""
+    monkeypatch.setattr(advisories, "TRUNCATED_ALARM_FRACTION", 0.05)  # the demo truncates ~20%
+    meta = demo_run / "dashboard" / "meta.json"
+    document = json.loads(meta.read_text())
+    meta.unlink()
+    app = frozen_app(demo_run, follow=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert any(a.code == "truncated_samples" for a in app.model.advisories)
+        assert not any("(77)" in a.message for a in app.model.advisories)
+        meta.write_text(json.dumps({**document, "args": {"rollout_max_response_len": 77}}))
+        os.utime(meta, (EPOCH - 600, EPOCH - 600))
+        app._poll_streams()  # only the telemetry side polls
+        await settle(pilot)
+        assert any("--rollout-max-response-len (77)" in a.message for a in app.model.advisories)
+        assert "--rollout-max-response-len (77)" in screen_text(app)

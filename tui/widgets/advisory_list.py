@@ -43,8 +43,7 @@ class AdvisoryList(OptionList):
         self.advisories = advisories
         self.clear_options()
         if not advisories:
-            self.add_option(Option(Text("no advisories: nothing needs attention", style="dim"), disabled=True))
-            return
+            return  # the pane's title says "none, nothing needs attention"
         options = []
         for advisory in advisories:
             text = Text()
