@@ -10,11 +10,6 @@ Contract:
   same as :func:`miles_tui.core.telemetry.metric_batch.decode_block` on the whole block.
 - The pieces travel to the workers as bytes: a worker never reads the file, so
   what it decodes is exactly what the tail read in its transaction.
-- While the workers decode one long block, the next stretch of the file is
-  read ahead (in this process) and its pieces are queued too, so the workers
-  keep busy while the caller stores the block; when the tail then asks for
-  that stretch, a piece read ahead is used only when its bytes are the bytes
-  the tail read (compared whole), else it is decoded again.
 - Workers are started (``forkserver``, else ``spawn``; never ``fork``: the app
   has threads) on the first long block and stopped by :meth:`close`, which the
   reader calls at the end of every poll: no process outlives the poll that
@@ -37,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from miles_tui.core.run_files import open_regular_fd
 from miles_tui.core.tail import MalformedLineError
 from miles_tui.core.telemetry.metric_batch import BadLine, MetricBatch, decode_block
 
@@ -49,9 +43,6 @@ PIECE_BYTES: Final = 2 << 20
 
 BLOCK_BYTES: Final = 16 << 20
 """What the metrics tail reads per block when it has workers (pieces of one block run in parallel)."""
-
-AHEAD_BYTES: Final = BLOCK_BYTES
-"""What is read ahead of a long block, for the workers to decode while the block is stored."""
 
 WINDOW: Final = 4096
 """Bytes of the start and of the end of the decoded stretch kept for :meth:`MetricBlockDecoder.fingerprint`."""
@@ -129,8 +120,6 @@ class MetricBlockDecoder:
         self.parallel_bytes = PARALLEL_BYTES if parallel_bytes is None else parallel_bytes
         self.piece_bytes = PIECE_BYTES if piece_bytes is None else piece_bytes
         self._pool: ProcessPoolExecutor | None = None
-        self._ahead: dict[int, tuple[bytes, Future[tuple[MetricBatch, list[BadLine]]]]] = {}
-        """File offset -> a piece read ahead and its decoding."""
         self._head = b""
         self._tail = b""
         self._end = 0
@@ -177,20 +166,11 @@ class MetricBlockDecoder:
             self.workers = 0
             return decode_block(block, base)
         futures: list[tuple[int, int, Future[tuple[MetricBatch, list[BadLine]]] | None]] = []
-        ahead, self._ahead = self._ahead, {}
         for start, end in _cut(block, self.piece_bytes):
-            piece = block[start:end]
-            known = ahead.pop(base + start, None)
-            if known is not None and known[0] == piece:  # read ahead, and the very bytes the tail read
-                futures.append((start, end, known[1]))
-                continue
             try:
-                futures.append((start, end, pool.submit(_decode_piece, piece, base + start)))
+                futures.append((start, end, pool.submit(_decode_piece, block[start:end], base + start)))
             except Exception:  # the pool broke: this piece is decoded here
                 futures.append((start, end, None))
-        for _, unused in ahead.values():
-            unused.cancel()
-        self._read_ahead(pool, base + len(block) + 1)
         batches: list[MetricBatch] = []
         bad: list[BadLine] = []
         for start, end, future in futures:
@@ -203,20 +183,6 @@ class MetricBlockDecoder:
             batches.append(batch)
             bad += lines
         return MetricBatch.concat(batches), bad
-
-    def _read_ahead(self, pool: ProcessPoolExecutor, offset: int) -> None:
-        """Queue the pieces of the complete lines in the AHEAD_BYTES after ``offset`` (best effort)."""
-        try:
-            fd = open_regular_fd(self.path)
-            try:
-                data = os.pread(fd, AHEAD_BYTES, offset)
-            finally:
-                os.close(fd)
-            for start, end in _cut(data[: max(data.rfind(b"\n"), 0)], self.piece_bytes):
-                piece = data[start:end]
-                self._ahead[offset + start] = (piece, pool.submit(_decode_piece, piece, offset + start))
-        except Exception:  # nothing read ahead: the tail's next block is decoded as it comes
-            return
 
     def _start(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -231,7 +197,6 @@ class MetricBlockDecoder:
     def close(self) -> None:
         """Stop the worker processes, if any were started (the next long block starts them again)."""
         pool, self._pool = self._pool, None
-        self._ahead = {}
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 

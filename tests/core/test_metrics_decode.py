@@ -176,31 +176,6 @@ def test_worker_processes_decode_exactly_what_the_calling_thread_decodes(tmp_pat
     assert str(bad_b[0].path) == str(tmp_path / "m.jsonl")
 
 
-def test_pieces_read_ahead_are_used_only_when_they_are_the_bytes_the_tail_read(tmp_path: Path) -> None:
-    lines = [_line(float(i), "t", i, loss=i / 7, n=i) for i in range(600)]
-    data = b"\n".join(lines) + b"\n"
-    path = tmp_path / "m.jsonl"
-    path.write_bytes(data)
-    cut = data.index(lines[300]) - 1
-    first, second = data[:cut], data[cut + 1 : -1]
-    decoder = MetricBlockDecoder(path, workers=2, parallel_bytes=1, piece_bytes=4096)
-    try:
-        decoder(first, 0)
-        assert decoder._ahead and min(decoder._ahead) == cut + 1  # the next stretch is being decoded already
-        changed = second.replace(b'"loss": ', b'"LOSS": ', 1)  # the file as the tail reads it now
-        path.write_bytes(data[: cut + 1] + changed + b"\n")
-        batch, bad = decoder(changed, cut + 1)
-        assert not decoder._ahead or min(decoder._ahead) == len(data)
-    finally:
-        decoder.close()
-    expected = MetricStore()
-    expected.append_batch(decode_block(changed, cut + 1)[0])
-    got = MetricStore()
-    got.append_batch(batch)
-    _same(_rebuilt(got), _rebuilt(expected))
-    assert "LOSS" in got.point_counts() and not bad
-
-
 def test_the_reader_with_workers_follows_the_file_as_without(tmp_path: Path) -> None:
     dash = tmp_path / "dashboard"
     dash.mkdir()
