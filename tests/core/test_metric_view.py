@@ -15,7 +15,6 @@ from miles_tui.core.analysis import (
     chart_keys,
     dump_series,
     group_keys,
-    in_step_order,
     key_matches,
     move_cursor,
     plot_data,
@@ -31,6 +30,7 @@ from miles_tui.core.analysis.metric_view import (
     downsample,
     ema,
     filter_keys,
+    in_step_order,
     log_safe,
     smoothing_alpha,
 )

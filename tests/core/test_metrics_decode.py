@@ -213,3 +213,86 @@ def test_the_streamed_export_is_the_export_document() -> None:
     assert json.loads(_streamed(store))["metrics"]["grad"]["value"] == [None, None]
     empty = MetricStore()
     assert _streamed(empty) == _document(empty) == '{"metrics": {}}'
+
+
+# -- NaN/Infinity literals decoded by msgspec (each literal read as null, then set back) -----------------------
+
+NONFINITE_LINES = [
+    b'{"ts":1.5,"step_key":"train/step","step":3,"metrics":{"loss":NaN,"grad":Infinity,"kl":-Infinity,"n":2}}',
+    b'{"ts": 2.0, "step_key": "train/step", "step": 4, "metrics": {"loss" : NaN, "grad":  -Infinity}}',
+    b'{"ts":3,"step_key":"s","step":5,"metrics":{"NaN":NaN}}',  # the literal in a key too: json.loads decides
+    b'{"ts":4,"step_key":"NaN","step":6,"metrics":{"a":1}}',  # only in a string: msgspec refuses, json.loads keeps
+    b'{"ts":5,"step_key":"s","step":7,"metrics":{"a":1,"b":NaN,"a":Infinity}}',  # a duplicate key
+    b'{"ts":6,"step_key":"s","step":8,"metrics":{"a":NaN,"a":-Infinity}}',
+    b'{"ts":7,"step_key":"s","step":[NaN],"metrics":{"a":Infinity}}',  # one in the step
+    b'{"ts":8,"step_key":"s","step":9,"metrics":{"a":NaN},"extra":[Infinity]}',  # one in an ignored field
+    b'{"ts":9,"step_key":"s","step":10,"metrics":{"a":NaN,"b":null}}',  # a null of its own
+    b'{"ts":10,"step_key":"s","step":11,"metrics":{"a":1Infinity}}',  # glued: invalid either way
+    b'{"ts":11,"step_key":"s","step":12,"metrics":{"a":Infinity1}}',
+    b'{"ts":12,"step_key":"s","step":13,"metrics":{"a":-NaN}}',
+    b'{"ts":13,"step_key":"s","step":14,"metrics":{"a\\u0041":NaN,"b":Infinity}}',  # an escape: json.loads
+    b'{"ts":14,"step_key":"s","step":15,"metrics":{"\\NaN":1}}',  # invalid escape
+    b'{"ts":NaN,"step_key":"s","step":16,"metrics":{"a":1}}',
+    b'{"ts":15,"step_key":"x","step":17,"metrics":{"x":NaN,",":Infinity}}',
+    b'{"ts":16,"step_key":"s","step":18,"metrics":{"a":NaN}}NaN',
+    b'{"ts":17,"step_key":"s","step":19,"metrics":{"\xc3\xa9":NaN,"b":[NaN]}}',
+]
+
+
+def test_nan_and_infinity_literals_decode_as_json_loads_decodes_them() -> None:
+    block = b"\n".join(NONFINITE_LINES)
+    batch, bad = decode_block(block, 0)
+    store = MetricStore()
+    store.append_batch(batch)
+    expected, expected_bad = _reference(block)
+    _same(_rebuilt(store), expected)
+    assert [b.offset for b in bad] == expected_bad
+
+
+def test_lines_with_nan_literals_are_not_handed_to_json_loads(monkeypatch: Any) -> None:
+    """A diverged run writes NaN/Infinity on every line: json.loads on each would cost three times msgspec."""
+    calls: list[str] = []
+    loads = json.loads
+    monkeypatch.setattr(json, "loads", lambda text, *a, **k: calls.append(text) or loads(text, *a, **k))
+    lines = [NONFINITE_LINES[0].replace(b'"step":3', b'"step":%d' % i) for i in range(50)] + NONFINITE_LINES[1:2]
+    batch, bad = decode_block(b"\n".join(lines), 0)
+    assert len(batch) == 51 and not bad
+    assert calls == []
+    assert math.isnan(batch[0][3]["loss"]) and batch[0][3]["grad"] == math.inf and batch[0][3]["kl"] == -math.inf
+    assert batch[0][3]["n"] == 2 and type(batch[0][3]["n"]) is int
+
+
+def _raw_key(key: str) -> str:
+    """The key as JSON, except that a key holding a backslash is written raw (an escape, or an invalid one)."""
+    return f'"{key}"' if "\\" in key else json.dumps(key)
+
+
+_key = st.sampled_from(["a", "b", "NaN", "Infinity", "-Infinity", "null", "x,y", ",", "é", 'q"', "a\\", "\\u0041"])
+_literal = st.sampled_from(["NaN", "Infinity", "-Infinity", "null", "1", "2.5", "-0.0", "1e400", '"NaN"', "[NaN]"])
+_space = st.sampled_from(["", " ", "  ", "\t"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    members=st.lists(st.tuples(_key, _space, _literal), max_size=6),
+    step=_literal,
+    step_key=_key,
+    insert=st.none() | st.tuples(st.integers(min_value=0, max_value=200), st.sampled_from(["NaN", "Infinity", "-"])),
+)
+def test_any_line_with_literals_decodes_as_json_loads_decodes_it(
+    members: list[tuple[str, str, str]], step: str, step_key: str, insert: tuple[int, str] | None
+) -> None:
+    """Keys that hold a literal or a quote or a backslash, duplicate keys, literals in strings, in the step,
+    glued to other tokens: whatever the line, the record (or the refusal) is json.loads'."""
+    body = ",".join(f"{_raw_key(key)}{space}:{space}{value}" for key, space, value in members)
+    line = f'{{"ts":1.5,"step_key":{json.dumps(step_key)},"step":{step},"metrics":{{{body}}}}}'
+    if insert is not None:
+        at = min(insert[0], len(line))
+        line = line[:at] + insert[1] + line[at:]
+    block = line.encode()
+    batch, bad = decode_block(block, 0)
+    store = MetricStore()
+    store.append_batch(batch)
+    expected, expected_bad = _reference(block)
+    _same(_rebuilt(store), expected)
+    assert [b.offset for b in bad] == expected_bad

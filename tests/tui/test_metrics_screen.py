@@ -6,6 +6,7 @@ import json
 import math
 import shutil
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from miles_tui.tui.app import MilesApp
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE
 from miles_tui.tui.renderers.plot import ansi_strips, step_tick, tick_labels, y_ticks
-from miles_tui.tui.screens.metrics_screen import MetricsScreen
+from miles_tui.tui.screens.metrics_screen import LOADING_NOTE, MetricsScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.widgets.metric_chart import MetricChart, chart_body, metric_value
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -282,6 +283,43 @@ async def test_an_empty_run_says_what_is_missing(tmp_path: Path) -> None:
         assert empty.display and NOTHING_YET_NOTE in _text(empty)
         await pilot.press("right", "l", "e")  # nothing to move over or redraw: no error
         assert screen.cursor is None
+
+
+async def test_series_are_read_off_the_ui_thread_and_the_screen_shows_before_them(
+    golden_copy: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long run's series take a second to read: the screen appears at once, says so, and fills in."""
+    release = threading.Event()
+    readers: list[bool] = []
+    series = MetricStore.series
+
+    def slow_series(self: MetricStore, *args: Any, **kwargs: Any) -> Any:
+        readers.append(threading.current_thread() is threading.main_thread())
+        release.wait(5)  # on the UI thread (the old way) this would hold the screen back for 5 s per key
+        return series(self, *args, **kwargs)
+
+    app = frozen_app(golden_copy("live_streams"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, linger=0.3)
+        monkeypatch.setattr(MetricStore, "series", slow_series)
+        await pilot.press("m")
+        for _ in range(100):
+            if readers:
+                break
+            await pilot.pause(0.02)
+        screen = app.screen
+        assert isinstance(screen, MetricsScreen), "the screen is up while its series are read"
+        assert screen.first_read and not screen.charts
+        assert LOADING_NOTE in _text(screen.query_one("#metrics-empty", Static))
+        assert LOADING_NOTE in _text(screen.query_one("#metrics-status", Label))
+        await pilot.press("l")  # keys work meanwhile
+        assert screen.view.log_y
+        release.set()
+        await settle(pilot, linger=0.3)
+        assert readers and not any(readers), "no series is read on the UI thread"
+        assert not screen.first_read and "train/loss" in screen.charts
+        assert "13/13 series" in _text(screen.query_one("#metrics-status", Label))
+        assert not screen.query_one("#metrics-empty", Static).display
 
 
 async def test_a_demo_run_with_metrics_opened_before_the_first_poll(tmp_path: Path) -> None:

@@ -10,15 +10,21 @@ TelemetryAppended, or a poll's published run model after which the store's point
 counts moved) redraw only the charts whose key got some; a key seen for the
 first time rebuilds the grid. The grid's columns and chart heights follow
 the terminal size through breakpoint classes (metrics_screen.tcss).
+
+Series are read from the store in a thread (:meth:`MetricsScreen._gather`; a
+long run's 50 series of millions of points take a second): the screen shows
+at once, saying "loading…", and fills in; one read runs at a time, and what
+was asked meanwhile is read next, together.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical, VerticalScroll
@@ -31,26 +37,75 @@ from miles_tui.core.analysis import (
     chart_keys,
     dump_series,
     group_keys,
-    in_step_order,
     key_matches,
     move_cursor,
     same_points,
     step_union,
+    store_series,
     values_at,
 )
+from miles_tui.core.dump import StepAggregate
 from miles_tui.core.inert_text import inert
-from miles_tui.core.telemetry import MetricSeries
+from miles_tui.core.telemetry import MetricSeries, MetricStore
 from miles_tui.tui.messages import (
     StepsSummarized,
     TelemetryAppended,
 )
-from miles_tui.tui.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE, Source, inspector_line, status_line
+from miles_tui.tui.metric_lines import NOTHING_YET_NOTE, Source, inspector_line, status_line
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.metric_chart import ChartView, MetricChart
 from miles_tui.tui.widgets.run_header import RunHeader
 
-__all__ = ["NOTHING_YET_NOTE", "NO_METRICS_NOTE", "MetricsScreen"]
+LOADING_NOTE = "loading…"
+"""What the grid says until its first series are read."""
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """What a read of the series must bring (what the screen had when it asked)."""
+
+    rebuild: bool
+    """Read every series (a new grid), whatever changed."""
+    keys: frozenset[str]
+    """Keys to read again even if their point count did not move (a TelemetryAppended's)."""
+    source: Source
+    """Where the charted series come from now."""
+    x_keys: Mapping[str, str]
+    """Each charted key's x key."""
+    counts: Mapping[str, int]
+    """The store's point counts when the charted series were read."""
+    aggregates: tuple[StepAggregate, ...] = ()
+    """The step aggregates (a run without metrics.jsonl charts them)."""
+
+
+@dataclass(frozen=True)
+class _Gathered:
+    """What a read brought: a new grid, or new series for some charts."""
+
+    rebuild: bool
+    source: Source
+    series: dict[str, MetricSeries]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _gather(store: MetricStore, ask: _Ask) -> _Gathered | None:
+    """The series ``ask`` needs (None: nothing changed). Blocking: runs in a thread, reads under the store's lock."""
+    counts = store.point_counts()
+    keys = chart_keys(store)
+    if keys:
+        if ask.rebuild or ask.source != "metrics" or not set(keys) <= set(ask.x_keys):
+            return _Gathered(True, "metrics", store_series(store, dict.fromkeys(keys)), counts)
+        moved = {key for key, count in counts.items() if count != ask.counts.get(key)} | ask.keys
+        wanted = {key: ask.x_keys[key] for key in moved if key in ask.x_keys}  # the x key stays the chart's own
+        if not wanted:
+            return None
+        return _Gathered(False, "metrics", store_series(store, wanted), counts)
+    series = dump_series(ask.aggregates)
+    source: Source = "dump" if series else "none"
+    if ask.rebuild or source != ask.source or set(series) != set(ask.x_keys):
+        return _Gathered(True, source, series, counts)
+    return _Gathered(False, source, series, counts)
 
 
 class MetricsScreen(MonitorScreen):
@@ -91,6 +146,10 @@ class MetricsScreen(MonitorScreen):
         self._stops: FloatArray | None = None
         self._counts: dict[str, int] = {}  # the store's point counts when the series were read
         self._shown: dict[Static, Text] = {}
+        self.first_read = True
+        """No series read yet (the grid says so)."""
+        self._reading = False  # a read of the series runs
+        self._asked: tuple[bool, set[str]] | None = None  # what was asked while it ran: (rebuild, keys)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -106,25 +165,65 @@ class MetricsScreen(MonitorScreen):
         self.query_one(RunHeader).context = "metrics"
         self.miles.run_changed.subscribe(self, self._run_changed)
         self.watch(self.query_one("#charts", VerticalScroll), "scroll_y", self._scrolled, init=False)
-        await self._rebuild()
+        self._apply_filter()
         self.query_one("#charts", VerticalScroll).focus()
+        self._read(rebuild=True)
 
     # -- data -------------------------------------------------------------------------
 
-    def _collect(self) -> tuple[Source, dict[str, MetricSeries]]:
-        store = self.miles.watcher.follower.metrics
-        self._counts = store.point_counts()
-        keys = chart_keys(store)
-        if keys:
-            found = {key: store.series(key) for key in keys}
-            return "metrics", {key: in_step_order(s) for key, s in found.items() if s is not None}
-        aggregates = [summary.aggregate for summary in self.miles.model.summaries.values()]
-        series = dump_series(aggregates)
-        return ("dump" if series else "none"), series
+    def _read(self, rebuild: bool = False, keys: tuple[str, ...] = ()) -> None:
+        """Read the series in a thread: all of them (``rebuild``), or those of ``keys`` and of every key whose
+        point count moved. One read at a time: what is asked meanwhile is read next, together."""
+        if self._reading:
+            again, more = self._asked or (False, set())
+            self._asked = (again or rebuild, more | set(keys))
+            return
+        self._reading = True
+        ask = _Ask(
+            rebuild=rebuild,
+            keys=frozenset(keys),
+            source=self.source,
+            x_keys={key: series.x_key for key, series in self.series.items()},
+            counts=dict(self._counts),
+            aggregates=tuple(summary.aggregate for summary in self.miles.model.summaries.values()),
+        )
+        self._gather(ask)
 
-    async def _rebuild(self) -> None:
-        """Collect every series and mount a fresh grid (on open, and when keys appear)."""
-        self.source, self.series = self._collect()
+    @work(thread=True, group="metric-series", exit_on_error=False)
+    def _gather(self, ask: _Ask) -> None:
+        gathered = None
+        try:
+            gathered = _gather(self.miles.watcher.follower.metrics, ask)
+        finally:  # a read that failed still ends, so the next one can start
+            self.app.call_from_thread(self.call_later, self._gathered, gathered)
+
+    async def _gathered(self, gathered: _Gathered | None) -> None:
+        """A read is done: show what it brought, then start the read asked for meanwhile."""
+        if not self.is_attached:
+            self._reading = False
+            return
+        if gathered is not None:
+            self._counts = gathered.counts
+            if gathered.rebuild:
+                self.first_read = False
+                await self._rebuild(gathered.source, gathered.series)
+            else:
+                changed = {key for key in gathered.series if key in self.charts}
+                if gathered.source == "dump":
+                    changed = {key for key in changed if not same_points(gathered.series[key], self.series[key])}
+                self.series.update((key, gathered.series[key]) for key in changed)
+                self._update(changed)
+        elif self.first_read:
+            self.first_read = False
+            self._apply_filter()
+        self._reading = False
+        if self._asked is not None:
+            (rebuild, keys), self._asked = self._asked, None
+            self._read(rebuild, tuple(keys))
+
+    async def _rebuild(self, source: Source, series: dict[str, MetricSeries]) -> None:
+        """Mount a fresh grid of ``series`` (on open, and when keys appear)."""
+        self.source, self.series = source, series
         container = self.query_one("#charts", VerticalScroll)
         await container.query(".category").remove()
         self.charts = {}
@@ -173,7 +272,9 @@ class MetricsScreen(MonitorScreen):
         for section in self.query(".category"):
             section.display = any(chart.display for chart in section.query(MetricChart))
         empty = self.query_one("#metrics-empty", Static)
-        if not self.charts:
+        if not self.charts and self.first_read:
+            empty.update(Text(LOADING_NOTE, style="dim"))
+        elif not self.charts:
             empty.update(Text(NOTHING_YET_NOTE, style="dim"))
         elif not shown:
             empty.update(Text(f"no series match {self.pattern!r}", style="yellow"))
@@ -183,6 +284,9 @@ class MetricsScreen(MonitorScreen):
         self.call_after_refresh(self._refresh_inspector)
 
     def _refresh_status(self) -> None:
+        if self.first_read:
+            self._show(self.query_one("#metrics-status", Label), Text(f"metrics · {LOADING_NOTE}", style="dim"))
+            return
         line = status_line(self.source, len(self.shown_keys()), len(self.charts), self.pattern, self.view)
         self._show(self.query_one("#metrics-status", Label), line)
 
@@ -201,44 +305,25 @@ class MetricsScreen(MonitorScreen):
     # -- live -------------------------------------------------------------------------
 
     @on(TelemetryAppended)
-    async def _telemetry(self, message: TelemetryAppended) -> None:
-        """New metric points: redraw the charts of the keys that got some."""
-        await self._sync_metrics(message.metric_keys)
+    def _telemetry(self, message: TelemetryAppended) -> None:
+        """New metric points: read the series of the keys that got some (their charts redraw)."""
+        self._sync_metrics(message.metric_keys)
 
-    async def _sync_metrics(self, keys: tuple[str, ...] = ()) -> None:
+    def _sync_metrics(self, keys: tuple[str, ...] = ()) -> None:
         """Catch up with the store: ``keys`` and every key whose point count moved get their new series.
 
         Only those charts redraw; a key never charted before (or the first metrics of a
-        run shown from its dumps) rebuilds the grid.
+        run shown from its dumps) rebuilds the grid. The series are read in a thread.
         """
-        store = self.miles.watcher.follower.metrics
-        counts = store.point_counts()
-        changed = {key for key, count in counts.items() if count != self._counts.get(key)} | set(keys)
-        if not changed:
+        if not keys and not self.first_read and self.miles.watcher.follower.metrics.point_counts() == self._counts:
             return
-        if self.source != "metrics" or not set(chart_keys(store)) <= set(self.charts):
-            await self._rebuild()
-            return
-        self._counts = counts
-        changed &= set(self.charts)
-        for key in changed:
-            series = store.series(key, self.series[key].x_key)  # the x key stays the chart's own
-            if series is not None:
-                self.series[key] = in_step_order(series)
-        self._update(changed)
+        self._read(keys=keys)
 
     @on(StepsSummarized)
-    async def _summarized(self, message: StepsSummarized) -> None:
+    def _summarized(self, message: StepsSummarized) -> None:
         """Step summaries arrived (one batch per poll): without metrics.jsonl, the dump-derived series change."""
-        if self.source == "metrics":
-            return
-        fresh = dump_series(summary.aggregate for summary in self.miles.model.summaries.values())
-        if set(fresh) != set(self.series):
-            await self._rebuild()
-            return
-        changed = {key for key, series in fresh.items() if not same_points(series, self.series[key])}
-        self.series.update((key, fresh[key]) for key in changed)
-        self._update(changed)
+        if self.source != "metrics":
+            self._read()
 
     def _run_changed(self, model: RunModel) -> None:
         """A poll ended: pick up metric points no TelemetryAppended brought.
