@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -227,17 +227,14 @@ def ema(values: FloatArray, alpha: float | None = None, *, span: float | None = 
     return out
 
 
-def downsample(x: FloatArray, y: FloatArray, max_points: int) -> tuple[FloatArray, FloatArray]:
-    """At most ``max_points`` points: consecutive buckets, each kept as its min and max point, at their own x.
-
-    Fewer points than that come back unchanged (copies). A bucket with no value
-    (all NaN) keeps one NaN point, so a gap stays a gap; ±inf count as extremes.
-    """
+def _kept(y: FloatArray, max_points: int) -> npt.NDArray[np.intp]:
+    """Indices of at most ``max_points`` points of ``y``: consecutive buckets, each its min and max point
+    (in order); a bucket with no value (all NaN) keeps its first point, so a gap stays a gap."""
     if max_points < 2:
         raise ValueError(f"max_points must be >= 2, got {max_points}")
     count = len(y)
     if count <= max_points:
-        return x.astype(np.float64, copy=True), y.astype(np.float64, copy=True)
+        return np.arange(count)
     size = math.ceil(count / (max_points // 2))
     rows = math.ceil(count / size)
     padded = np.full(rows * size, np.nan)
@@ -252,8 +249,75 @@ def downsample(x: FloatArray, y: FloatArray, max_points: int) -> tuple[FloatArra
     pairs = np.stack([first, second], axis=1)
     keep = np.ones_like(pairs, dtype=bool)
     keep[:, 1] = second != first
-    index = pairs[keep]
+    index: npt.NDArray[np.intp] = pairs[keep]
+    return index
+
+
+def downsample(x: FloatArray, y: FloatArray, max_points: int) -> tuple[FloatArray, FloatArray]:
+    """At most ``max_points`` points: consecutive buckets, each kept as its min and max point, at their own x.
+
+    Fewer points than that come back unchanged (copies). A bucket with no value
+    (all NaN) keeps one NaN point, so a gap stays a gap; ±inf count as extremes.
+    """
+    index = _kept(y, max_points)
     return x[index].astype(np.float64), y[index].astype(np.float64)
+
+
+CHART_POINTS: Final = 4_096
+"""A chart keeps at most this many points of a series: ten times what the widest chart draws, so a
+2,000,000-point series costs a chart 128 KB instead of 64 MB."""
+
+
+@dataclass(frozen=True, eq=False)
+class ChartSeries:
+    """A series as a chart keeps it: real points only, and its smoothed line computed on every point."""
+
+    series: MetricSeries
+    """The points kept, in step order: all of them, or each bucket's lowest and highest point (exact values
+    at their own steps: the cursor and the inspector read them)."""
+    total: int
+    """Points of the whole series."""
+    smooth: Mapping[float, FloatArray]
+    """Of a reduced series, for each weight of :data:`SMOOTHING_LEVELS`: the EMA of the *whole* series at
+    the kept points (an EMA of the kept points would differ). Empty when every point is kept."""
+
+
+def chart_series(series: MetricSeries, max_points: int = CHART_POINTS) -> ChartSeries:
+    """``series`` in step order, reduced to at most ``max_points`` real points when longer."""
+    ordered = in_step_order(series)
+    total = len(ordered.value)
+    if total <= max_points:
+        return ChartSeries(ordered, total, {})
+    index = _kept(ordered.value, max_points)
+    smooth = {w: ema(ordered.value, smoothing_alpha(w))[index] for w in SMOOTHING_LEVELS if w > 0}
+    kept = MetricSeries(
+        key=ordered.key,
+        x_key=ordered.x_key,
+        record=ordered.record[index],
+        step=ordered.step[index],
+        value=ordered.value[index],
+        ts=ordered.ts[index],
+    )
+    return ChartSeries(kept, total, smooth)
+
+
+def store_chart_series(
+    store: MetricStore,
+    x_keys: Mapping[str, str | None],
+    max_points: int = CHART_POINTS,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> dict[str, ChartSeries] | None:
+    """Each key's :func:`chart_series` against its x key (None: the key's default); keys without one left
+    out. Key by key under the store's lock (a thread may call it while another appends), so at most one
+    whole series is held at a time; None as soon as ``cancelled()`` says so (checked between keys)."""
+    out: dict[str, ChartSeries] = {}
+    for key, x_key in x_keys.items():
+        if cancelled():
+            return None
+        series = store.series(key, x_key)
+        if series is not None:
+            out[key] = chart_series(series, max_points)
+    return out
 
 
 def log_safe(values: FloatArray) -> FloatArray:
@@ -360,11 +424,20 @@ def _finite_range(arrays: Sequence[FloatArray]) -> tuple[float | None, float | N
     return float(min(a.min() for a in finite)), float(max(a.max() for a in finite))
 
 
-def plot_data(series: MetricSeries, max_points: int, smoothing: float = 0.0, log_y: bool = False) -> PlotData:
-    """What one chart draws: step order, smoothing (on the linear values), log safety, then downsampling."""
-    ordered = in_step_order(series)
+def plot_data(
+    series: MetricSeries | ChartSeries, max_points: int, smoothing: float = 0.0, log_y: bool = False
+) -> PlotData:
+    """What one chart draws: step order, smoothing (on the linear values), log safety, then downsampling.
+
+    A reduced :class:`ChartSeries` brings its smoothed line (computed on the whole series) and its count.
+    """
+    chart = series if isinstance(series, ChartSeries) else chart_series(series, max_points=2**62)
+    ordered = chart.series
     x, raw = ordered.step, ordered.value
-    smooth = ema(raw, smoothing_alpha(smoothing)) if smoothing > 0 and len(raw) else np.zeros(0)
+    smooth = np.zeros(0)
+    if smoothing > 0 and len(raw):
+        given = chart.smooth.get(smoothing)
+        smooth = given if given is not None else ema(raw, smoothing_alpha(smoothing))
     if log_y:
         with np.errstate(divide="ignore"):
             raw = np.log10(log_safe(raw))
@@ -375,8 +448,8 @@ def plot_data(series: MetricSeries, max_points: int, smoothing: float = 0.0, log
     smooth_x, drawn_smooth = downsample(x, smooth, half) if len(smooth) else (np.zeros(0), np.zeros(0))
     lo, hi = _finite_range([drawn_raw, drawn_smooth])
     return PlotData(
-        key=series.key,
-        x_key=series.x_key,
+        key=ordered.key,
+        x_key=ordered.x_key,
         x=drawn_x,
         raw=drawn_raw,
         smooth_x=smooth_x,
@@ -387,5 +460,5 @@ def plot_data(series: MetricSeries, max_points: int, smoothing: float = 0.0, log
         x_hi=float(x[-1]) if len(x) else None,
         log_y=log_y,
         smoothing=smoothing,
-        points=len(x),
+        points=chart.total,
     )

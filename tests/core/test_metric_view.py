@@ -280,3 +280,53 @@ def test_dump_series_chart_the_step_aggregates_against_rollout_id() -> None:
     np.testing.assert_array_equal(reward.value, [0.1, NAN, 0.3])
     np.testing.assert_array_equal(series["dump/eval_reward_mean"].value, [0.7])
     assert dump_series([]) == {}
+
+
+def _long(count: int, seed: int = 3) -> MetricSeries:
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=count)
+    values[rng.integers(0, count, 50)] = np.nan  # gaps
+    values[count // 3] = 40.0  # one spike
+    steps = np.arange(count, dtype=np.float64)
+    rng.shuffle(steps)  # logged out of order: the chart sorts
+    return MetricSeries("train/loss", "train/step", np.arange(count), steps, values, np.zeros(count))
+
+
+def test_a_long_series_keeps_few_real_points_and_its_whole_smoothing() -> None:
+    from miles_tui.core.analysis import SMOOTHING_LEVELS, chart_series
+    from miles_tui.core.analysis.metric_view import CHART_POINTS, in_step_order
+
+    full = in_step_order(_long(200_000))
+    chart = chart_series(_long(200_000))
+    kept = chart.series
+    assert chart.total == 200_000 and len(kept.value) <= CHART_POINTS
+    assert np.all(np.diff(kept.step) >= 0)
+    index = kept.step.astype(int)  # steps are 0..n-1: a kept point's step is its position in the full series
+    assert np.array_equal(full.value[index], kept.value, equal_nan=True)  # real points, exact values
+    assert np.nanmax(kept.value) == 40.0 and np.nanmin(kept.value) == np.nanmin(full.value)  # extremes kept
+    for weight in SMOOTHING_LEVELS[1:]:
+        whole = ema(full.value, 1 - weight)
+        assert np.array_equal(chart.smooth[weight], whole[index], equal_nan=True)
+    data = plot_data(chart, 200, smoothing=SMOOTHING_LEVELS[-1])
+    assert data.points == 200_000 and len(data.x) <= 200
+
+
+def test_a_short_series_is_kept_whole_and_smoothed_when_drawn() -> None:
+    from miles_tui.core.analysis import chart_series
+
+    series = _series([3, 1, 2], [0.3, 0.1, 0.2])
+    chart = chart_series(series)
+    assert chart.total == 3 and chart.smooth == {} and list(chart.series.step) == [1, 2, 3]
+    assert np.array_equal(plot_data(chart, 40, 0.6).smooth, plot_data(series, 40, 0.6).smooth)
+
+
+def test_reading_a_store_for_charts_stops_when_cancelled() -> None:
+    from miles_tui.core.analysis import store_chart_series
+
+    store = MetricStore()
+    store.append_rows([(float(step), "train/step", step, {"a": step, "b": -step}) for step in range(10)])
+    asked: list[int] = []
+    read = store_chart_series(store, {"a": None, "b": None}, cancelled=lambda: asked.append(1) or len(asked) > 1)
+    assert read is None and len(asked) == 2  # cancelled before the second key was read
+    whole = store_chart_series(store, {"a": None, "b": None})
+    assert whole is not None and whole["b"].series.value[-1] == -9

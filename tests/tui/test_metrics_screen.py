@@ -7,6 +7,7 @@ import math
 import shutil
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.widgets import Input, Label, Static
 
-from miles_tui.core.analysis import chart_keys, group_keys, plot_data
+from miles_tui.core.analysis import chart_keys, chart_series, group_keys, plot_data
 from miles_tui.core.analysis.metric_view import ema
 from miles_tui.core.telemetry import MetricStore
 from miles_tui.tui.app import MilesApp
@@ -87,7 +88,7 @@ async def test_charts_are_grouped_by_category_against_their_own_step_key(golden_
         loss = screen.charts["train/loss"]
         assert "train/loss  x: train/step" in loss.drawn_text()
         assert "x: rollout/step" in screen.charts["rollout/raw_reward"].drawn_text()
-        assert loss.series is not None and loss.series.x_key == store.default_x_key("train/loss")
+        assert loss.series is not None and loss.series.series.x_key == store.default_x_key("train/loss")
         train = [screen.charts[k] for k in expected if k.startswith("train/")]
         assert len({chart.region.x for chart in train}) == 3, "three columns at 160 cells"
         assert 10 <= loss.region.height <= 12
@@ -147,7 +148,7 @@ async def test_log_y_and_smoothing_toggles(golden_copy: Any) -> None:
         data = pg_loss.plot_data(pg_loss.content_size.width)
         assert data is not None and data.log_y
         assert pg_loss.series is not None
-        values = pg_loss.series.value
+        values = pg_loss.series.series.value
         assert data.hi == pytest.approx(math.log10(values.max()))
         assert data.lo == pytest.approx(math.log10(values[values > 0].min()))
         full = plot_data(pg_loss.series, len(values), log_y=True)  # no downsampling: every point
@@ -164,7 +165,7 @@ async def test_log_y_and_smoothing_toggles(golden_copy: Any) -> None:
             assert f"EMA {weight:g}" in _text(status)
             data = reward.plot_data(reward.content_size.width)
             assert data is not None and len(data.smooth) > 0
-            smoothed = ema(reward.series.value, 1 - weight)  # steps 0..59 are the positions
+            smoothed = ema(reward.series.series.value, 1 - weight)  # steps 0..59 are the positions
             np.testing.assert_allclose(data.smooth, smoothed[data.smooth_x.astype(int)])
             assert data.smooth[-1] == pytest.approx(smoothed[-1])
         await pilot.press("e")
@@ -206,6 +207,27 @@ async def test_inspector_shows_the_store_values_at_the_cursor(golden_copy: Any) 
         assert all(chart.cursor is None for chart in screen.charts.values())
 
 
+async def test_a_costly_read_spaces_out_the_next_live_update(tmp_path: Path) -> None:
+    """A long run's series take seconds to read: new points are read again only after ten times that."""
+    from miles_tui.tui.screens import metrics_screen
+
+    run = _live_copy(tmp_path)
+    app = frozen_app(run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open(app, pilot)
+        screen._read_cost = 0.05  # as if the last read had taken 50 ms: the next waits 0.5 s after it
+        screen._read_done = time.monotonic()
+        _append(run, {"ts": EPOCH, "step_key": "train/step", "step": 180, "metrics": {"train/loss": 0.001}})
+        app.poll_now()
+        await settle(pilot)
+        loss = screen.charts["train/loss"]
+        assert loss.series is not None and loss.series.series.step[-1] != 180, "read again at once"
+        assert screen._deferred is not None
+        await pilot.pause(metrics_screen.READ_SPACING * 0.05 + 0.3)
+        await settle(pilot)
+        assert loss.series.series.step[-1] == 180, "the deferred read never came"
+
+
 async def test_a_live_append_redraws_only_the_changed_chart(tmp_path: Path) -> None:
     run = _live_copy(tmp_path)
     app = frozen_app(run)
@@ -223,7 +245,7 @@ async def test_a_live_append_redraws_only_the_changed_chart(tmp_path: Path) -> N
         await settle(pilot, linger=0.3)
         assert screen.charts == charts, "known keys: the grid is not rebuilt"
         loss = screen.charts["train/loss"]
-        assert loss.series is not None and loss.series.step[-1] == 180 and loss.series.value[-1] == 0.001
+        assert loss.series is not None and loss.series.series.step[-1] == 180 and loss.series.series.value[-1] == 0.001
         assert loss.builds == builds["train/loss"] + 1
         others = {key: chart.builds for key, chart in screen.charts.items() if key != "train/loss"}
         assert others == {key: n for key, n in builds.items() if key != "train/loss"}
@@ -233,7 +255,7 @@ async def test_a_live_append_redraws_only_the_changed_chart(tmp_path: Path) -> N
         await app.watcher.poll_streams()
         screen.post_message(TelemetryAppended(("train/loss",), ()))
         await settle(pilot, linger=0.3)
-        assert loss.series is not None and loss.series.step[-1] == 181
+        assert loss.series is not None and loss.series.series.step[-1] == 181
         assert loss.builds == builds["train/loss"] + 2
         assert {key: chart.builds for key, chart in screen.charts.items() if key != "train/loss"} == others
 
@@ -271,7 +293,7 @@ async def test_a_run_without_metrics_shows_dump_derived_series(tmp_path: Path) -
         app.poll_now()
         await settle(pilot, linger=0.3)
         assert screen.series["dump/reward_mean"].step.tolist() == [0, 1, 2, 3, 4, 5]
-        assert screen.charts["dump/reward_mean"].series is screen.series["dump/reward_mean"]
+        assert screen.charts["dump/reward_mean"].series is screen.charted["dump/reward_mean"]
 
 
 async def test_an_empty_run_says_what_is_missing(tmp_path: Path) -> None:
@@ -405,7 +427,7 @@ def test_a_chart_without_numbers_says_so() -> None:
     assert "no numeric values" in _plain(chart_body(plot_data(series, 40), 50, 10))
     negative = MetricSeries("eval/x", "eval/step", np.arange(2), np.arange(2.0), np.array([-1.0, 0.0]), np.zeros(2))
     assert "no positive values" in _plain(chart_body(plot_data(negative, 40, log_y=True), 50, 10))
-    chart = MetricChart(series)
+    chart = MetricChart(chart_series(series))
     assert chart.key == "eval/x"
 
 

@@ -19,7 +19,9 @@ was asked meanwhile is read next, together.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
@@ -28,20 +30,24 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical, VerticalScroll
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, Static
+from textual.worker import get_current_worker
 
 from miles_tui.core.analysis import (
     SMOOTHING_LEVELS,
+    ChartSeries,
     FloatArray,
     PointAt,
     chart_keys,
+    chart_series,
     dump_series,
     group_keys,
     key_matches,
     move_cursor,
     same_points,
     step_union,
-    store_series,
+    store_chart_series,
     values_at,
 )
 from miles_tui.core.dump import StepAggregate
@@ -85,23 +91,35 @@ class _Gathered:
 
     rebuild: bool
     source: Source
-    series: dict[str, MetricSeries]
+    series: dict[str, ChartSeries]
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def _gather(store: MetricStore, ask: _Ask) -> _Gathered | None:
-    """The series ``ask`` needs (None: nothing changed). Blocking: runs in a thread, reads under the store's lock."""
-    counts = store.point_counts()
-    keys = chart_keys(store)
-    if keys:
-        if ask.rebuild or ask.source != "metrics" or not set(keys) <= set(ask.x_keys):
-            return _Gathered(True, "metrics", store_series(store, dict.fromkeys(keys)), counts)
-        moved = {key for key, count in counts.items() if count != ask.counts.get(key)} | ask.keys
-        wanted = {key: ask.x_keys[key] for key in moved if key in ask.x_keys}  # the x key stays the chart's own
-        if not wanted:
-            return None
-        return _Gathered(False, "metrics", store_series(store, wanted), counts)
-    series = dump_series(ask.aggregates)
+READ_SPACING = 10.0
+"""A live update reads again no sooner than this many times the last read's cost after it (<= ~10% of a core)."""
+
+_READS = threading.Lock()
+"""One read of the series at a time, app-wide: a 2,000,000-line run's whole series are ~1.5 GB while read, and
+a user pressing m, esc, m ... must not have several such reads at once (a popped screen's read stops early)."""
+
+
+def _gather(store: MetricStore, ask: _Ask, cancelled: Callable[[], bool]) -> _Gathered | None:
+    """The series ``ask`` needs (None: nothing changed, or cancelled). Blocking: runs in a thread, reads under
+    the store's lock, one key at a time (each kept as a chart keeps it: at most CHART_POINTS points)."""
+    with _READS:
+        counts = store.point_counts()
+        keys = chart_keys(store)
+        if keys:
+            if ask.rebuild or ask.source != "metrics" or not set(keys) <= set(ask.x_keys):
+                read = store_chart_series(store, dict.fromkeys(keys), cancelled=cancelled)
+                return None if read is None else _Gathered(True, "metrics", read, counts)
+            moved = {key for key, count in counts.items() if count != ask.counts.get(key)} | ask.keys
+            wanted = {key: ask.x_keys[key] for key in moved if key in ask.x_keys}  # the x key stays the chart's
+            if not wanted:
+                return None
+            read = store_chart_series(store, wanted, cancelled=cancelled)
+            return None if read is None else _Gathered(False, "metrics", read, counts)
+    series = {key: chart_series(s) for key, s in dump_series(ask.aggregates).items()}
     source: Source = "dump" if series else "none"
     if ask.rebuild or source != ask.source or set(series) != set(ask.x_keys):
         return _Gathered(True, source, series, counts)
@@ -140,7 +158,9 @@ class MetricsScreen(MonitorScreen):
         self.source: Source = "none"
         """Where the charted series come from."""
         self.series: dict[str, MetricSeries] = {}
-        """Every charted series, in step order, by key."""
+        """Each chart's kept points (what the cursor and the inspector read)."""
+        self.charted: dict[str, ChartSeries] = {}
+        """Each chart's series as it keeps it (:func:`~miles_tui.core.analysis.metric_view.chart_series`)."""
         self.charts: dict[str, MetricChart] = {}
         """The chart of each key, in display order."""
         self._stops: FloatArray | None = None
@@ -149,6 +169,11 @@ class MetricsScreen(MonitorScreen):
         self.first_read = True
         """No series read yet (the grid says so)."""
         self._reading = False  # a read of the series runs
+        self._read_started = 0.0
+        self._read_done = 0.0
+        self._read_cost = 0.0
+        """Seconds the last read took (its thread's wall time)."""
+        self._deferred: Timer | None = None
         self._asked: tuple[bool, set[str]] | None = None  # what was asked while it ran: (rebuild, keys)
 
     def compose(self) -> ComposeResult:
@@ -173,12 +198,20 @@ class MetricsScreen(MonitorScreen):
 
     def _read(self, rebuild: bool = False, keys: tuple[str, ...] = ()) -> None:
         """Read the series in a thread: all of them (``rebuild``), or those of ``keys`` and of every key whose
-        point count moved. One read at a time: what is asked meanwhile is read next, together."""
-        if self._reading:
+        point count moved. One read at a time: what is asked meanwhile is read next, together.
+
+        New points of a live run are read again at most every :data:`READ_SPACING` times what the last read
+        cost (a long run's whole series take seconds to read: re-reading them on every poll kept a core busy).
+        """
+        wait = self._read_done + READ_SPACING * self._read_cost - time.monotonic()
+        if self._reading or (not rebuild and wait > 0):
             again, more = self._asked or (False, set())
             self._asked = (again or rebuild, more | set(keys))
+            if not self._reading and self._deferred is None:
+                self._deferred = self.set_timer(wait, self._read_asked)
             return
         self._reading = True
+        self._read_started = time.monotonic()
         ask = _Ask(
             rebuild=rebuild,
             keys=frozenset(keys),
@@ -193,7 +226,8 @@ class MetricsScreen(MonitorScreen):
     def _gather(self, ask: _Ask) -> None:
         gathered = None
         try:
-            gathered = _gather(self.miles.watcher.follower.metrics, ask)
+            worker = get_current_worker()
+            gathered = _gather(self.miles.watcher.follower.metrics, ask, lambda: worker.is_cancelled)
         finally:  # a read that failed still ends, so the next one can start
             self.app.call_from_thread(self.call_later, self._gathered, gathered)
 
@@ -208,28 +242,38 @@ class MetricsScreen(MonitorScreen):
                 self.first_read = False
                 await self._rebuild(gathered.source, gathered.series)
             else:
-                changed = {key for key in gathered.series if key in self.charts}
+                fresh = gathered.series
+                changed = {key for key in fresh if key in self.charts}
                 if gathered.source == "dump":
-                    changed = {key for key in changed if not same_points(gathered.series[key], self.series[key])}
-                self.series.update((key, gathered.series[key]) for key in changed)
+                    changed = {key for key in changed if not same_points(fresh[key].series, self.series[key])}
+                self.charted.update((key, fresh[key]) for key in changed)
+                self.series.update((key, fresh[key].series) for key in changed)
                 self._update(changed)
         elif self.first_read:
             self.first_read = False
             self._apply_filter()
         self._reading = False
+        self._read_done = time.monotonic()
+        self._read_cost = self._read_done - self._read_started
+        self._read_asked()
+
+    def _read_asked(self) -> None:
+        """Start the read asked for meanwhile, if any."""
+        self._deferred = None
         if self._asked is not None:
             (rebuild, keys), self._asked = self._asked, None
             self._read(rebuild, tuple(keys))
 
-    async def _rebuild(self, source: Source, series: dict[str, MetricSeries]) -> None:
+    async def _rebuild(self, source: Source, series: dict[str, ChartSeries]) -> None:
         """Mount a fresh grid of ``series`` (on open, and when keys appear)."""
-        self.source, self.series = source, series
+        self.source, self.charted = source, series
+        self.series = {key: charted.series for key, charted in series.items()}
         container = self.query_one("#charts", VerticalScroll)
         await container.query(".category").remove()
         self.charts = {}
         sections = []
         for name, keys in group_keys(self.series):
-            charts = [MetricChart(self.series[key], self.view) for key in keys]
+            charts = [MetricChart(self.charted[key], self.view) for key in keys]
             for chart in charts:
                 chart.set_reactive(MetricChart.cursor, self.cursor)
             self.charts.update(zip(keys, charts, strict=True))
@@ -243,7 +287,7 @@ class MetricsScreen(MonitorScreen):
         for key in keys:
             chart = self.charts.get(key)
             if chart is not None:
-                chart.series = self.series[key]
+                chart.series = self.charted[key]
         self._stops = None
         self._refresh_status()
         self._refresh_inspector()

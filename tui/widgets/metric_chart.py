@@ -32,9 +32,8 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
-from miles_tui.core.analysis import PlotData, PointAt, plot_data, value_at
+from miles_tui.core.analysis import ChartSeries, PlotData, PointAt, plot_data, value_at
 from miles_tui.core.inert_text import inert
-from miles_tui.core.telemetry import MetricSeries
 from miles_tui.tui.formatting import MISSING, number
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.renderers.plot import int_ticks, step_tick, tick_labels, y_ticks
@@ -158,7 +157,7 @@ class MetricChart(Widget):
     }
     """
 
-    series: reactive[MetricSeries | None] = reactive(None, repaint=False, always_update=True)
+    series: reactive[ChartSeries | None] = reactive(None, repaint=False, always_update=True)
     """The points to draw (set a new object to redraw; arrays are never compared)."""
     view: reactive[ChartView] = reactive(ChartView(), repaint=False)
     """Smoothing and y scale."""
@@ -167,7 +166,7 @@ class MetricChart(Widget):
 
     def __init__(
         self,
-        series: MetricSeries | None = None,
+        series: ChartSeries | None = None,
         view: ChartView | None = None,
         *,
         name: str | None = None,
@@ -181,15 +180,15 @@ class MetricChart(Widget):
         self.builds = 0
         """Figures built so far."""
         self._drawn: tuple[object, ...] | None = None
-        self._drawn_series: MetricSeries | None = None
-        self._data: tuple[MetricSeries, ChartView, int, PlotData] | None = None
+        self._drawn_series: ChartSeries | None = None
+        self._data: tuple[ChartSeries, ChartView, int, PlotData] | None = None
         self._lines: list[Strip] = []
         self._settle: Timer | None = None
 
     @property
     def key(self) -> str | None:
         """The metric drawn."""
-        return None if self.series is None else self.series.key
+        return None if self.series is None else self.series.series.key
 
     def watch_series(self) -> None:
         self.refresh()
@@ -231,8 +230,9 @@ class MetricChart(Widget):
         if key != self._drawn or series is not self._drawn_series:
             data = self.plot_data(width)
             assert data is not None
-            point = value_at(series, math.inf if self.cursor is None else self.cursor)
-            title = chart_title(series.key, series.x_key, point, self.cursor, width)
+            kept = series.series
+            point = value_at(kept, math.inf if self.cursor is None else self.cursor)
+            title = chart_title(kept.key, kept.x_key, point, self.cursor, width)
             title_strip = Strip(title.render(self.app.console)).apply_style(base)
             self._lines = [title_strip, *chart_body(data, width, height - TITLE_ROWS, self.cursor, color, base)]
             self._drawn, self._drawn_series = key, series
