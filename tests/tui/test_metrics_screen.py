@@ -215,7 +215,7 @@ async def test_a_costly_read_spaces_out_the_next_live_update(tmp_path: Path) -> 
     app = frozen_app(run)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
-        screen._read_cost = 0.05  # as if the last read had taken 50 ms: the next waits 0.5 s after it
+        screen._read_cost = 0.3  # as if the last read had taken 0.3 s: the next waits 3 s after it
         screen._read_done = time.monotonic()
         _append(run, {"ts": EPOCH, "step_key": "train/step", "step": 180, "metrics": {"train/loss": 0.001}})
         app.poll_now()
@@ -223,7 +223,7 @@ async def test_a_costly_read_spaces_out_the_next_live_update(tmp_path: Path) -> 
         loss = screen.charts["train/loss"]
         assert loss.series is not None and loss.series.series.step[-1] != 180, "read again at once"
         assert screen._deferred is not None
-        await pilot.pause(metrics_screen.READ_SPACING * 0.05 + 0.3)
+        await pilot.pause(metrics_screen.READ_SPACING * 0.3 + 0.3)
         await settle(pilot)
         assert loss.series.series.step[-1] == 180, "the deferred read never came"
 

@@ -98,6 +98,9 @@ class _Gathered:
 READ_SPACING = 10.0
 """A live update reads again no sooner than this many times the last read's cost after it (<= ~10% of a core)."""
 
+SPACED_READ_SECONDS = 0.25
+"""... when that read took at least this long (short runs' updates are read at once)."""
+
 _READS = threading.Lock()
 """One read of the series at a time, app-wide: a 2,000,000-line run's whole series are ~1.5 GB while read, and
 a user pressing m, esc, m ... must not have several such reads at once (a popped screen's read stops early)."""
@@ -203,7 +206,8 @@ class MetricsScreen(MonitorScreen):
         New points of a live run are read again at most every :data:`READ_SPACING` times what the last read
         cost (a long run's whole series take seconds to read: re-reading them on every poll kept a core busy).
         """
-        wait = self._read_done + READ_SPACING * self._read_cost - time.monotonic()
+        spaced = self._read_cost >= SPACED_READ_SECONDS
+        wait = self._read_done + READ_SPACING * self._read_cost - time.monotonic() if spaced else 0.0
         if self._reading or (not rebuild and wait > 0):
             again, more = self._asked or (False, set())
             self._asked = (again or rebuild, more | set(keys))
@@ -243,9 +247,8 @@ class MetricsScreen(MonitorScreen):
                 await self._rebuild(gathered.source, gathered.series)
             else:
                 fresh = gathered.series
-                changed = {key for key in fresh if key in self.charts}
-                if gathered.source == "dump":
-                    changed = {key for key in changed if not same_points(fresh[key].series, self.series[key])}
+                # Two reads may bring the same points (a poll's tick and its TelemetryAppended): draw once.
+                changed = {key for key in fresh if key in self.charts and not self._same(key, fresh[key])}
                 self.charted.update((key, fresh[key]) for key in changed)
                 self.series.update((key, fresh[key].series) for key in changed)
                 self._update(changed)
@@ -263,6 +266,11 @@ class MetricsScreen(MonitorScreen):
         if self._asked is not None:
             (rebuild, keys), self._asked = self._asked, None
             self._read(rebuild, tuple(keys))
+
+    def _same(self, key: str, fresh: ChartSeries) -> bool:
+        """Whether ``fresh`` is what the chart of ``key`` already shows."""
+        held = self.charted.get(key)
+        return held is not None and held.total == fresh.total and same_points(held.series, fresh.series)
 
     async def _rebuild(self, source: Source, series: dict[str, ChartSeries]) -> None:
         """Mount a fresh grid of ``series`` (on open, and when keys appear)."""
