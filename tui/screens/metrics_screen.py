@@ -140,7 +140,8 @@ class MetricsScreen(MonitorScreen):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-medium"), (44, "-tall")]  # noqa: RUF012
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,backspace", "back", "Back"),
-        Binding("slash", "filter", "Filter", key_display="/"),
+        # priority: handled as the key arrives, so the keys typed right after it reach the box (see focus_now)
+        Binding("slash", "filter", "Filter", key_display="/", priority=True),
         Binding("l", "toggle_log", "Log-y"),
         Binding("e", "cycle_smoothing", "Smoothing"),
         Binding("left", "cursor(-1)", "Step cursor ←", key_display="←"),
@@ -399,11 +400,11 @@ class MetricsScreen(MonitorScreen):
         box = self.query_one("#filter", Input)
         box.display = True
         box.value = self.pattern
-        box.focus()
+        self.focus_now(box)
 
     def _close_filter(self) -> None:
         self.query_one("#filter", Input).display = False
-        self.query_one("#charts", VerticalScroll).focus()
+        self.focus_now(self.query_one("#charts", VerticalScroll))
 
     @on(Input.Changed, "#filter")
     def _filter_typed(self, message: Input.Changed) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Input
 
 if TYPE_CHECKING:
     from miles_tui.tui.app import MilesApp
@@ -21,3 +23,18 @@ class MonitorScreen(Screen[None]):
     def miles(self) -> MilesApp:
         """The app, typed: its watcher (reads), model (what is known) and follow state."""
         return cast("MilesApp", self.app)
+
+    def focus_now(self, widget: Widget) -> None:
+        """Focus ``widget`` before the next key is handled.
+
+        Keys typed in one burst after ``/`` went to the table as commands (``e`` switched train/eval, ``s``
+        sorted, ``m`` opened the metrics) instead of into the filter box: the app hands each key to the widget
+        focused when the key is taken off its queue, which is before the table has run ``/``'s action, and
+        ``Widget.focus()`` defers the move further. So ``/`` is a priority binding (run as the key is taken)
+        and its action moves the focus at once, here.
+        """
+        self.set_focus(widget)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``/`` (a priority binding) stays out of a focused text box: there it is the character typed."""
+        return not (action == "filter" and isinstance(self.focused, Input))

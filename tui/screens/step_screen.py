@@ -53,7 +53,8 @@ class StepScreen(MonitorScreen):
     CSS_PATH = "step_screen.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,backspace", "back", "Back"),
-        Binding("slash", "filter", "Filter", key_display="/"),
+        # priority: handled as the key arrives, so the keys typed right after it reach the box (see focus_now)
+        Binding("slash", "filter", "Filter", key_display="/", priority=True),
         Binding("s", "sort", "Sort by column"),
         Binding("o", "rollout_order", "Rollout order", show=False),
         Binding("g", "toggle_groups", "Groups"),
@@ -294,12 +295,12 @@ class StepScreen(MonitorScreen):
         box = self.query_one("#filter", Input)
         box.display = True
         box.value = self.row_filter.text if self.row_filter else ""
-        box.focus()
+        self.focus_now(box)
 
     def _close_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.display = False
-        self.query_one("#samples", VirtualTable).focus()
+        self.focus_now(self.query_one("#samples", VirtualTable))
 
     @on(Input.Submitted, "#filter")
     def _apply_filter(self, message: Input.Submitted) -> None:
