@@ -1,7 +1,8 @@
 """``miles-tui report``: a run's health in one look, for people (text) and scripts (JSON).
 
-Contract: reads the run once (the newest train step's summary, via the cache,
-and the dashboard streams), applies every advisory rule and returns a
+Contract: reads the run once (every visible step's summary, via the cache, so
+an unreadable older step is reported as the monitor shows it; the newest train
+step's figures; and the dashboard streams), applies every advisory rule and returns a
 :class:`Report` whose ``exit_status`` is 0 (nothing worse than info), 1 (a
 warning) or 2 (a critical advisory). A run directory that cannot be read at
 all, or is not a ``--dump-details`` folder (neither ``rollout_data/`` nor
@@ -91,14 +92,19 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
     visible = run.dir.visible_steps(now)
     train = [rid for rid, ev in visible if not ev]
     latest = max(train) if train else None
+    # Every visible step is read (its cached summary when its files have not changed since): a corrupt older
+    # step is as much the run's health as the newest one, and the monitor shows it.
     summary = None
     unreadable: list[UnreadableStep] = []
-    if latest is not None:
+    for (rid, evaluation), files in sorted(visible.items()):
         try:
-            summary = run.summary(latest, False, now)
+            read = run.summary_of(files, now)
         except (DumpLoadError, MilesTuiError) as err:
             still = isinstance(err, StillWritingError)
-            unreadable.append(UnreadableStep(latest, False, str(err), still, err.path))
+            unreadable.append(UnreadableStep(rid, evaluation, str(err), still, err.path))
+            continue
+        if (rid, evaluation) == (latest, False):
+            summary = read
     streams: list[Advisory] = []
     if follower is not None and delta is not None:
         streams = stream_advisories(

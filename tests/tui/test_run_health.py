@@ -100,3 +100,19 @@ async def test_step_rules_run_again_when_meta_json_changes(demo_run: Path, monke
         await settle(pilot)
         assert any("--rollout-max-response-len (77)" in a.message for a in app.model.advisories)
         assert "--rollout-max-response-len (77)" in screen_text(app)
+
+
+async def test_a_corrupt_older_step_is_critical_in_report_as_in_the_monitor(demo_run: Path) -> None:
+    """report read only the newest step: a corrupt step 1 was critical in the monitor and 'nothing needs
+    attention' (exit 0) in report."""
+    broken = demo_run / "rollout_data" / "1.pt"
+    broken.write_bytes(broken.read_bytes()[: broken.stat().st_size // 2])
+    os.utime(broken, (EPOCH - 600, EPOCH - 600))
+    report = build_report(demo_run, EPOCH)
+    assert report.exit_status == 2
+    [critical] = [a for a in report.advisories if a.code == "step_unreadable"]
+    assert critical.rollout_id == 1 and str(broken) in critical.message
+    app = frozen_app(demo_run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert [(a.code, a.message) for a in app.model.advisories] == [(a.code, a.message) for a in report.advisories]
