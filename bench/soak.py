@@ -50,8 +50,9 @@ def build_unreadable(root: Path, steps: int) -> Path:
     return run
 
 
-def check_advisory(run: Path) -> str:
-    """Headless: summarize every step as the app does, and say what the advisories are."""
+def check_advisory(run: Path) -> tuple[int, int, float, str]:
+    """Headless: summarize every step as the app does; (advisories, of them about unreadable steps, seconds,
+    the first of those)."""
     from miles_tui.core.dump import Run
     from miles_tui.tui.run_watcher import RunWatcher
 
@@ -65,8 +66,8 @@ def check_advisory(run: Path) -> str:
     took = time.perf_counter() - start
     watcher.close()
     unreadable = [a for a in result.advisories if "unreadable" in a.code]
-    first = unreadable[0].message[:160] if unreadable else "-"
-    return f"{len(result.advisories)} advisories ({len(unreadable)} about unreadable steps) after {took:.1f} s: {first}"
+    first = unreadable[0].message if unreadable else "-"
+    return len(result.advisories), len(unreadable), took, first
 
 
 def soak(args: list[str], minutes: float, every: float, env: dict[str, str]) -> list[Usage]:
@@ -107,6 +108,7 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "miles-tui-bench-soak")
     parser.add_argument("--warm", action="store_true", help="static: fill the summary cache with a first run")
     args = parser.parse_args()
+    advisories: tuple[int, int, float, str] | None = None
     minutes = args.minutes or {"demo": 30.0, "static": 10.0, "unreadable": 5.0}[args.mode]
     with tempfile.TemporaryDirectory(prefix="miles-tui-soak-") as tmp:
         env = {"MILES_TUI_CACHE_DIR": str(Path(tmp) / "cache")}
@@ -117,7 +119,7 @@ def main() -> int:
         else:
             run = build_unreadable(args.dir, args.steps or 20000)
             target = [str(run)]
-            print("  in-process:", check_advisory(run), flush=True)
+            advisories = check_advisory(run)
         if args.warm and args.mode != "demo":
             print("\nwarming the summary cache (1 min) ...", flush=True)
             soak(target, 1.0, 60.0, env)
@@ -142,6 +144,12 @@ def main() -> int:
         print(f"  CPU after {args.settle:g} min (to {end.at / 60:.1f} min): {idle:.2f} % of a core   goal <= 1 %   "
               f"{'PASS' if idle <= 1 else 'FAIL'}")  # fmt: skip
         print(f"  RSS {end.rss_mb:.1f} MB; terminal {(end.written - settled.written) / 1024:.1f} KB after settling")
+    if advisories is not None:
+        count, about, took, first = advisories
+        ok = about == 1 and first.startswith(f"{args.steps or 20000:,} steps unreadable: first step")
+        ok = ok and "; last step " in first
+        print(f"  advisories about unreadable steps (in-process, all read in {took:.1f} s): {about} of {count}   "
+              f"goal 1 aggregated (first ..., last ...)   {'PASS' if ok else 'FAIL'}\n    {first[:300]}")  # fmt: skip
     return 0
 
 
