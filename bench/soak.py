@@ -70,11 +70,21 @@ def check_advisory(run: Path) -> tuple[int, int, float, str]:
     return len(result.advisories), len(unreadable), took, first
 
 
-def soak(args: list[str], minutes: float, every: float, env: dict[str, str]) -> list[Usage]:
+def _steps(run: Path | None) -> int:
+    """Train steps written so far (0 when not counted)."""
+    folder = None if run is None else run / "rollout_data"
+    return 0 if folder is None or not folder.is_dir() else sum(1 for p in folder.iterdir() if p.name[0].isdigit())
+
+
+def soak(
+    args: list[str], minutes: float, every: float, env: dict[str, str], run: Path | None = None
+) -> tuple[list[Usage], list[int]]:
+    """Readings every ``every`` seconds, and the steps of ``run`` written at each."""
     app = PtyApp(args, env=env, cols=120, rows=40)
     app.start()
     readings = [app.usage()]
-    print(f"  {'min':>6} {'RSS MB':>8} {'CPU %':>7} {'KB written':>11}", flush=True)
+    steps = [_steps(run)]
+    print(f"  {'min':>6} {'RSS MB':>8} {'CPU %':>7} {'KB written':>11} {'steps':>6}", flush=True)
     try:
         deadline = time.monotonic() + minutes * 60
         while time.monotonic() < deadline:
@@ -82,16 +92,21 @@ def soak(args: list[str], minutes: float, every: float, env: dict[str, str]) -> 
             now = app.usage()
             last = readings[-1]
             cpu = 100 * (now.cpu_s - last.cpu_s) / max(now.at - last.at, 1e-9)
-            print(f"  {now.at / 60:6.1f} {now.rss_mb:8.1f} {cpu:7.2f} {(now.written - last.written) / 1024:11.1f}",
-                  flush=True)  # fmt: skip
+            print(f"  {now.at / 60:6.1f} {now.rss_mb:8.1f} {cpu:7.2f} {(now.written - last.written) / 1024:11.1f} "
+                  f"{_steps(run):6d}", flush=True)  # fmt: skip
             readings.append(now)
+            steps.append(_steps(run))
     finally:
         app.stop()
-    return readings
+    return readings, steps
 
 
 def _at(readings: list[Usage], minute: float) -> Usage:
-    return min(readings, key=lambda r: abs(r.at - minute * 60))
+    return readings[_index(readings, minute)]
+
+
+def _index(readings: list[Usage], minute: float) -> int:
+    return min(range(len(readings)), key=lambda i: abs(readings[i].at - minute * 60))
 
 
 def _cpu(a: Usage, b: Usage) -> float:
@@ -125,15 +140,20 @@ def main() -> int:
             soak(target, 1.0, 60.0, env)
         warm = " (warm cache)" if args.warm and args.mode != "demo" else ""
         print(f"\nmiles-tui soak: {args.mode}{warm}, {minutes:g} min, {os.cpu_count()} cores", flush=True)
-        readings = soak(target, minutes, args.every, env)
+        demo_run = Path(tmp) / "demo" if args.mode == "demo" else None
+        readings, steps = soak(target, minutes, args.every, env, demo_run)
 
     end = readings[-1]
     print()
     if args.mode == "demo":
         five = _at(readings, 5.0)
         growth = 100 * (end.rss_mb - five.rss_mb) / five.rss_mb
+        added = steps[-1] - steps[_index(readings, 5.0)]
+        per_step = (end.rss_mb - five.rss_mb) * 1024 / max(added, 1)
         print(f"  RSS at 5 min {five.rss_mb:.1f} MB, at {end.at / 60:.1f} min {end.rss_mb:.1f} MB: "
               f"{growth:+.1f} %   goal <= +10 %   {'PASS' if growth <= 10 else 'FAIL'}")  # fmt: skip
+        print(f"  that is {per_step:.1f} KB per step over the {added} steps written after 5 min "
+              "(bench/soak_memory.py: where it goes)")  # fmt: skip
         print(
             f"  CPU over the soak {_cpu(readings[0], end):.2f} % of a core; terminal "
             f"{(end.written - five.written) / 1024 / max((end.at - five.at) / 60, 1e-9):.1f} KB/min after 5 min"
