@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from miles_tui.core.dump import Run, RunDir
 from miles_tui.core.dump.parsed_files import ARRAY_HEADER_BYTES, ParsedFiles, held_bytes
-from miles_tui.core.dump.run import Run
-from miles_tui.core.dump.run_dir import RunDir, TrainFile
+from miles_tui.core.dump.run_dir import TrainFile
 from tests.conftest import EPOCH
 
 
