@@ -59,8 +59,8 @@ async def _soak(root: Path, seconds: float, interval: float, telemetry: bool) ->
         time.sleep(3)
         app = make_app(run)
         if not telemetry:
-            first = app.watcher.poll_streams_blocking(time.time())
-            app.watcher.poll_streams_blocking = lambda now: first  # type: ignore[method-assign]
+            first = app.watcher.streams.poll_blocking(time.time())
+            app.watcher.streams.poll_blocking = lambda now: first  # type: ignore[method-assign]
         async with app.run_test(size=(120, 40)):
             start = time.monotonic()
             base: tuple[int, float] | None = None
