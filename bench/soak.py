@@ -50,8 +50,9 @@ def build_unreadable(root: Path, steps: int) -> Path:
     return run
 
 
-def check_advisory(run: Path) -> str:
-    """Headless: summarize every step as the app does, and say what the advisories are."""
+def check_advisory(run: Path) -> tuple[int, int, float, str]:
+    """Headless: summarize every step as the app does; (advisories, of them about unreadable steps, seconds,
+    the first of those)."""
     from miles_tui.core.dump import Run
     from miles_tui.tui.run_watcher import RunWatcher
 
@@ -65,15 +66,25 @@ def check_advisory(run: Path) -> str:
     took = time.perf_counter() - start
     watcher.close()
     unreadable = [a for a in result.advisories if "unreadable" in a.code]
-    first = unreadable[0].message[:160] if unreadable else "-"
-    return f"{len(result.advisories)} advisories ({len(unreadable)} about unreadable steps) after {took:.1f} s: {first}"
+    first = unreadable[0].message if unreadable else "-"
+    return len(result.advisories), len(unreadable), took, first
 
 
-def soak(args: list[str], minutes: float, every: float, env: dict[str, str]) -> list[Usage]:
+def _steps(run: Path | None) -> int:
+    """Train steps written so far (0 when not counted)."""
+    folder = None if run is None else run / "rollout_data"
+    return 0 if folder is None or not folder.is_dir() else sum(1 for p in folder.iterdir() if p.name[0].isdigit())
+
+
+def soak(
+    args: list[str], minutes: float, every: float, env: dict[str, str], run: Path | None = None
+) -> tuple[list[Usage], list[int]]:
+    """Readings every ``every`` seconds, and the steps of ``run`` written at each."""
     app = PtyApp(args, env=env, cols=120, rows=40)
     app.start()
     readings = [app.usage()]
-    print(f"  {'min':>6} {'RSS MB':>8} {'CPU %':>7} {'KB written':>11}", flush=True)
+    steps = [_steps(run)]
+    print(f"  {'min':>6} {'RSS MB':>8} {'CPU %':>7} {'KB written':>11} {'steps':>6}", flush=True)
     try:
         deadline = time.monotonic() + minutes * 60
         while time.monotonic() < deadline:
@@ -81,16 +92,21 @@ def soak(args: list[str], minutes: float, every: float, env: dict[str, str]) -> 
             now = app.usage()
             last = readings[-1]
             cpu = 100 * (now.cpu_s - last.cpu_s) / max(now.at - last.at, 1e-9)
-            print(f"  {now.at / 60:6.1f} {now.rss_mb:8.1f} {cpu:7.2f} {(now.written - last.written) / 1024:11.1f}",
-                  flush=True)  # fmt: skip
+            print(f"  {now.at / 60:6.1f} {now.rss_mb:8.1f} {cpu:7.2f} {(now.written - last.written) / 1024:11.1f} "
+                  f"{_steps(run):6d}", flush=True)  # fmt: skip
             readings.append(now)
+            steps.append(_steps(run))
     finally:
         app.stop()
-    return readings
+    return readings, steps
 
 
 def _at(readings: list[Usage], minute: float) -> Usage:
-    return min(readings, key=lambda r: abs(r.at - minute * 60))
+    return readings[_index(readings, minute)]
+
+
+def _index(readings: list[Usage], minute: float) -> int:
+    return min(range(len(readings)), key=lambda i: abs(readings[i].at - minute * 60))
 
 
 def _cpu(a: Usage, b: Usage) -> float:
@@ -107,6 +123,7 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "miles-tui-bench-soak")
     parser.add_argument("--warm", action="store_true", help="static: fill the summary cache with a first run")
     args = parser.parse_args()
+    advisories: tuple[int, int, float, str] | None = None
     minutes = args.minutes or {"demo": 30.0, "static": 10.0, "unreadable": 5.0}[args.mode]
     with tempfile.TemporaryDirectory(prefix="miles-tui-soak-") as tmp:
         env = {"MILES_TUI_CACHE_DIR": str(Path(tmp) / "cache")}
@@ -117,21 +134,26 @@ def main() -> int:
         else:
             run = build_unreadable(args.dir, args.steps or 20000)
             target = [str(run)]
-            print("  in-process:", check_advisory(run), flush=True)
+            advisories = check_advisory(run)
         if args.warm and args.mode != "demo":
             print("\nwarming the summary cache (1 min) ...", flush=True)
             soak(target, 1.0, 60.0, env)
         warm = " (warm cache)" if args.warm and args.mode != "demo" else ""
         print(f"\nmiles-tui soak: {args.mode}{warm}, {minutes:g} min, {os.cpu_count()} cores", flush=True)
-        readings = soak(target, minutes, args.every, env)
+        demo_run = Path(tmp) / "demo" if args.mode == "demo" else None
+        readings, steps = soak(target, minutes, args.every, env, demo_run)
 
     end = readings[-1]
     print()
     if args.mode == "demo":
         five = _at(readings, 5.0)
         growth = 100 * (end.rss_mb - five.rss_mb) / five.rss_mb
+        added = steps[-1] - steps[_index(readings, 5.0)]
+        per_step = (end.rss_mb - five.rss_mb) * 1024 / max(added, 1)
         print(f"  RSS at 5 min {five.rss_mb:.1f} MB, at {end.at / 60:.1f} min {end.rss_mb:.1f} MB: "
               f"{growth:+.1f} %   goal <= +10 %   {'PASS' if growth <= 10 else 'FAIL'}")  # fmt: skip
+        print(f"  that is {per_step:.1f} KB per step over the {added} steps written after 5 min "
+              "(bench/soak_memory.py: where it goes)")  # fmt: skip
         print(
             f"  CPU over the soak {_cpu(readings[0], end):.2f} % of a core; terminal "
             f"{(end.written - five.written) / 1024 / max((end.at - five.at) / 60, 1e-9):.1f} KB/min after 5 min"
@@ -142,6 +164,12 @@ def main() -> int:
         print(f"  CPU after {args.settle:g} min (to {end.at / 60:.1f} min): {idle:.2f} % of a core   goal <= 1 %   "
               f"{'PASS' if idle <= 1 else 'FAIL'}")  # fmt: skip
         print(f"  RSS {end.rss_mb:.1f} MB; terminal {(end.written - settled.written) / 1024:.1f} KB after settling")
+    if advisories is not None:
+        count, about, took, first = advisories
+        ok = about == 1 and first.startswith(f"{args.steps or 20000:,} steps unreadable: first step")
+        ok = ok and "; last step " in first
+        print(f"  advisories about unreadable steps (in-process, all read in {took:.1f} s): {about} of {count}   "
+              f"goal 1 aggregated (first ..., last ...)   {'PASS' if ok else 'FAIL'}\n    {first[:300]}")  # fmt: skip
     return 0
 
 

@@ -183,8 +183,15 @@ class PtyApp:
         return status
 
 
+def miles_tui_command() -> list[str]:
+    """The ``miles-tui`` script installed beside this interpreter (what a person runs), else ``python -m``."""
+    script = Path(sys.executable).with_name("miles-tui")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "miles_tui.tui.cli"]
+
+
 class TmuxApp:
-    """``miles-tui`` in a tmux pane of ``cols`` x ``rows``: what a person sees, keys as a person types them."""
+    """``miles-tui`` in a tmux pane of ``cols`` x ``rows`` (``tmux new -d -x COLS -y ROWS``, ``send-keys``,
+    ``capture-pane``): what a person sees, keys as a person types them."""
 
     def __init__(self, args: list[str], *, env: dict[str, str], cols: int = 120, rows: int = 40) -> None:
         self.session = f"miles-bench-{os.getpid()}-{int(time.monotonic() * 1000) % 100000}"
@@ -195,7 +202,7 @@ class TmuxApp:
     def start(self) -> None:
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
         command = f"cd {shlex.quote(str(REPO))} && exec env -u NO_COLOR TERM=xterm-256color {exports} "
-        command += " ".join(shlex.quote(a) for a in (sys.executable, "-m", "miles_tui.tui.cli", *self.args))
+        command += " ".join(shlex.quote(a) for a in (*miles_tui_command(), *self.args))
         self.started = time.monotonic()
         subprocess.run(
             ["tmux", "new-session", "-d", "-s", self.session, "-x", str(self.cols), "-y", str(self.rows), command],

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from miles_tui.core.dump.parsed_files import ParsedFiles
 from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, StepIds, TrainFile
 from miles_tui.core.dump.step_summary import ProblemKind, StepSummary
 from miles_tui.core.dump.summary_cache import cache_refusal, load_summary, store_summary
@@ -30,7 +31,12 @@ if TYPE_CHECKING:
 
 
 SHARD_CACHE_FILES = 64
-"""Parsed train shards kept for reuse (memory-mapped views: cheap); rollout files: one per open step."""
+"""Parsed train shards kept for reuse, at most (rollout files: one per open step)..."""
+
+SHARD_CACHE_BYTES = 512 << 20
+"""... and at most this many bytes of them: a shard's tensors are copies of its file's records, so 64 big
+shards could otherwise hold gigabytes. Twice the largest benchmark step's shards (228 MB), so parsing the
+newest step ahead never evicts the shards it parsed before."""
 
 
 def _reusable(summary: StepSummary) -> bool:
@@ -61,7 +67,9 @@ class SampleContext:
 class Run:
     """Read access to one run directory."""
 
-    def __init__(self, path: Path | str, *, use_cache: bool = True, max_open: int = 4) -> None:
+    def __init__(
+        self, path: Path | str, *, use_cache: bool = True, max_open: int = 4, shard_bytes: int = SHARD_CACHE_BYTES
+    ) -> None:
         self.dir = RunDir(path)
         self.cache_notice = cache_refusal(self.dir.path) if use_cache else None
         """Why the summary cache is off for this run although asked for (it lies inside the run), else None."""
@@ -69,7 +77,7 @@ class Run:
         self.max_open = max_open
         self._open: OrderedDict[tuple[int, bool], OpenStep] = OrderedDict()
         self._payloads: OrderedDict[tuple[str, int, float], Any] = OrderedDict()
-        self._shards: OrderedDict[tuple[str, int, float], Any] = OrderedDict()
+        self._shards = ParsedFiles(SHARD_CACHE_FILES, shard_bytes)
         self._detokenizer: Detokenizer | None = None
 
     @property
@@ -170,17 +178,20 @@ class Run:
         unpickle takes seconds) are not parsed again. Bounded: a few steps' worth.
         """
         key = (str(file.path), file.size, file.mtime)
-        # Rollout files are Python objects (big); train shards are memory-mapped views (cheap).
-        cache, limit = (
-            (self._shards, SHARD_CACHE_FILES) if isinstance(file, TrainFile) else (self._payloads, self.max_open)
-        )
-        payload = cache.get(key)
+        if isinstance(file, TrainFile):  # tensors: weighed, and bounded by bytes as well as by count
+            shard = self._shards.get(key)
+            if shard is None:
+                shard = RunDir.load(file, now)
+                self._shards.put(key, shard)
+            return shard
+        # A rollout file is Python objects (too many to weigh cheaply): one per open step.
+        payload = self._payloads.get(key)
         if payload is None:
             payload = RunDir.load(file, now)
-            cache[key] = payload
-            while len(cache) > limit:
-                cache.popitem(last=False)
-        cache.move_to_end(key)
+            self._payloads[key] = payload
+            while len(self._payloads) > self.max_open:
+                self._payloads.popitem(last=False)
+        self._payloads.move_to_end(key)
         return payload
 
     def unprepared(self, files: StepFiles, now: float, settled_for: float) -> list[FileStat]:
@@ -196,10 +207,17 @@ class Run:
     def prepare(self, files: StepFiles, now: float, settled_for: float) -> int:
         """Parse the step's files that have not changed for ``settled_for`` seconds, ahead of opening it.
 
-        Returns how many files were parsed; a file that fails to load is left for the real open.
+        Returns how many files were parsed; a file that fails to load is left for the real open. Shards
+        past the shard cache's byte budget are left for the open too (parsed now, they would only push
+        out the ones parsed before them).
         """
         parsed = 0
+        ahead = 0
         for file in self.unprepared(files, now, settled_for):
+            if isinstance(file, TrainFile):
+                ahead += file.size
+                if ahead > self._shards.max_bytes:
+                    continue
             try:
                 self._load(file, now)
             except MilesTuiError:

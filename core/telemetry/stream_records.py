@@ -141,6 +141,30 @@ def _shared(value: Any) -> Any:
     return sys.intern(value) if type(value) is str else value
 
 
+SHARED_GPU_LISTS: Final = 4096
+"""Distinct GPU lists :func:`_gpu_list` keeps one copy of (past it the table starts afresh)."""
+
+_gpu_lists: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+def _gpu_list(value: Any) -> tuple[Any, ...]:
+    """A phase's GPU list as a tuple, one copy per distinct list: every phase of a rank names the same GPUs.
+
+    A run holds its phases for hours; a tuple per record was a third of a phase's memory. Only lists of
+    plain ints are shared ((1,) and (1.0,) are equal keys, but not the same value).
+    """
+    gpus = tuple(value or ())
+    if not all(type(gpu) is int for gpu in gpus):
+        return gpus
+    known = _gpu_lists.get(gpus)
+    if known is not None:
+        return known
+    if len(_gpu_lists) >= SHARED_GPU_LISTS:
+        _gpu_lists.clear()
+    _gpu_lists[gpus] = gpus
+    return gpus
+
+
 def _object(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
@@ -158,7 +182,7 @@ def decode_phase(value: Any) -> Phase:
     """A ``phases/`` line."""
     r = _object(value)
     return Phase(
-        _shared(r["name"]), _number(r, "t0"), _number(r, "t1"), _shared(r.get("node")), tuple(r.get("gpus") or ()),
+        _shared(r["name"]), _number(r, "t0"), _number(r, "t1"), _shared(r.get("node")), _gpu_list(r.get("gpus")),
         r.get("rank"), _shared(r.get("role")),
     )  # fmt: skip
 

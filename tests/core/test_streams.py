@@ -368,3 +368,17 @@ async def test_writer_process_against_asyncio_pollers(tmp_path: Path) -> None:
     assert writer.exitcode == 0
     deltas.append(reader.poll())
     _check_followed(reader, deltas, metrics, gpu)
+
+
+def test_phases_of_a_rank_share_one_gpu_list() -> None:
+    """A run holds its phases for hours: a tuple per record was a third of a phase's memory."""
+    from miles_tui.core.telemetry.stream_records import decode_phase
+
+    line = {"name": "actor_train", "t0": 1.0, "t1": 2.0, "node": "n0", "gpus": [3, 4], "rank": 7, "role": "train"}
+    first, second = decode_phase(dict(line)), decode_phase({**line, "t0": 5.0, "t1": 6.0})
+    assert first.gpus == (3, 4) and first.gpus is second.gpus
+    # Lists of other values are kept as they are: (1.0,) equals (1,) but is not the same value.
+    floats, ints = decode_phase({**line, "gpus": [1.0]}), decode_phase({**line, "gpus": [1]})
+    assert type(floats.gpus[0]) is float and type(ints.gpus[0]) is int
+    assert decode_phase({**line, "gpus": [[1], {"a": 2}]}).gpus == ([1], {"a": 2})
+    assert decode_phase({**line, "gpus": None}).gpus == ()
