@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from miles_tui.core.errors import RunDirError
-from miles_tui.core.synth import make_temp_demo, remove_temp_demo
+from miles_tui.core.synth import claim_demo_dir, make_temp_demo, remove_temp_demo
 
 DEMO_MAX_STEPS = 500
 """A demo left running adds a step every 5 s; stop at ~40 minutes of steps (about 150 MB)."""
@@ -95,6 +95,7 @@ def run_monitor(args: argparse.Namespace) -> int:
     if args.demo is not None:
         if args.demo:
             run_dir = Path(args.demo)
+            claim_demo_dir(run_dir)
             log_path = run_dir.parent / f".{run_dir.name}.demo.log"
         else:
             temporary = make_temp_demo()

@@ -6,14 +6,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from miles_tui.core.synth.demo_cleanup import make_temp_demo, remove_temp_demo
+    from miles_tui.core.synth.demo_cleanup import claim_demo_dir, make_temp_demo, remove_temp_demo
 
 __all__ = [
+    "claim_demo_dir",
     "make_temp_demo",
     "remove_temp_demo",
 ]
 
 _HOMES = {
+    "claim_demo_dir": "demo_cleanup",
     "make_temp_demo": "demo_cleanup",
     "remove_temp_demo": "demo_cleanup",
 }

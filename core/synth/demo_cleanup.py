@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from miles_tui.core.errors import RunDirError
+
 TEMP_DEMO_PREFIX = "miles-tui-demo-"
 """Name prefix of the temp folders ``miles-tui --demo`` makes."""
 MARKER = ".miles-tui-temp-demo"
@@ -47,3 +49,22 @@ def delete_when_orphaned(folder: Path, parent_alive: Callable[[], bool], sleep: 
     while parent_alive():
         sleep(1.0)
     remove_temp_demo(folder)
+
+
+DEMO_MARKER = ".miles-tui-demo"
+"""A file the demo writes into its folder: a later ``--demo DIR`` may add steps to that folder, and to no other."""
+
+
+def claim_demo_dir(run_dir: Path) -> None:
+    """Make ``run_dir`` the demo's folder, or refuse (RunDirError) one that holds files the demo did not write:
+    ``--demo DIR`` on a copy of a real run used to add synthetic steps to it and append to its metrics.jsonl."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError("not a folder: give --demo a new or empty folder", run_dir)
+    if run_dir.is_dir() and any(run_dir.iterdir()) and not (run_dir / DEMO_MARKER).is_file():
+        raise RunDirError(
+            "it already holds files the demo did not write (a real run?); --demo writes synthetic steps "
+            "into its folder, so give it a new or empty folder (or open the run with `miles-tui RUN_DIR`)",
+            run_dir,
+        )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / DEMO_MARKER).write_text("written by miles-tui --demo: a later --demo on this folder adds steps\n")
