@@ -260,6 +260,16 @@ class MetricStore:
         with self._lock:
             return {name: column.records.size for name, column in self._keys.items()}
 
+    def point_counts_now(self) -> dict[str, int] | None:
+        """:meth:`point_counts`, or None at once while another thread holds the store (a long load stores
+        blocks of records: the UI thread asks this way and never waits behind one)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return {name: column.records.size for name, column in self._keys.items()}
+        finally:
+            self._lock.release()
+
     def time_range(self) -> tuple[float, float] | None:
         """(earliest, latest) record ts, or None without records."""
         with self._lock:

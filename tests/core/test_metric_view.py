@@ -330,3 +330,29 @@ def test_reading_a_store_for_charts_stops_when_cancelled() -> None:
     assert read is None and len(asked) == 2  # cancelled before the second key was read
     whole = store_chart_series(store, {"a": None, "b": None})
     assert whole is not None and whole["b"].series.value[-1] == -9
+
+
+def test_point_counts_now_never_waits_for_a_busy_store() -> None:
+    """The UI thread asks the store's point counts on every tick; a long load holds the store while it stores a
+    block of records, and the UI must not wait behind it."""
+    import threading
+
+    store = MetricStore()
+    store.append_rows([(0.0, "train/step", 0, {"a": 1.0})])
+    assert store.point_counts_now() == {"a": 1}
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store._lock:
+            held.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(5)
+    try:
+        assert store.point_counts_now() is None
+    finally:
+        release.set()
+        thread.join()
+    assert store.point_counts_now() == {"a": 1}

@@ -368,8 +368,10 @@ class MetricsScreen(MonitorScreen):
         Only those charts redraw; a key never charted before (or the first metrics of a
         run shown from its dumps) rebuilds the grid. The series are read in a thread.
         """
-        if not keys and not self.first_read and self.miles.watcher.follower.metrics.point_counts() == self._counts:
-            return
+        if not keys and not self.first_read:
+            counts = self.miles.watcher.follower.metrics.point_counts_now()
+            if counts is None or counts == self._counts:
+                return  # unchanged, or the store is busy storing a block: the next tick looks again
         self._read(keys=keys)
 
     @on(StepsSummarized)
