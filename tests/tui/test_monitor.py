@@ -14,7 +14,7 @@ from miles_tui.tui.widgets.advisory_list import AdvisoryList
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 from tests.conftest import EPOCH, stamp, write_demo_run
-from tests.harness import frozen_app, settle
+from tests.harness import frozen_app, screen_text, settle
 
 
 def _keys(app: MilesApp, selector: str) -> list[object]:
@@ -210,3 +210,30 @@ async def test_a_folder_that_is_not_a_run_says_so(tmp_path: Path) -> None:
         app.poll_now()
         await settle(pilot)
         assert "waiting for rollout_data" in app.screen.query_one("#steps", VirtualTable).placeholder
+
+
+async def test_a_highlights_the_first_advisory_and_esc_returns_to_the_steps(golden_copy: Callable[[str], Path]) -> None:
+    app = frozen_app(golden_copy("degenerate"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        first = app.screen.query_one(AdvisoryList).advisories[0]
+        await pilot.press("a", "enter")  # no down first: the first advisory is highlighted
+        await settle(pilot)
+        assert f"sample {first.sample_index}" in screen_text(app)
+        while not isinstance(app.screen, OverviewScreen):
+            await pilot.press("escape")
+            await settle(pilot)
+        await pilot.press("a", "escape", "enter")  # esc leaves the advisories: enter opens the step under the cursor
+        await settle(pilot)
+        assert isinstance(app.screen, StepScreen), screen_text(app)
+
+
+async def test_a_without_advisories_says_so(tmp_path: Path) -> None:
+    app = frozen_app(tmp_path)  # an empty folder: nothing to advise on
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        assert not app.screen.query_one(AdvisoryList).advisories
+        await pilot.press("a")
+        await settle(pilot)
+        assert "no advisories: nothing needs attention" in screen_text(app)
+        assert not isinstance(app.focused, AdvisoryList)

@@ -91,6 +91,7 @@ class OverviewScreen(MonitorScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "focus_advisories", "Advisories"),
         Binding("t", "focus_steps", "Steps", show=False),
+        Binding("escape", "focus_steps", "Back to the steps (from the advisories)", show=False, key_display="esc"),
         Binding("tab", "app.focus_next", "Next pane", show=False),
         Binding("O", "outliers", "Outliers"),
         Binding("c", "compare", "Compare"),
@@ -240,7 +241,14 @@ class OverviewScreen(MonitorScreen):
         self.open_step(key, advisory.sample_index)
 
     def action_focus_advisories(self) -> None:
-        self.query_one(AdvisoryList).focus()
+        """Focus the advisory list on its first advisory (so enter jumps at once), or say there are none."""
+        advisories = self.query_one(AdvisoryList)
+        if not advisories.advisories:
+            self.notify("no advisories: nothing needs attention", timeout=3)
+            return
+        advisories.focus()
+        if advisories.highlighted is None:
+            advisories.highlighted = 0
 
     def action_focus_steps(self) -> None:
         self.query_one("#steps", VirtualTable).focus()
