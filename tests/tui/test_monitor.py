@@ -237,3 +237,36 @@ async def test_a_without_advisories_says_so(tmp_path: Path) -> None:
         await settle(pilot)
         assert "no advisories: nothing needs attention" in screen_text(app)
         assert not isinstance(app.focused, AdvisoryList)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_a_removed_sample_reads_removed_without_colour(
+    golden_copy: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = frozen_app(golden_copy("tp_dup"))  # step 2 removes samples 27 (completed) and 35 (aborted)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        rows = {line.split()[1]: line for line in screen_text(app).splitlines() if line.startswith("│     ")}
+        assert "completed ✗ removed" in rows["27"] and "aborted ✗ removed" in rows["35"], rows
+        assert "removed" not in rows["26"]
+
+
+async def test_the_sample_screen_and_the_group_trace_say_removed(golden_copy: Callable[[str], Path]) -> None:
+    app = frozen_app(golden_copy("tp_dup"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        await pilot.press("c", "enter")  # compare 1 with 2, trace group 0
+        await settle(pilot)
+        trace = [line for line in screen_text(app).splitlines() if " 27 " in line]
+        assert len(trace) == 1 and "completed ✗ removed" in trace[0], trace
+        await pilot.press("escape", "escape")
+        await settle(pilot)
+        await pilot.press("down", "down", "down", "enter")  # sample 27
+        await settle(pilot)
+        header = screen_text(app).splitlines()[0]
+        assert "sample 27" in header and "✗ removed from training" in header, header
