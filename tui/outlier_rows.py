@@ -35,7 +35,7 @@ _SAMPLE_FIGURES = (
 TOKEN_COLUMNS = {
     OutlierKind.LP_DIFF: (
         *_LEAD,
-        Column("pos", "pos", 5, grow=8),
+        Column("pos", "resp pos", 8, grow=11),
         Column("token", "token", 12, "left"),
         Column("value", "lp diff", 8),
         Column("sample_stat", "max|lpΔ|", 8),
@@ -43,7 +43,7 @@ TOKEN_COLUMNS = {
     ),
     OutlierKind.IMP_RATIO: (
         *_LEAD,
-        Column("pos", "pos", 5, grow=8),
+        Column("pos", "resp pos", 8, grow=11),
         Column("token", "token", 12, "left"),
         Column("value", "ratio", 8),
         Column("sample_stat", "ratio μ", 8),
@@ -51,7 +51,7 @@ TOKEN_COLUMNS = {
     ),
     OutlierKind.ENTROPY: (
         *_LEAD,
-        Column("pos", "pos", 5, grow=8),
+        Column("pos", "resp pos", 8, grow=11),
         Column("token", "token", 12, "left"),
         Column("value", "entropy", 8),
         Column("score", "+median", 8),
@@ -103,13 +103,19 @@ def _figures(outlier: TokenOutlier | SampleOutlier) -> tuple[Text, ...]:
     )
 
 
+def response_position(outlier: TokenOutlier) -> str:
+    """Where the token is in the response as the sample screen says it: 1-based, of the response's
+    length (``16/22``, shown there as ``response 16/22``)."""
+    return f"{outlier.position + 1}/{outlier.row.response_length}"
+
+
 def token_cells(rank: int, outlier: TokenOutlier, texts: dict[int, str]) -> tuple[Text, ...]:
     """One token line of the table."""
     lead = (
         Text(str(rank)),
         Text(str(outlier.rollout_id)),
         Text(str(outlier.sample_index)),
-        Text(str(outlier.position)),
+        Text(response_position(outlier)),
         _token_text(texts, outlier.token_id),
     )
     if outlier.kind is OutlierKind.ENTROPY:
