@@ -27,6 +27,9 @@ from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.step_trends import StepTrends
 from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
 
+NO_STEP = "no step yet: nothing to show"
+"""What O and c say on a run (or folder) with no step."""
+
 NARROW_WIDTH = 110
 """Below this many columns the advisories move under the step list."""
 
@@ -260,11 +263,15 @@ class OverviewScreen(MonitorScreen):
         from miles_tui.tui.screens.outlier_screen import OutlierScreen
 
         key = self.selected_step()
-        if key is not None:
-            self.app.push_screen(OutlierScreen(*key))
+        if key is None:
+            self.notify(NO_STEP, timeout=3)
+            return
+        self.app.push_screen(OutlierScreen(*key))
 
     def action_compare(self) -> None:
         """Compare the selected step with the previous one of its kind."""
         key = self.selected_step()
-        if key is not None:
-            self.miles.show_compare(*key)
+        if key is None:
+            self.notify(NO_STEP, timeout=3)
+            return
+        self.miles.show_compare(*key)

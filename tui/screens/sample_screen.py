@@ -274,7 +274,10 @@ class SampleScreen(Screen[None]):
         self._move(stepped.window)
 
     def action_cycle_window(self) -> None:
-        """Show 256 / 1k / 4k / all tokens around the cursor."""
+        """Show 256 / 1k / 4k / all tokens around the cursor (a sample shorter than 256 tokens is all shown)."""
+        if len(self.tokens.sizes()) == 1:
+            self.notify(f"all {self.tokens.total_length} tokens already fit in the window", timeout=3)
+            return
         self._move(self.tokens.cycled())
 
     def action_cycle_series(self, step: int) -> None:

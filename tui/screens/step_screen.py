@@ -330,6 +330,9 @@ class StepScreen(MonitorScreen):
         self._render_rows()
 
     def action_rollout_order(self) -> None:
+        if self.sort_key is None:
+            self.notify("already in rollout order (s sorts by the column under the cursor)", timeout=3)
+            return
         self.sort_key, self.sort_reverse = None, False
         self._render_rows()
 
