@@ -11,8 +11,7 @@ from miles_tui.core.analysis import (
     SampleOutlier,
     TokenOutlier,
 )
-from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import MISSING, number, unread_text, unreadable
+from miles_tui.tui.formatting import MISSING, number, status_text, unread_text, unreadable
 from miles_tui.tui.widgets.virtual_table import Column
 
 KIND_LABELS = {OutlierKind.LP_DIFF: "lp diff", OutlierKind.IMP_RATIO: "imp ratio", OutlierKind.ENTROPY: "entropy"}
@@ -30,7 +29,7 @@ _SAMPLE_FIGURES = (
     Column("reward", "reward", 7),
     Column("stale", "stale", 5),
     Column("resp", "resp", 5),
-    Column("status", "status", 10, "left"),
+    Column("status", "status", 10, "left", grow=20),
 )
 TOKEN_COLUMNS = {
     OutlierKind.LP_DIFF: (
@@ -92,9 +91,7 @@ def _sample_stat(outlier: TokenOutlier | SampleOutlier) -> float | None:
 
 def _figures(outlier: TokenOutlier | SampleOutlier) -> tuple[Text, ...]:
     row = outlier.row
-    status = Text.styled(inert(row.status or MISSING), "" if row.status == "completed" else "yellow")
-    if row.remove_sample:
-        status.append("✗", style="red")
+    status = status_text(row, "" if row.status == "completed" else "yellow")
     return (
         Text(number(row.reward)),
         Text.styled(number(row.staleness), "yellow" if (row.staleness or 0) >= 2 else ""),
