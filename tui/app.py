@@ -77,10 +77,11 @@ class MilesApp(Navigation):
         # The habit over SSH: ctrl+c quits (exit 0) wherever the focus is, as in LEET and toolong.
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("f", "toggle_follow", "Follow"),
-        Binding("m", "metrics", "Metrics"),
-        Binding("u", "compute", "GPUs"),
-        Binding("E", "engines", "Engines", key_display="E"),
+        # Keys of every screen: in `?` help and the palette, kept out of the footers (which then fit 80 columns).
+        Binding("f", "toggle_follow", "Follow", show=False),
+        Binding("m", "metrics", "Metrics", show=False),
+        Binding("u", "compute", "GPUs", show=False),
+        Binding("E", "engines", "Engines", key_display="E", show=False),
     ]
 
     def __init__(

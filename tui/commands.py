@@ -1,7 +1,9 @@
 """The command palette's own commands (ctrl+p): go to a step, open each view, follow, poll interval.
 
 Textual's system commands (theme, quit, keys) stay beside these. Typing a number (``12``,
-``step 12``, ``eval 12``) offers that step when the run has it.
+``step 12``, ``eval 12``) offers that step first (and its eval step, when the run has one), or says
+the run has no such step; the poll intervals are offered only to a query that says ``poll``, so a
+number never lands on one.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ POLL_CHOICES = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 
 _STEP_QUERY = re.compile(r"\s*(?:(step|eval|s|e)\s*)?#?(\d+)\s*", re.IGNORECASE)
 
+_STEP_SCORE = 100.0
+"""Above any fuzzy score (those grow past 1), so a step the number names is always listed first."""
+
 
 def _commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
-    """(name, help, callback) of every command, as the app stands now."""
+    """(name, help, callback) of every command but the poll intervals, as the app stands now."""
     commands: list[tuple[str, str, Callable[[], object]]] = [
         ("Metrics", "every dashboard series as charts (m)", app.action_metrics),
         ("GPUs", "utilisation, memory and phases per GPU (u)", app.action_compute),
@@ -38,12 +43,26 @@ def _commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
         method = getattr(app, f"action_{action}", None)
         if callable(method):
             commands.insert(2, (action.capitalize(), "inference engines: requests, KV cache, throughput", method))
-    commands += [
+    return commands
+
+
+def _poll_commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
+    """(name, help, callback) of each poll interval the palette offers."""
+    return [
         (f"Poll every {seconds:g} s", f"how often to look for new data (now {app.poll_seconds:g} s)",
          partial(app.set_poll, seconds))
         for seconds in POLL_CHOICES
     ]  # fmt: skip
-    return commands
+
+
+def _step_list(ids: tuple[int, ...]) -> str:
+    """The visible steps of one kind, short: ``0–3`` when they run on, else the first few."""
+    if not ids:
+        return "none"
+    if list(ids) == list(range(ids[0], ids[-1] + 1)) and len(ids) > 2:
+        return f"{ids[0]}–{ids[-1]}"
+    shown = ", ".join(str(rid) for rid in ids[:6])
+    return shown + (", …" if len(ids) > 6 else "")
 
 
 class RunCommands(Provider):
@@ -57,20 +76,53 @@ class RunCommands(Provider):
         latest = self.miles.model.latest
         if latest is not None:
             yield DiscoveryHit(f"Go to step {latest}", partial(self.miles.open_step, latest), help="the newest step")
-        for name, help_text, callback in _commands(self.miles):
+        for name, help_text, callback in _commands(self.miles) + _poll_commands(self.miles):
             yield DiscoveryHit(name, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
         step = _STEP_QUERY.fullmatch(query)
         if step is not None:
-            evaluation = (step.group(1) or "").lower() in ("eval", "e")
-            rid = int(step.group(2))
-            visible = self.miles.model.evaluation if evaluation else self.miles.model.train
-            if rid in visible:
-                kind = "eval step" if evaluation else "step"
-                yield Hit(1.0, f"Go to {kind} {rid}", partial(self.miles.open_step, rid, evaluation))
+            for hit in self._step_hits(int(step.group(2)), (step.group(1) or "").lower()):
+                yield hit
+            return
         matcher = self.matcher(query)
-        for name, help_text, callback in _commands(self.miles):
+        commands = _commands(self.miles)
+        if "poll" in query.lower():
+            commands += _poll_commands(self.miles)
+        for name, help_text, callback in commands:
             score = matcher.match(name)
             if score > 0:
                 yield Hit(score, matcher.highlight(name), callback, help=help_text)
+
+    def _step_hits(self, rid: int, prefix: str) -> list[Hit]:
+        """The steps a number names: the train step first, then the eval step; or why there is none.
+
+        ``eval 3`` names only the eval step; ``3`` and ``step 3`` name both kinds, so a step that
+        exists only as an eval step is still found.
+        """
+        model = self.miles.model
+        kinds = (True,) if prefix in ("eval", "e") else (False, True)
+        hits = []
+        for rank, evaluation in enumerate(kinds):
+            if rid in (model.evaluation if evaluation else model.train):
+                label = f"Go to step {rid}{' eval' if evaluation else ''}"
+                help_text = "the eval batch of that step" if evaluation else None
+                hits.append(
+                    Hit(_STEP_SCORE - rank, label, partial(self.miles.open_step, rid, evaluation), help=help_text)
+                )
+        if hits:
+            return hits
+        kind = "eval step" if kinds == (True,) else "step"
+        visible = _step_list(model.evaluation if kinds == (True,) else model.train)
+        seen = f"{kind}s: {visible}"
+        if kinds != (True,) and model.evaluation:
+            seen += f"; eval steps: {_step_list(model.evaluation)}"
+        message = f"no {kind} {rid}"
+        return [
+            Hit(
+                _STEP_SCORE,
+                message,
+                partial(self.miles.notify, f"the run has {message} ({seen})", timeout=4),
+                help=seen,
+            )
+        ]

@@ -15,8 +15,7 @@ from miles_tui.core.analysis import (
     StepComparison,
 )
 from miles_tui.core.dump import group_reward
-from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import MISSING, number, percent, unread_text, unreadable
+from miles_tui.tui.formatting import MISSING, number, percent, status_text, unread_text, unreadable
 from miles_tui.tui.widgets.virtual_table import Column, TableRow
 
 BETTER_UP = {"reward_mean": True, "truncated_frac": False, "avg_staleness": False, "zero_std_group_frac": False}
@@ -70,7 +69,7 @@ TRACE_COLUMNS = (
     Column("len", "len", 6),
     Column("trunc", "trunc", 5),
     Column("stale", "stale", 5),
-    Column("status", "status", 10, "left"),
+    Column("status", "status", 10, "left", grow=20),
 )
 
 
@@ -195,7 +194,7 @@ def trace_rows(trace: tuple[GroupInStep, ...], a: int, b: int, evaluation: bool)
                         Text(str(row.response_length)),
                         Text.styled("yes" if row.truncated else "no", "yellow" if row.truncated else "dim"),
                         Text(number(row.staleness)),
-                        Text.styled(inert(row.status or MISSING), "" if row.status == "completed" else "yellow"),
+                        status_text(row, "" if row.status == "completed" else "yellow"),
                     ),
                     "dim" if row.remove_sample else "",
                 )

@@ -115,3 +115,15 @@ def unreadable(row: SampleRow, column: str) -> bool:
 def unread_text(pending: bool = False) -> Text:
     """The cell of an unreadable value (legible without colour); ``pending``: the step is still being written."""
     return Text("…", style="yellow") if pending else Text(UNREAD, style=UNREAD_STYLE)
+
+
+REMOVED = "✗ removed"
+"""Said after a sample's status when the rollout removed it from training (legible without colour)."""
+
+
+def status_text(row: SampleRow, style: str = "") -> Text:
+    """A sample's status as a cell: ``completed``, or ``completed ✗ removed`` for a removed sample."""
+    text = Text(inert(row.status or MISSING), style=style)
+    if row.remove_sample:
+        text.append(f" {REMOVED}", style="red")
+    return text

@@ -112,14 +112,18 @@ class Navigation(App[None]):
     def show_outliers(self) -> None:
         from miles_tui.tui.screens.outlier_screen import OutlierScreen
 
-        if (key := self.context_step()) is not None:
-            self.push_screen(OutlierScreen(*key))
+        if (key := self.context_step()) is None:
+            self.notify("no step yet: no outliers to show", timeout=3)
+            return
+        self.push_screen(OutlierScreen(*key))
 
     def show_scatter(self) -> None:
         from miles_tui.tui.screens.scatter_screen import ScatterScreen
 
-        if (key := self.context_step()) is not None:
-            self.push_screen(ScatterScreen(*key))
+        if (key := self.context_step()) is None:
+            self.notify("no step yet: nothing to plot", timeout=3)
+            return
+        self.push_screen(ScatterScreen(*key))
 
     def show_compare(self, rollout_id: int | None = None, evaluation: bool = False) -> None:
         """Compare a step (default: the one in context) with the previous visible one of its kind."""
@@ -127,6 +131,7 @@ class Navigation(App[None]):
 
         key = (rollout_id, evaluation) if rollout_id is not None else self.context_step()
         if key is None:
+            self.notify("no step yet: nothing to compare", timeout=3)
             return
         rid, evaluation = key
         earlier = [r for r in (self.model.evaluation if evaluation else self.model.train) if r < rid]

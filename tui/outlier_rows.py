@@ -11,8 +11,7 @@ from miles_tui.core.analysis import (
     SampleOutlier,
     TokenOutlier,
 )
-from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import MISSING, number, unread_text, unreadable
+from miles_tui.tui.formatting import MISSING, number, status_text, unread_text, unreadable
 from miles_tui.tui.widgets.virtual_table import Column
 
 KIND_LABELS = {OutlierKind.LP_DIFF: "lp diff", OutlierKind.IMP_RATIO: "imp ratio", OutlierKind.ENTROPY: "entropy"}
@@ -30,12 +29,12 @@ _SAMPLE_FIGURES = (
     Column("reward", "reward", 7),
     Column("stale", "stale", 5),
     Column("resp", "resp", 5),
-    Column("status", "status", 10, "left"),
+    Column("status", "status", 10, "left", grow=20),
 )
 TOKEN_COLUMNS = {
     OutlierKind.LP_DIFF: (
         *_LEAD,
-        Column("pos", "pos", 5, grow=8),
+        Column("pos", "resp pos", 8, grow=11),
         Column("token", "token", 12, "left"),
         Column("value", "lp diff", 8),
         Column("sample_stat", "max|lpΔ|", 8),
@@ -43,7 +42,7 @@ TOKEN_COLUMNS = {
     ),
     OutlierKind.IMP_RATIO: (
         *_LEAD,
-        Column("pos", "pos", 5, grow=8),
+        Column("pos", "resp pos", 8, grow=11),
         Column("token", "token", 12, "left"),
         Column("value", "ratio", 8),
         Column("sample_stat", "ratio μ", 8),
@@ -51,7 +50,7 @@ TOKEN_COLUMNS = {
     ),
     OutlierKind.ENTROPY: (
         *_LEAD,
-        Column("pos", "pos", 5, grow=8),
+        Column("pos", "resp pos", 8, grow=11),
         Column("token", "token", 12, "left"),
         Column("value", "entropy", 8),
         Column("score", "+median", 8),
@@ -92,9 +91,7 @@ def _sample_stat(outlier: TokenOutlier | SampleOutlier) -> float | None:
 
 def _figures(outlier: TokenOutlier | SampleOutlier) -> tuple[Text, ...]:
     row = outlier.row
-    status = Text.styled(inert(row.status or MISSING), "" if row.status == "completed" else "yellow")
-    if row.remove_sample:
-        status.append("✗", style="red")
+    status = status_text(row, "" if row.status == "completed" else "yellow")
     return (
         Text(number(row.reward)),
         Text.styled(number(row.staleness), "yellow" if (row.staleness or 0) >= 2 else ""),
@@ -103,13 +100,19 @@ def _figures(outlier: TokenOutlier | SampleOutlier) -> tuple[Text, ...]:
     )
 
 
+def response_position(outlier: TokenOutlier) -> str:
+    """Where the token is in the response as the sample screen says it: 1-based, of the response's
+    length (``16/22``, shown there as ``response 16/22``)."""
+    return f"{outlier.position + 1}/{outlier.row.response_length}"
+
+
 def token_cells(rank: int, outlier: TokenOutlier, texts: dict[int, str]) -> tuple[Text, ...]:
     """One token line of the table."""
     lead = (
         Text(str(rank)),
         Text(str(outlier.rollout_id)),
         Text(str(outlier.sample_index)),
-        Text(str(outlier.position)),
+        Text(response_position(outlier)),
         _token_text(texts, outlier.token_id),
     )
     if outlier.kind is OutlierKind.ENTROPY:

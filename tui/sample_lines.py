@@ -18,7 +18,7 @@ from textual.content import Content
 
 from miles_tui.core.dump import SERIES, Detokenizer, FieldState, OpenStep
 from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import MISSING, number, version_span
+from miles_tui.tui.formatting import MISSING, REMOVED, number, version_span
 from miles_tui.tui.sample_tracks import SampleTracks
 from miles_tui.tui.token_window import TokenWindow
 from miles_tui.tui.widgets.token_sparkline import reading_text
@@ -80,6 +80,7 @@ def chips(step: OpenStep, sample: SampleTracks) -> list[tuple[str, str]]:
             "",
         ),
         (inert(row.status or MISSING), status_style),
+        *([(f"{REMOVED} from training", "bold $text-error")] if row.remove_sample else []),
         (f"reward {number(row.reward)}", ""),
         (f"staleness {MISSING if row.staleness is None else row.staleness}", ""),
         (version_span(row) + (" mixed" if row.mixed_version else ""), "$text-warning" if row.mixed_version else ""),

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from miles_tui.core.dump import GroupRow, SampleRow, StepSummary
-from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import (
     MISSING,
     UNREAD,
     UNREAD_STYLE,
     number,
     percent,
+    status_text,
     unread_text,
     unreadable,
     version_span,
@@ -31,7 +31,7 @@ from miles_tui.tui.widgets.virtual_table import Column
 SAMPLE_COLUMNS = (
     Column("sample_index", "sample", 7, grow=14),
     Column("group_index", "group", 7, grow=14),
-    Column("status", "status", 9, "left"),
+    Column("status", "status", 9, "left", grow=20),
     Column("reward", "reward", 7),
     Column("raw_reward", "raw", 7),
     Column("normalized_reward", "norm", 7),
@@ -79,9 +79,7 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool
     group = Text(MISSING if row.group_index is None else str(row.group_index))
     if row.group_index in zero_std_groups:
         group.append(" 0σ", style="yellow")
-    status = Text(inert(row.status or MISSING), style=STATUS_STYLE.get(row.status or "", ""))
-    if row.remove_sample:
-        status.append("✗", style="red")
+    status = status_text(row, STATUS_STYLE.get(row.status or "", ""))
     if row.alignment_failed and pending:
         align = Text("pending…", style="yellow")
     elif row.alignment_failed:
@@ -131,6 +129,7 @@ def sample_widths(rows: Sequence[SampleRow]) -> dict[str, int]:
         widths[key] = max((len(t) for t in texts), default=0) + extra
 
     need("sample_index", [str(r.sample_index) for r in rows])
+    need("status", [status_text(r).plain for r in rows])
     need("group_index", [MISSING if r.group_index is None else str(r.group_index) for r in rows], 3)
     need("response_length", [str(r.response_length) for r in rows])
     need("total_length", [str(r.total_length) for r in rows])

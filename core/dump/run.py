@@ -102,7 +102,15 @@ class Run:
             ids = self.dir.step_ids(now)
             known = ids.evaluation if evaluation else ids.train
             listed = ", ".join(str(i) for i in known[-8:]) or "none yet"
-            raise StepNotFoundError(f"the run has no {kind} {rollout_id} (visible: {listed})", self.dir.rollout_dir)
+            message = f"the run has no {kind} {rollout_id} (visible: {listed})"
+            if rollout_id in (ids.train if evaluation else ids.evaluation):
+                # both commands that name a step (the monitor and export) take --eval
+                message += (
+                    f"; step {rollout_id} exists as a train step: drop --eval"
+                    if evaluation
+                    else f"; step {rollout_id} exists as an eval step: add --eval"
+                )
+            raise StepNotFoundError(message, self.dir.rollout_dir)
         if not RunDir.is_visible(files, now):
             wait = MIN_AGE_SECONDS - (now - files.rollout.mtime)
             raise StillWritingError(

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
@@ -213,3 +214,19 @@ def test_a_command_line_that_does_not_parse_is_one_line(capsys: pytest.CaptureFi
     for argv in (["export"], ["report", "RUN", "--jsn"], ["RUN", "--no-such-flag"]):
         code, out, err = _run(capsys, *argv)
         assert code == 2 and out == "" and "--help" in _one_line(err)
+
+
+def test_a_step_that_exists_only_as_the_other_kind_says_which_flag(
+    golden_copy: Callable[[str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = golden_copy("tp_dup")  # train steps 0-2; eval steps 0 and 3
+    code, out, err = _run(capsys, "export", str(root), "--step", "3")
+    line = _one_line(err)
+    assert code == 1 and out == ""
+    assert "the run has no step 3 (visible: 0, 1, 2); step 3 exists as an eval step: add --eval" in line
+    code, out, _ = _run(capsys, "export", str(root), "--step", "3", "--eval")
+    assert code == 0 and json.loads(out)
+    code, out, err = _run(capsys, "export", str(root), "--step", "2", "--eval")
+    assert code == 1 and "step 2 exists as a train step: drop --eval" in _one_line(err)
+    code, out, err = _run(capsys, "export", str(root), "--step", "12")
+    assert code == 1 and "exists as" not in _one_line(err)

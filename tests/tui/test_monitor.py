@@ -14,7 +14,7 @@ from miles_tui.tui.widgets.advisory_list import AdvisoryList
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 from tests.conftest import EPOCH, stamp, write_demo_run
-from tests.harness import frozen_app, settle
+from tests.harness import frozen_app, screen_text, settle
 
 
 def _keys(app: MilesApp, selector: str) -> list[object]:
@@ -210,3 +210,63 @@ async def test_a_folder_that_is_not_a_run_says_so(tmp_path: Path) -> None:
         app.poll_now()
         await settle(pilot)
         assert "waiting for rollout_data" in app.screen.query_one("#steps", VirtualTable).placeholder
+
+
+async def test_a_highlights_the_first_advisory_and_esc_returns_to_the_steps(golden_copy: Callable[[str], Path]) -> None:
+    app = frozen_app(golden_copy("degenerate"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        first = app.screen.query_one(AdvisoryList).advisories[0]
+        await pilot.press("a", "enter")  # no down first: the first advisory is highlighted
+        await settle(pilot)
+        assert f"sample {first.sample_index}" in screen_text(app)
+        while not isinstance(app.screen, OverviewScreen):
+            await pilot.press("escape")
+            await settle(pilot)
+        await pilot.press("a", "escape", "enter")  # esc leaves the advisories: enter opens the step under the cursor
+        await settle(pilot)
+        assert isinstance(app.screen, StepScreen), screen_text(app)
+
+
+async def test_a_without_advisories_says_so(tmp_path: Path) -> None:
+    app = frozen_app(tmp_path)  # an empty folder: nothing to advise on
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        assert not app.screen.query_one(AdvisoryList).advisories
+        await pilot.press("a")
+        await settle(pilot)
+        assert "no advisories: nothing needs attention" in screen_text(app)
+        assert not isinstance(app.focused, AdvisoryList)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_a_removed_sample_reads_removed_without_colour(
+    golden_copy: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = frozen_app(golden_copy("tp_dup"))  # step 2 removes samples 27 (completed) and 35 (aborted)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        rows = {line.split()[1]: line for line in screen_text(app).splitlines() if line.startswith("│     ")}
+        assert "completed ✗ removed" in rows["27"] and "aborted ✗ removed" in rows["35"], rows
+        assert "removed" not in rows["26"]
+
+
+async def test_the_sample_screen_and_the_group_trace_say_removed(golden_copy: Callable[[str], Path]) -> None:
+    app = frozen_app(golden_copy("tp_dup"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        await pilot.press("c", "enter")  # compare 1 with 2, trace group 0
+        await settle(pilot)
+        trace = [line for line in screen_text(app).splitlines() if " 27 " in line]
+        assert len(trace) == 1 and "completed ✗ removed" in trace[0], trace
+        await pilot.press("escape", "escape")
+        await settle(pilot)
+        await pilot.press("down", "down", "down", "enter")  # sample 27
+        await settle(pilot)
+        header = screen_text(app).splitlines()[0]
+        assert "sample 27" in header and "✗ removed from training" in header, header

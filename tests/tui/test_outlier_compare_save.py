@@ -20,7 +20,7 @@ from miles_tui.tui.screens.sample_screen import SampleScreen
 from miles_tui.tui.screens.save_csv_screen import SaveCsvScreen
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 from tests.conftest import EPOCH
-from tests.harness import frozen_app, settle
+from tests.harness import frozen_app, screen_text, settle
 
 GoldenCopy = Callable[[str], Path]
 
@@ -218,3 +218,20 @@ async def test_compare_can_open_on_a_samples_group_across_steps(golden_copy: Gol
         sample = app.screen
         assert isinstance(sample, SampleScreen) and sample.step.summary.rollout_id == 2
         assert sample.sample.row.group_index == 1
+
+
+async def test_an_outlier_token_is_at_the_position_the_sample_screen_shows(demo_run: Path) -> None:
+    app = frozen_app(demo_run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("O")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "resp pos" in text
+        first = next(line for line in text.splitlines() if line.startswith("│  1 "))
+        step, sample, position = first.split()[2:5]
+        await pilot.press("enter")
+        await settle(pilot)
+        text = screen_text(app)
+        assert f"step {step} · sample {sample}" in text
+        assert f"response {position} " in text, (position, text)

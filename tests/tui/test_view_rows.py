@@ -5,7 +5,14 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from miles_tui.core.analysis import Delta, OutlierKind, compare_steps, group_across_steps, sample_outliers
+from miles_tui.core.analysis import (
+    Delta,
+    OutlierKind,
+    SampleOutlier,
+    compare_steps,
+    group_across_steps,
+    sample_outliers,
+)
 from miles_tui.core.dump import Run, StepSummary
 from miles_tui.tui.compare_rows import GROUP_COLUMNS, TRACE_COLUMNS, delta_text, group_cells, headline, trace_rows
 from miles_tui.tui.formatting import UNREAD
@@ -68,3 +75,14 @@ def test_sample_outlier_cells_say_unread_for_unreadable_figures(demo_run: Path) 
     assert [c.plain for c in cells[:3]] == ["1", str(top.rollout_id), str(top.sample_index)]
     broken = dataclasses.replace(top, row=dataclasses.replace(top.row, alignment_failed=True, mean_entropy=None))
     assert UNREAD in [c.plain for c in sample_cells(1, broken)]
+
+
+def test_an_outlier_of_a_removed_sample_says_removed(demo_run: Path) -> None:
+    a, b = _summaries(demo_run)
+    [top] = sample_outliers([a, b], OutlierKind.LP_DIFF, limit=1)
+    removed = dataclasses.replace(top, row=dataclasses.replace(top.row, remove_sample=True))
+    assert cells_of(removed)[-1].endswith("✗ removed") and not cells_of(top)[-1].endswith("removed")
+
+
+def cells_of(outlier: SampleOutlier) -> list[str]:
+    return [cell.plain for cell in sample_cells(1, outlier)]

@@ -47,8 +47,8 @@ class CompareScreen(MonitorScreen):
         Binding("escape,backspace", "back", "Back"),
         Binding("left_square_bracket", "move('b', -1)", "B prev", key_display="["),
         Binding("right_square_bracket", "move('b', 1)", "B next", key_display="]"),
-        Binding("left_curly_bracket", "move('a', -1)", "A prev", key_display="{"),
-        Binding("right_curly_bracket", "move('a', 1)", "A next", key_display="}"),
+        Binding("left_curly_bracket", "move('a', -1)", "A prev", key_display="{", show=False),
+        Binding("right_curly_bracket", "move('a', 1)", "A next", key_display="}", show=False),
         Binding("x", "swap", "Swap A/B", show=False),
     ]
 

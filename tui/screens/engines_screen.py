@@ -52,9 +52,9 @@ class EnginesScreen(MonitorScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,backspace", "back", "Back"),
         Binding("right,plus", "window(1)", "Longer window", key_display="→/+"),
-        Binding("left,minus", "window(-1)", "Shorter window", key_display="←/-"),
+        Binding("left,minus", "window(-1)", "Shorter window", key_display="←/-", show=False),
         Binding("n", "engine(1)", "Next engine"),
-        Binding("N", "engine(-1)", "Prev engine", key_display="N"),
+        Binding("N", "engine(-1)", "Prev engine", key_display="N", show=False),
     ]
 
     def __init__(self, window: int = 0) -> None:

@@ -67,7 +67,7 @@ class OutlierScreen(MonitorScreen):
         Binding("1", "kind('lp_diff')", "lp diff", show=False),
         Binding("2", "kind('imp_ratio')", "imp ratio", show=False),
         Binding("3", "kind('entropy')", "entropy", show=False),
-        Binding("a", "toggle_scope", f"Step/last {LAST_STEPS}"),
+        Binding("a", "toggle_scope", f"Step/last {LAST_STEPS}", show=False),
         Binding("s", "toggle_level", "Tokens/samples"),
         Binding("r", "recompute", "Recompute", show=False),
     ]

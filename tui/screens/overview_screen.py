@@ -27,6 +27,9 @@ from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.step_trends import StepTrends
 from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
 
+NO_STEP = "no step yet: nothing to show"
+"""What O and c say on a run (or folder) with no step."""
+
 NARROW_WIDTH = 110
 """Below this many columns the advisories move under the step list."""
 
@@ -91,6 +94,7 @@ class OverviewScreen(MonitorScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "focus_advisories", "Advisories"),
         Binding("t", "focus_steps", "Steps", show=False),
+        Binding("escape", "focus_steps", "Back to the steps (from the advisories)", show=False, key_display="esc"),
         Binding("tab", "app.focus_next", "Next pane", show=False),
         Binding("O", "outliers", "Outliers"),
         Binding("c", "compare", "Compare"),
@@ -240,7 +244,14 @@ class OverviewScreen(MonitorScreen):
         self.open_step(key, advisory.sample_index)
 
     def action_focus_advisories(self) -> None:
-        self.query_one(AdvisoryList).focus()
+        """Focus the advisory list on its first advisory (so enter jumps at once), or say there are none."""
+        advisories = self.query_one(AdvisoryList)
+        if not advisories.advisories:
+            self.notify("no advisories: nothing needs attention", timeout=3)
+            return
+        advisories.focus()
+        if advisories.highlighted is None:
+            advisories.highlighted = 0
 
     def action_focus_steps(self) -> None:
         self.query_one("#steps", VirtualTable).focus()
@@ -252,11 +263,15 @@ class OverviewScreen(MonitorScreen):
         from miles_tui.tui.screens.outlier_screen import OutlierScreen
 
         key = self.selected_step()
-        if key is not None:
-            self.app.push_screen(OutlierScreen(*key))
+        if key is None:
+            self.notify(NO_STEP, timeout=3)
+            return
+        self.app.push_screen(OutlierScreen(*key))
 
     def action_compare(self) -> None:
         """Compare the selected step with the previous one of its kind."""
         key = self.selected_step()
-        if key is not None:
-            self.miles.show_compare(*key)
+        if key is None:
+            self.notify(NO_STEP, timeout=3)
+            return
+        self.miles.show_compare(*key)

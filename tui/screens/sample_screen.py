@@ -65,14 +65,14 @@ class SampleScreen(Screen[None]):
         Binding("n", "outlier(1)", "Next outlier"),
         Binding("N", "outlier(-1)", "Previous outlier", show=False),
         Binding("w", "cycle_window", "Window"),
-        Binding("s", "cycle_series(1)", "Series"),
+        Binding("s", "cycle_series(1)", "Series", show=False),
         Binding("S", "cycle_series(-1)", "Previous series", show=False),
-        Binding("c", "toggle_chart", "Chart"),
-        Binding("h", "cycle_heat", "Colour"),
+        Binding("c", "toggle_chart", "Chart", show=False),
+        Binding("h", "cycle_heat", "Colour", show=False),
         Binding("t", "toggle_tab", "Conversation"),
-        Binding("less_than_sign", "sibling(-1)", "Previous in group", key_display="<"),
-        Binding("greater_than_sign", "sibling(1)", "Next in group", key_display=">"),
-        Binding("y", "copy_window", "Copy tokens"),
+        Binding("less_than_sign", "sibling(-1)", "Previous in group", key_display="<", show=False),
+        Binding("greater_than_sign", "sibling(1)", "Next in group", key_display=">", show=False),
+        Binding("y", "copy_window", "Copy tokens", show=False),
         Binding("Y", "copy_row", "Copy row", show=False),
     ]
     _TOKEN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
@@ -274,7 +274,10 @@ class SampleScreen(Screen[None]):
         self._move(stepped.window)
 
     def action_cycle_window(self) -> None:
-        """Show 256 / 1k / 4k / all tokens around the cursor."""
+        """Show 256 / 1k / 4k / all tokens around the cursor (a sample shorter than 256 tokens is all shown)."""
+        if len(self.tokens.sizes()) == 1:
+            self.notify(f"all {self.tokens.total_length} tokens already fit in the window", timeout=3)
+            return
         self._move(self.tokens.cycled())
 
     def action_cycle_series(self, step: int) -> None:

@@ -56,10 +56,10 @@ class ScatterScreen(MonitorScreen):
     CSS_PATH = "scatter_screen.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,backspace", "back", "Back"),
-        Binding("left,h", "walk('left')", "Shorter", key_display="←"),
-        Binding("right,l", "walk('right')", "Longer", key_display="→"),
-        Binding("up,k", "walk('up')", "Higher reward", key_display="↑"),
-        Binding("down,j", "walk('down')", "Lower reward", key_display="↓"),
+        Binding("left,h", "walk('left')", "Shorter", key_display="←", show=False),
+        Binding("right,l", "walk('right')", "Longer", key_display="→", show=False),
+        Binding("up,k", "walk('up')", "Higher reward", key_display="↑", show=False),
+        Binding("down,j", "walk('down')", "Lower reward", key_display="↓", show=False),
         Binding("enter", "open", "Open sample"),
     ]
 

@@ -55,15 +55,15 @@ class StepScreen(MonitorScreen):
         Binding("escape,backspace", "back", "Back"),
         # priority: handled as the key arrives, so the keys typed right after it reach the box (see focus_now)
         Binding("slash", "filter", "Filter", key_display="/", priority=True),
-        Binding("s", "sort", "Sort by column"),
+        Binding("s", "sort", "Sort"),
         Binding("o", "rollout_order", "Rollout order", show=False),
         Binding("g", "toggle_groups", "Groups"),
-        Binding("left_square_bracket", "step(-1)", "Prev step", key_display="["),
-        Binding("right_square_bracket", "step(1)", "Next step", key_display="]"),
+        Binding("left_square_bracket", "step(-1)", "Prev step", key_display="[", show=False),
+        Binding("right_square_bracket", "step(1)", "Next step", key_display="]", show=False),
         Binding("e", "toggle_eval", "Train/eval", show=False),
-        Binding("O", "outliers", "Outliers"),
-        Binding("c", "compare", "Compare"),
-        Binding("p", "scatter", "Scatter"),
+        Binding("O", "outliers", "Outliers", show=False),
+        Binding("c", "compare", "Compare", show=False),
+        Binding("p", "scatter", "Scatter", show=False),
         Binding("y", "copy_row", "Copy row", show=False),
         Binding("ctrl+s", "save_csv", "Save CSV", show=False),
     ]
@@ -330,6 +330,9 @@ class StepScreen(MonitorScreen):
         self._render_rows()
 
     def action_rollout_order(self) -> None:
+        if self.sort_key is None:
+            self.notify("already in rollout order (s sorts by the column under the cursor)", timeout=3)
+            return
         self.sort_key, self.sort_reverse = None, False
         self._render_rows()
 
