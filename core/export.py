@@ -75,16 +75,21 @@ def _metric_store(run_dir: Path, keys: list[str] | None, x_key: str | None) -> M
     return reader.metrics
 
 
+LISTED_KEYS = 12
+"""An unknown metric's message names up to this many of the run's keys (exporting them all to list them
+would print every point of every series)."""
+
+
 def _unknown(kind: str, name: str, known: Sequence[str]) -> str:
-    """'no metric X in this run ...' with the closest names, and how to list them all."""
+    """'no metric X in this run ...' with the closest names, else the run's names (the first few)."""
     if not known:
         return f"no {kind} {name!r}: this run has logged no metrics yet"
     close = difflib.get_close_matches(name, known, n=3)
     if close:
-        hint = f" (did you mean {', '.join(close)}?)"
-    else:
-        hint = f" (logged: {', '.join(known)})" if len(known) <= 5 else f" ({len(known)} logged)"
-    return f"no {kind} {name!r} in this run{hint}; list them with `miles-tui export RUN_DIR --metrics`"
+        return f"no {kind} {name!r} in this run (did you mean {', '.join(close)}?)"
+    names = sorted(known)
+    shown = ", ".join(names[:LISTED_KEYS]) + (f", … ({len(names):,} in all)" if len(names) > LISTED_KEYS else "")
+    return f"no {kind} {name!r} in this run; it has: {shown}"
 
 
 def _problems(summary: StepSummary) -> list[dict[str, Any]]:

@@ -77,3 +77,14 @@ def test_an_unknown_key_is_an_error_naming_it(live_streams: Path, capsys: pytest
     assert "'perf/actor_train_mfx'" in line and "metrics.jsonl" in line and "did you mean perf/actor_train_mfu" in line
     code, document, err = _export(capsys, str(live_streams), "--metrics", "train/loss", "--x", "rollout/stp")
     assert code == 1 and document is None and "no step key 'rollout/stp'" in err and len(err.splitlines()) == 1
+
+
+def test_an_unknown_key_with_no_close_match_names_the_runs_keys(
+    live_streams: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It used to say 'list them with export --metrics', which prints every point of every series."""
+    code, document, err = _export(capsys, str(live_streams), "--metrics", "zzzz")
+    assert code == 1 and document is None
+    [line] = err.splitlines()
+    assert "it has: " in line and "list them with" not in line
+    assert "train/loss" in line or "in all)" in line
