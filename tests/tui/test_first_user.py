@@ -255,6 +255,8 @@ async def test_the_overview_state_and_the_not_a_run_hint_are_not_cut(
         await _settle(app, pilot)
         text = " ".join(line.strip("│ ") for line in screen_text(app).splitlines())
         assert "--dump-details? (watching it anyway)" in text
+        # the sidebar does not call a folder with nothing to judge healthy
+        assert "nothing needs attention" not in text and "nothing here to judge" in text
 
 
 async def test_the_gpu_age_column_fits_long_ages(golden_copy: Callable[[str], Path]) -> None:

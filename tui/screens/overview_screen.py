@@ -202,7 +202,13 @@ class OverviewScreen(MonitorScreen):
         self._advisories_shown = advisories
         self.query_one(AdvisoryList).show(advisories)
         self.query_one("#advisory-pane").set_class(not advisories, "quiet")
-        title = f"advisories ({len(advisories)})" if advisories else "advisories: none, nothing needs attention"
+        model = self.miles.model
+        if advisories:
+            title = f"advisories ({len(advisories)})"
+        elif model.polled and not model.looks_like_a_run and not model.steps():
+            title = "advisories: none, but nothing here to judge (not a --dump-details folder?)"
+        else:
+            title = "advisories: none, nothing needs attention"
         self.query_one("#advisory-title", Label).update(title)
 
     @on(FollowToggled)
