@@ -11,7 +11,7 @@ Contract:
   the ``NaN``/``Infinity``/``-Infinity`` literals miles writes with
   ``json.dumps`` (msgspec refuses them) is decoded by msgspec with each literal
   read as ``null`` and then set back, when that is provably what ``json.loads``
-  gives (:func:`_nonfinite_line`). Any other line msgspec refuses (a lone
+  gives (:func:`~miles_tui.core.telemetry.metric_line.nonfinite_line`). Any other line msgspec refuses (a lone
   surrogate, a BOM, a literal inside a string ...) is decoded with
   ``json.loads``, whose verdict stands: the result is always what
   ``json.loads`` gives.
@@ -27,8 +27,6 @@ Contract:
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, overload
@@ -38,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core.tail import _reason
+from miles_tui.core.telemetry.metric_line import decode_line, nonfinite_line
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -53,18 +52,6 @@ EXCERPT_BYTES: Final = 160
 
 MetricRow = tuple[float, str, Any, Mapping[str, Any]]
 """One metrics.jsonl record as decoded: (ts, step_key, step, metrics)."""
-
-
-class _Line(msgspec.Struct):
-    """The shape of a metrics.jsonl line msgspec decodes directly (any other shape goes through json.loads)."""
-
-    ts: int | float
-    step_key: str
-    step: Any
-    metrics: dict[str, int | float | None]
-
-
-_DECODE = msgspec.json.Decoder(_Line).decode
 
 
 class BadLine(NamedTuple):
@@ -317,7 +304,7 @@ def decode_block(block: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
 
 def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast: bool) -> MetricBatch:
     chunk = _Chunk()
-    decode = _DECODE
+    decode = decode_line
     ts_list, step_list, key_list, groups = chunk.ts, chunk.steps, chunk.step_keys, chunk.groups
     index = 0
     for line in lines:
@@ -327,7 +314,7 @@ def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast
             try:
                 record = decode(line)
             except msgspec.DecodeError:
-                substituted = _nonfinite_line(line)
+                substituted = nonfinite_line(line)
                 if substituted is None:
                     raise
                 record = substituted
@@ -353,50 +340,6 @@ def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast
                 index += 1
         position += len(line) + 1
     return chunk.batch()
-
-
-_NONFINITE: Final = {b"NaN": math.nan, b"Infinity": math.inf, b"-Infinity": -math.inf}
-_TOKEN_AFTER_KEY: Final = re.compile(rb"[ \t\n\r]*:[ \t\n\r]*(-Infinity|Infinity|NaN)")
-
-
-def _nonfinite_line(line: bytes) -> _Line | None:
-    """msgspec's decode of a line holding NaN/Infinity/-Infinity literals, or None when it cannot be proved to be
-    exactly ``json.loads``' (the caller then asks ``json.loads``).
-
-    Every literal is written ``null`` and the line decoded; it is taken only when
-
-    - there are exactly as many null metric values as literals in the line: each literal became a metric's
-      value, so none was inside a string (a key, the step key), in ``step``, in an ignored field, or
-      overridden by a duplicate key (one glued to another token leaves a line msgspec refuses too);
-    - each null metric's key, found quoted in the line (once: a duplicate key is left to json.loads), is
-      followed (after ``:``) by a literal, the value it gets back: no null of the line's own is taken for one.
-
-    A line with a ``null`` or a backslash of its own goes to json.loads at once (the checks above would refuse
-    it where it matters; a key with an escape is not found quoted).
-    """
-    if b"null" in line or b"\\" in line:
-        return None
-    literals = line.count(b"NaN") + line.count(b"Infinity")
-    if not literals:
-        return None
-    try:
-        record = _DECODE(line.replace(b"-Infinity", b"null").replace(b"Infinity", b"null").replace(b"NaN", b"null"))
-    except (msgspec.DecodeError, ValueError):
-        return None
-    metrics = record.metrics
-    nulls = [key for key, value in metrics.items() if value is None]
-    if len(nulls) != literals:
-        return None
-    for key in nulls:
-        quoted = b'"' + key.encode("utf-8") + b'"'
-        at = line.find(quoted)
-        if at < 0 or line.find(quoted, at + 1) >= 0:
-            return None
-        found = _TOKEN_AFTER_KEY.match(line, at + len(quoted))
-        if found is None:
-            return None
-        metrics[key] = _NONFINITE[found.group(1)]
-    return record
 
 
 def _slow_line(line: bytes, position: int, bad: list[BadLine]) -> MetricRow | None:
