@@ -62,3 +62,14 @@ if __name__ == "__main__":
         outcome = mypy_strict(Path(stage))
     print(outcome.stdout + outcome.stderr, end="")
     raise SystemExit(outcome.returncode)
+
+
+def test_no_module_over_500_lines() -> None:
+    """Issue 10: a module past 500 lines is a package or a split waiting to happen."""
+    long = [
+        f"{path.relative_to(ROOT)}: {count} lines"
+        for folder in ("core", "tui")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if (count := len(path.read_text().splitlines())) > 500
+    ]
+    assert not long, "\n".join(long)
