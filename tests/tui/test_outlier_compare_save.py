@@ -6,6 +6,7 @@ import csv
 import errno
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 from textual.widgets import Input, Label, Static
@@ -235,3 +236,22 @@ async def test_an_outlier_token_is_at_the_position_the_sample_screen_shows(demo_
         text = screen_text(app)
         assert f"step {step} · sample {sample}" in text
         assert f"response {position} " in text, (position, text)
+
+
+async def test_compare_from_a_step_screen_traces_the_sample_under_the_cursor(golden_copy: GoldenCopy) -> None:
+    """Trial finding: 'c' on a step's sample said 'step 1 has no sample 25' (the sample is step 2's, B)."""
+    root = golden_copy("tp_dup")
+    app = frozen_app(root)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await settle(pilot)
+        app.open_step(2)
+        await settle(pilot)
+        step = app.screen
+        table = step.query_one("#samples", VirtualTable)
+        sample = cast("int", table.cursor_key)
+        group = next(row.group_index for row in app.model.summaries[(2, False)].rows if row.sample_index == sample)
+        await pilot.press("c")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen.tracing and screen.group == group
+        assert "has no sample" not in screen_text(app)

@@ -58,7 +58,8 @@ class CompareScreen(MonitorScreen):
         self.b = b
         self.evaluation = evaluation
         self.sample_index = sample_index
-        """A sample of step A: the screen opens on its group slot traced across steps."""
+        """A sample of step B (the step screen's) or of step A: the screen opens on its group slot traced across
+        steps."""
         self.comparison: StepComparison | None = None
         self.fetched: dict[int, StepSummary] = {}
         """Steps A and B as last fetched, by rollout id."""
@@ -109,10 +110,12 @@ class CompareScreen(MonitorScreen):
         self.comparison = compare_steps(a, b)
         if self.sample_index is not None:  # once: open on the sample's group slot across steps
             sample, self.sample_index = self.sample_index, None
-            if any(row.sample_index == sample for row in a.rows):
-                self.group, self.tracing = group_of(a, sample), True
+            # The step screen passes a sample of the step it shows (B); a caller may name one of A.
+            holder = next((s for s in (b, a) if any(row.sample_index == sample for row in s.rows)), None)
+            if holder is not None:
+                self.group, self.tracing = group_of(holder, sample), True
             else:
-                self.notify(f"step {self.a} has no sample {sample}", severity="warning", timeout=4)
+                self.notify(f"neither step {self.a} nor {self.b} has sample {sample}", severity="warning", timeout=4)
         self._show()
 
     def _title(self) -> None:
