@@ -159,8 +159,8 @@ TOUR = [
     ("SampleScreen", ["down", "down", "enter"], "completed" + VISIBLE_ESC),  # sample 18: multi-turn
     ("SampleScreen", ["t"], "Checking." + VISIBLE_ESC),  # the conversation tab
     ("SampleScreen", ["t", "h"], VISIBLE_ESC),  # back to the tokens: the token text coloured by |lp diff|
-    ("CompareScreen", ["escape", "c"], "hostile" + VISIBLE_ESC),
-    ("OutlierScreen", ["escape", "O"], "hostile" + VISIBLE_ESC),
+    ("CompareScreen", ["escape", "c"], "hostile" + VISIBLE_ESC),  # on the sample's group, traced
+    ("OutlierScreen", ["escape", "escape", "O"], "hostile" + VISIBLE_ESC),  # esc: the groups, esc: the step
     ("MetricsScreen", ["escape", "escape", "escape", "m"], "rollout/raw_reward" + VISIBLE_ESC),
     ("ComputeScreen", ["escape", "u"], "10.0.0.1" + VISIBLE_ESC),
 ]
