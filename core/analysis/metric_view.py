@@ -140,15 +140,6 @@ def in_step_order(series: MetricSeries) -> MetricSeries:
     )
 
 
-def store_series(store: MetricStore, x_keys: Mapping[str, str | None]) -> dict[str, MetricSeries]:
-    """Each key's series in step order, against its x key (None: the key's default); keys without one left out.
-
-    Reads the store under its lock, key by key: a thread may call it while another appends.
-    """
-    found = {key: store.series(key, x_key) for key, x_key in x_keys.items()}
-    return {key: in_step_order(series) for key, series in found.items() if series is not None}
-
-
 def dump_series(aggregates: Iterable[StepAggregate]) -> dict[str, MetricSeries]:
     """``dump/{field}`` series of train steps (and ``dump/eval_{field}`` of eval steps) against rollout id.
 

@@ -258,7 +258,7 @@ class MetricStore:
     def point_counts(self) -> dict[str, int]:
         """Metric name -> number of points (all step keys)."""
         with self._lock:
-            return {name: column.records.size for name, column in self._keys.items()}
+            return self._point_counts()
 
     def point_counts_now(self) -> dict[str, int] | None:
         """:meth:`point_counts`, or None at once while another thread holds the store (a long load stores
@@ -266,9 +266,12 @@ class MetricStore:
         if not self._lock.acquire(blocking=False):
             return None
         try:
-            return {name: column.records.size for name, column in self._keys.items()}
+            return self._point_counts()
         finally:
             self._lock.release()
+
+    def _point_counts(self) -> dict[str, int]:
+        return {name: column.records.size for name, column in self._keys.items()}
 
     def time_range(self) -> tuple[float, float] | None:
         """(earliest, latest) record ts, or None without records."""
