@@ -173,10 +173,9 @@ class MetricsScreen(MonitorScreen):
         self.first_read = True
         """No series read yet (the grid says so)."""
         self._reading = False  # a read of the series runs
-        self._read_started = 0.0
         self._read_done = 0.0
         self._read_cost = 0.0
-        """Seconds the last read took (its thread's wall time)."""
+        """CPU seconds the last read took in its thread."""
         self._deferred: Timer | None = None
         self._asked: tuple[bool, set[str]] | None = None  # what was asked while it ran: (rebuild, keys)
 
@@ -206,6 +205,8 @@ class MetricsScreen(MonitorScreen):
 
         New points of a live run are read again at most every :data:`READ_SPACING` times what the last read
         cost (a long run's whole series take seconds to read: re-reading them on every poll kept a core busy).
+        The cost is the reading thread's own CPU time: waiting for the lock, the GIL or a busy event loop is
+        not reading, and counting it deferred a short run's updates on a loaded box.
         """
         spaced = self._read_cost >= SPACED_READ_SECONDS
         wait = self._read_done + READ_SPACING * self._read_cost - time.monotonic() if spaced else 0.0
@@ -216,7 +217,6 @@ class MetricsScreen(MonitorScreen):
                 self._deferred = self.set_timer(wait, self._read_asked)
             return
         self._reading = True
-        self._read_started = time.monotonic()
         ask = _Ask(
             rebuild=rebuild,
             keys=frozenset(keys),
@@ -230,13 +230,15 @@ class MetricsScreen(MonitorScreen):
     @work(thread=True, group="metric-series", exit_on_error=False)
     def _gather(self, ask: _Ask) -> None:
         gathered = None
+        started = time.thread_time()
         try:
             worker = get_current_worker()
             gathered = _gather(self.miles.watcher.follower.metrics, ask, lambda: worker.is_cancelled)
         finally:  # a read that failed still ends, so the next one can start
-            self.app.call_from_thread(self.call_later, self._gathered, gathered)
+            cost = time.thread_time() - started
+            self.app.call_from_thread(self.call_later, self._gathered, gathered, cost)
 
-    async def _gathered(self, gathered: _Gathered | None) -> None:
+    async def _gathered(self, gathered: _Gathered | None, cost: float = 0.0) -> None:
         """A read is done: show what it brought, then start the read asked for meanwhile."""
         if not self.is_attached:
             self._reading = False
@@ -258,7 +260,7 @@ class MetricsScreen(MonitorScreen):
             self._apply_filter()
         self._reading = False
         self._read_done = time.monotonic()
-        self._read_cost = self._read_done - self._read_started
+        self._read_cost = cost
         self._read_asked()
 
     def _read_asked(self) -> None:
