@@ -5,8 +5,9 @@ Independent of ``telemetry``; joined with it only in ``miles_tui.core.follow``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from miles_tui.core.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from miles_tui.core.dump.column_rows import ColumnRows
@@ -113,11 +114,4 @@ _HOMES = {
 }
 """Each public name's defining module, imported on first use (importing the package stays cheap)."""
 
-
-def __getattr__(name: str) -> Any:
-    module = _HOMES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # found once
-    return value
+__getattr__ = lazy_getattr(__name__, _HOMES)
