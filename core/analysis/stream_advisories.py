@@ -41,6 +41,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final
 
@@ -50,7 +51,7 @@ from miles_tui.core.analysis.engine_feed import reader_engine_figures
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.tail import MalformedLineError, StreamReset
-from miles_tui.core.telemetry import MetricStore, Phase
+from miles_tui.core.telemetry import OPEN_T1, MetricStore, Phase
 
 STALL_FACTOR: Final = 6.0
 """An open phase is stalled past this many times the median duration of its closed runs ..."""
@@ -112,11 +113,20 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _where(phase: Phase) -> str:
-    node = phase.node or "?"
-    if phase.rank is None or phase.rank == -1:
-        return f"{node} ({phase.role})" if phase.role else node
-    return f"{node} rank {phase.rank}"
+PHASE_FIELDS: Final = ("name", "t0", "t1", "node", "rank", "role")
+"""The phase fields the stall rule reads, in the order :func:`stalled_phase_columns` takes them."""
+
+
+def _where(node: Any, rank: Any, role: Any) -> str:
+    node = node or "?"
+    if rank is None or rank == -1:
+        return f"{node} ({role})" if role else node
+    return f"{node} rank {rank}"
+
+
+def _key_part(value: Any) -> Any:
+    """A JSON value as part of a dict key (a list or object, never expected, by its repr)."""
+    return repr(value) if isinstance(value, (list, dict)) else value
 
 
 def stalled_phases(phases: Iterable[Phase], attempt_start: float | None, at: float) -> list[Advisory]:
@@ -131,34 +141,57 @@ def stalled_phases(phases: Iterable[Phase], attempt_start: float | None, at: flo
     ``attempt_start`` (meta.json's ``start_ts``) belong to an attempt that died
     and are neither open nor part of the baseline.
     """
-    current = [p for p in phases if attempt_start is None or p.t0 >= attempt_start]
-    closed_keys = {p.key for p in current if not p.is_open}
+    rows = list(phases)
+    columns = tuple([getattr(p, name) for p in rows] for name in PHASE_FIELDS)
+    return stalled_phase_columns(columns, attempt_start, at)
+
+
+def _open_and_closed(
+    rows: Sequence[tuple[Any, ...]],
+) -> tuple[dict[str, list[float]], dict[tuple[Any, ...], tuple[Any, ...]]]:
+    """(closed durations by phase name, open markers without a closing record) of (name, t0, t1, node,
+    rank, role) rows."""
+    closed_keys = {(r[0], r[3], r[4], r[1]) for r in rows if r[2] != OPEN_T1}
     durations: dict[str, list[float]] = {}
-    open_markers: dict[tuple[object, ...], Phase] = {}
-    for phase in current:
-        if not phase.is_open:
-            durations.setdefault(phase.name, []).append(max(phase.t1 - phase.t0, 0.0))
-        elif phase.key not in closed_keys:
-            open_markers[phase.key] = phase
+    open_markers: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    for r in rows:
+        if r[2] != OPEN_T1:
+            durations.setdefault(r[0], []).append(max(r[2] - r[1], 0.0))
+        elif (marker := (r[0], r[3], r[4], r[1])) not in closed_keys:
+            open_markers[marker] = r
+    return durations, open_markers
+
+
+def stalled_phase_columns(columns: Sequence[Sequence[Any]], attempt_start: float | None, at: float) -> list[Advisory]:
+    """:func:`stalled_phases` over the records as columns (:data:`PHASE_FIELDS`, one list each): what a
+    reader holding a long run's phases as columns hands over without building a record per phase."""
+    rows = zip(*columns, strict=True)  # (name, t0, t1, node, rank, role)
+    current = list(rows) if attempt_start is None else [r for r in rows if r[1] >= attempt_start]
+    try:
+        durations, open_markers = _open_and_closed(current)
+    except TypeError:  # a node or rank that is a JSON list or object: keyed by its repr
+        current = [(r[0], r[1], r[2], _key_part(r[3]), _key_part(r[4]), r[5]) for r in current]
+        durations, open_markers = _open_and_closed(current)
     out = []
-    for name in sorted({p.name for p in open_markers.values()}):
-        closed = durations.get(name, [])
+    for phase in sorted({r[0] for r in open_markers.values()}):
+        closed = durations.get(phase, [])
         if len(closed) < STALL_MIN_CLOSED:
             continue
         usual = statistics.median(closed)
         limit = max(STALL_FACTOR * usual, STALL_MIN_OPEN_S)
-        stuck = sorted((p for p in open_markers.values() if p.name == name and at - p.t0 > limit), key=lambda p: p.t0)
+        stuck = sorted((r for r in open_markers.values() if r[0] == phase and at - r[1] > limit), key=itemgetter(1))
         if not stuck:
             continue
-        age = at - stuck[0].t0
-        where = ", ".join(_where(p) for p in stuck[:3]) + (f" and {len(stuck) - 3} more" if len(stuck) > 3 else "")
+        age = at - stuck[0][1]
+        where = ", ".join(_where(r[3], r[4], r[5]) for r in stuck[:3])
+        where += f" and {len(stuck) - 3} more" if len(stuck) > 3 else ""
         times = f", {age / usual:.0f}× its usual {_duration(usual)}" if usual > 0 else ""
         message = (
-            f"phase '{name}' has been open for {_duration(age)} on {where}{times} "
+            f"phase '{phase}' has been open for {_duration(age)} on {where}{times} "
             f"(median of {len(closed)} closed this attempt): the run is stalled there, not slow"
         )
-        if name in _STALL_HINTS:
-            message += f"; {_STALL_HINTS[name]}"
+        if phase in _STALL_HINTS:
+            message += f"; {_STALL_HINTS[phase]}"
         out.append(Advisory(Level.CRITICAL, "stalled_phase", message))
     return out
 
@@ -306,12 +339,12 @@ def stream_advisories(
     reader = follower.dashboard
     state = follower.state()
     args = reader.meta.args if reader.meta is not None else {}
-    phases = [r for r in reader.loaded_records("phases") if isinstance(r, Phase)]
+    phases = reader.loaded_columns("phases", PHASE_FIELDS)
     step_key, times = step_times(follower.metrics)
     figures = reader_engine_figures(reader)
     span = reader.time_range()  # stalls are judged at the newest data timestamp, never the wall clock
     alarms = [
-        *stalled_phases(phases, state.attempt_start, span[1] if span is not None else now),
+        *stalled_phase_columns(phases, state.attempt_start, span[1] if span is not None else now),
         *engine_alarms(figures, args),
     ]
     always = [

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from miles_tui.core.telemetry.metric_export import write_metrics
     from miles_tui.core.telemetry.metrics import MetricSeries, MetricStore, export_metrics
     from miles_tui.core.telemetry.phase_bands import BandKey, PhaseBand, PhaseSpans, phase_time
-    from miles_tui.core.telemetry.stream_records import EngineSample, Phase, RunMeta, StreamRecord
+    from miles_tui.core.telemetry.stream_records import OPEN_T1, EngineSample, Phase, RunMeta, StreamRecord
     from miles_tui.core.telemetry.streams import DashboardReader, PartitionInfo
     from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
     from miles_tui.core.telemetry.time_bins import WINDOWS, TimeBins, bin_count, window_bounds
@@ -52,6 +52,7 @@ __all__ = [
     "ABORTED",
     "CACHE_HIT_RATE",
     "GEN_THROUGHPUT",
+    "OPEN_T1",
     "PAN_FRACTION",
     "QUEUED",
     "REQUESTS",
@@ -129,6 +130,7 @@ _HOMES = {
     "PhaseSpans": "phase_bands",
     "phase_time": "phase_bands",
     "EngineSample": "stream_records",
+    "OPEN_T1": "stream_records",
     "Phase": "stream_records",
     "RunMeta": "stream_records",
     "StreamRecord": "stream_records",

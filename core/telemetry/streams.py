@@ -38,6 +38,7 @@ Contract:
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -51,8 +52,11 @@ from miles_tui.core.run_files import META_MAX_BYTES, os_error_message, read_json
 from miles_tui.core.tail import ReadHook, StreamReset, TailFile, TailRead
 from miles_tui.core.telemetry.metric_stream import MetricStream
 from miles_tui.core.telemetry.metrics import MetricStore
+from miles_tui.core.telemetry.record_table import RecordTable
 from miles_tui.core.telemetry.stream_records import (
     DECODERS,
+    GpuUtil,
+    Phase,
     RunMeta,
     StreamRecord,
     decode_meta,
@@ -71,6 +75,9 @@ TELEMETRY_STREAMS: Final = PARTITIONED_STREAMS + FLAT_STREAMS
 
 STREAMS: Final = ("metrics", *TELEMETRY_STREAMS)
 """Every stream name."""
+
+COLUMNAR_STREAMS: Final = {"gpu_util": GpuUtil, "phases": Phase}
+"""Streams whose records are held as columns (:class:`RecordTable`): the bulk of a long run's telemetry."""
 
 HOUR_SECONDS: Final = 3600.0
 
@@ -93,6 +100,9 @@ class PartitionInfo:
     """Whether it has been parsed (and is followed)."""
     records: int
     """Records held from it."""
+    generation: int = 0
+    """Changes when the records held are replaced (the file was rewritten, or vanished and came back): the
+    same path and generation mean the records held then are still the first ones now."""
 
 
 @dataclass(frozen=True)
@@ -125,19 +135,24 @@ class StreamsDelta:
         return not (self.metric_records or self.records or self.meta_changed or self.problems or self.resets)
 
 
+_generations = itertools.count(1)
+
+
 class _Partition:
     """A stream file: its tail, its records, the time span they cover."""
 
-    __slots__ = ("hour", "key", "loaded", "records", "span", "tail")
+    __slots__ = ("generation", "hour", "key", "loaded", "records", "span", "tail")
 
-    def __init__(self, key: str, tail: TailFile[StreamRecord], hour: float | None) -> None:
+    def __init__(self, key: str, tail: TailFile[StreamRecord], hour: float | None, stream: str) -> None:
         self.key = key
         """The path as listed: how a later listing tells that the file is still there."""
         self.tail = tail
         self.hour = hour
         self.loaded = False
-        self.records: list[StreamRecord] = []
+        kind = COLUMNAR_STREAMS.get(stream)
+        self.records: list[StreamRecord] | RecordTable[Any] = [] if kind is None else RecordTable(kind)
         self.span: tuple[float, float] | None = None
+        self.generation = next(_generations)
 
     def sort_key(self) -> float:
         return -1.0 if self.hour is None else self.hour
@@ -296,16 +311,54 @@ class DashboardReader:
                         out.append(record)
             return out
 
+    def parse(self, stream: str, since: float | None = None, until: float | None = None) -> None:
+        """Have the partitions of ``stream`` that the window [since, until] touches parsed (and followed from
+        now on), like :meth:`records`, without building the records."""
+        if stream not in self._parts:
+            raise ValueError(f"unknown telemetry stream {stream!r} (metrics are in DashboardReader.metrics)")
+        with self._lock:
+            for part in self._parts[stream]:
+                if not part.loaded and part.overlaps(since, until):
+                    self._pending += _problems(self._load(part, []))
+
     def loaded_records(self, stream: str) -> list[StreamRecord]:
         """Records of ``stream`` from the partitions parsed so far; parses nothing."""
         with self._lock:
             return [record for part in self._parts[stream] if part.loaded for record in part.records]
 
+    def loaded_columns(self, stream: str, fields: Sequence[str]) -> tuple[list[Any], ...]:
+        """One list per field of ``stream``'s records from the partitions parsed so far, in
+        :meth:`loaded_records` order, without building a record per line; parses nothing."""
+        with self._lock:
+            out: tuple[list[Any], ...] = tuple([] for _ in fields)
+            for part in self._parts[stream]:
+                if not part.loaded:
+                    continue
+                records = part.records
+                for column, name in zip(out, fields, strict=True):
+                    if isinstance(records, RecordTable):
+                        column.extend(records.column(name))
+                    else:
+                        column.extend(getattr(record, name) for record in records)
+            return out
+
+    def partition_records(
+        self, stream: str, path: Path, generation: int, start: int, stop: int
+    ) -> list[StreamRecord] | None:
+        """Records ``start`` to ``stop`` of one parsed partition, as :meth:`partitions` described it (path and
+        generation); None when that partition is gone, was rewritten or holds fewer records now."""
+        with self._lock:
+            for part in self._parts[stream]:
+                if part.tail.path == path and part.generation == generation and part.loaded:
+                    return list(part.records[start:stop]) if len(part.records) >= stop else None
+            return None
+
     def partitions(self, stream: str) -> tuple[PartitionInfo, ...]:
         """The files of ``stream`` known at the last poll, flat file first, then by hour."""
         with self._lock:
             return tuple(
-                PartitionInfo(stream, p.tail.path, p.hour, p.loaded, len(p.records)) for p in self._parts[stream]
+                PartitionInfo(stream, p.tail.path, p.hour, p.loaded, len(p.records), p.generation)
+                for p in self._parts[stream]
             )
 
     def record_counts(self) -> dict[str, int]:
@@ -348,13 +401,14 @@ class DashboardReader:
         """Poll one partition's tail into its records (and ``fresh``)."""
 
         def consume(batch: Sequence[StreamRecord]) -> None:
-            part.records += batch
+            part.records.extend(batch)
             fresh.extend(batch)
             part.widen(batch)
 
         def on_reset() -> None:
             part.records.clear()
             part.span = None
+            part.generation = next(_generations)
 
         part.loaded = True
         return part.tail.poll(consume, on_reset)
@@ -478,7 +532,7 @@ class DashboardReader:
 
     def _add(self, stream: str, path: str, hour: float | None, *, hot: bool) -> None:
         tail: TailFile[StreamRecord] = TailFile(path, DECODERS[stream], read_hook=self._read_hook)
-        part = _Partition(path, tail, hour)
+        part = _Partition(path, tail, hour, stream)
         part.loaded = hot  # followed from now on: this very poll reads it
         parts = self._parts[stream]
         parts.append(part)

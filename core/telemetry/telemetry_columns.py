@@ -5,11 +5,12 @@ Contract:
 - :class:`TelemetryColumns` follows a :class:`~miles_tui.core.telemetry.streams.DashboardReader`
   without polling it (the app's poll worker does that). Each call converts only
   what the reader parsed since the previous call: per partition file, the records
-  past the count converted before. A partition whose records were replaced (the
-  file was rewritten) is converted again; a vanished one is dropped. A call that
-  finds every partition's count unchanged converts nothing.
+  past the count converted before, asked of the reader by position. A partition
+  whose records were replaced (a new generation: the file was rewritten) is
+  converted again; a vanished one is dropped. A call that finds every
+  partition's count unchanged converts nothing.
 - A window that needs hours the reader has not parsed yet has the reader parse
-  them (:meth:`DashboardReader.records` with that window), never hours outside it.
+  them (:meth:`DashboardReader.parse` with that window), never hours outside it.
 - Open phase markers are not kept here: the caller passes the open phases (the
   follower tracks them, attempt by attempt) to :meth:`TelemetryColumns.phase_spans`.
 - Thread-safe (one lock); meant to be called from a worker thread. Reads no
@@ -31,7 +32,7 @@ from miles_tui.core.telemetry.stream_records import Phase, StreamRecord
 from miles_tui.core.telemetry.streams import DashboardReader, PartitionInfo
 
 SYNC_TRIES: Final = 4
-"""A poll landing between the two reads of a sync is detected and the sync retried this many times."""
+"""A partition rewritten between a sync's listing and its read is detected and the sync retried this many times."""
 
 Columns = tuple[np.ndarray[Any, Any], ...]
 
@@ -42,10 +43,8 @@ class _Chunk:
 
     count: int
     """Records converted."""
-    first: StreamRecord | None
-    """Its first record (identity tells a rewritten file from a grown one)."""
-    last: StreamRecord | None
-    """Its last converted record."""
+    generation: int
+    """The partition's generation they came from (a rewritten file has a new one)."""
     columns: Columns
     """The arrays, one row per kept record."""
     lo: float = np.inf
@@ -60,7 +59,7 @@ class _Stream:
     """One stream's chunks and the conversion that fills them."""
 
     def __init__(
-        self, reader: DashboardReader, stream: str, convert: Callable[[Sequence[StreamRecord]], _Chunk]
+        self, reader: DashboardReader, stream: str, convert: Callable[[Sequence[StreamRecord], int], _Chunk]
     ) -> None:
         self.reader = reader
         self.stream = stream
@@ -75,41 +74,41 @@ class _Stream:
             if info.loaded or info.hour is None:
                 continue
             if (since is None or info.hour + 3600.0 > since) and (until is None or info.hour <= until):
-                self.reader.records(self.stream, since, until)
+                self.reader.parse(self.stream, since, until)
                 return
 
     def sync(self, merge: Callable[[_Chunk, _Chunk], _Chunk]) -> None:
         """Convert what the reader parsed since the last sync."""
-        infos = self.reader.partitions(self.stream)
-        if infos == self.seen:
-            return
         for _ in range(SYNC_TRIES):
-            records = self.reader.loaded_records(self.stream)
-            after = self.reader.partitions(self.stream)
-            if after == infos and sum(i.records for i in infos if i.loaded) == len(records):
-                break
-            infos = after
-        else:
-            return  # polled under our feet every time: keep the previous (consistent) copy until the next call
+            infos = self.reader.partitions(self.stream)
+            if infos == self.seen:
+                return
+            chunks = self._convert(infos, merge)
+            if chunks is not None:
+                self.chunks, self.order, self.seen = chunks, list(chunks), infos
+                return
+        # rewritten under our feet every time: keep the previous (consistent) copy until the next call
+
+    def _convert(
+        self, infos: Sequence[PartitionInfo], merge: Callable[[_Chunk, _Chunk], _Chunk]
+    ) -> dict[str, _Chunk] | None:
+        """The chunks for ``infos``, reusing what is converted; None when a partition changed since listed."""
         chunks: dict[str, _Chunk] = {}
-        offset = 0
         for info in infos:
             if not info.loaded:
                 continue
             key, n = str(info.path), info.records
             old = self.chunks.get(key)
-            same_file = old is not None and (
-                old.count == 0
-                or (old.count <= n and records[offset] is old.first and records[offset + old.count - 1] is old.last)
-            )
-            if old is not None and same_file and old.count == n:
+            start = old.count if old is not None and old.generation == info.generation and old.count <= n else 0
+            if old is not None and start == n and old.generation == info.generation:
                 chunks[key] = old
-            elif old is not None and same_file:
-                chunks[key] = merge(old, self.convert(records[offset + old.count : offset + n]))
-            else:
-                chunks[key] = self.convert(records[offset : offset + n])
-            offset += n
-        self.chunks, self.order, self.seen = chunks, list(chunks), infos
+                continue
+            records = self.reader.partition_records(self.stream, info.path, info.generation, start, n)
+            if records is None:
+                return None
+            new = self.convert(records, info.generation)
+            chunks[key] = merge(old, new) if old is not None and start else new
+        return chunks
 
     def overlapping(self, since: float | None, until: float | None) -> list[_Chunk]:
         return [
@@ -138,20 +137,18 @@ class TelemetryColumns:
 
     # -- conversion ---------------------------------------------------------------------------------------
 
-    def _convert_gpu(self, records: Sequence[StreamRecord]) -> _Chunk:
+    def _convert_gpu(self, records: Sequence[StreamRecord], generation: int) -> _Chunk:
         lane, ts, util, mem = gpu_columns(records, self._lanes)
-        chunk = _Chunk(len(records), records[0] if records else None, records[-1] if records else None,
-                       (lane, ts, util, mem))  # fmt: skip
+        chunk = _Chunk(len(records), generation, (lane, ts, util, mem))
         if len(ts):
             chunk.lo, chunk.hi = float(ts.min()), float(ts.max())
         chunk.extra = [last_seen(lane, ts, len(self._lanes))]
         return chunk
 
-    def _convert_phases(self, records: Sequence[StreamRecord]) -> _Chunk:
+    def _convert_phases(self, records: Sequence[StreamRecord], generation: int) -> _Chunk:
         closed = [r for r in records if isinstance(r, Phase) and not r.is_open]
         band, actor, t0, t1 = phase_columns(closed, self._bands, self._actors)
-        chunk = _Chunk(len(records), records[0] if records else None, records[-1] if records else None,
-                       (band, actor, t0, t1))  # fmt: skip
+        chunk = _Chunk(len(records), generation, (band, actor, t0, t1))
         if len(t0):
             chunk.lo, chunk.hi = float(t0.min()), float(t1.max())
         return chunk
@@ -159,8 +156,7 @@ class TelemetryColumns:
     @staticmethod
     def _merge(old: _Chunk, new: _Chunk) -> _Chunk:
         columns = tuple(np.concatenate([a, b]) for a, b in zip(old.columns, new.columns, strict=True))
-        merged = _Chunk(old.count + new.count, old.first or new.first, new.last or old.last, columns,
-                        min(old.lo, new.lo), max(old.hi, new.hi))  # fmt: skip
+        merged = _Chunk(old.count + new.count, new.generation, columns, min(old.lo, new.lo), max(old.hi, new.hi))
         if old.extra and new.extra:
             merged.extra = [_fmax(old.extra[0], new.extra[0])]
         return merged

@@ -320,6 +320,14 @@ def test_columns_convert_only_what_is_new_and_redo_a_rewritten_file(
     reader.poll()
     rewritten = columns.gpu_samples(None, None)
     assert len(rewritten.ts) == 1 and rewritten.util.tolist() == [8.0], "a rewritten file replaces its rows"
+    path.write_text(json.dumps({"ts": T0 + 330, "node": "10.1.0.1", "gpu": 1, "util": 9, "mem_mb": 1}) + "\n")
+    reader.poll()
+    again = columns.gpu_samples(None, None)
+    assert again.util.tolist() == [9.0], "rewritten to as many records: still replaced, not kept"
+    info = reader.partitions("gpu_util")[-1]
+    assert reader.partition_records("gpu_util", info.path, info.generation - 1, 0, 1) is None
+    assert reader.partition_records("gpu_util", info.path, info.generation, 0, 2) is None
+    assert [r.util for r in reader.partition_records("gpu_util", info.path, info.generation, 0, 1) or []] == [9]
 
 
 def test_columns_phase_spans_add_the_open_phases_given(tmp_path: Path) -> None:
