@@ -157,6 +157,7 @@ class MilesApp(Navigation):
         self.poll_now()
         if self.live:
             self._poll_timer = self.set_interval(self.poll_seconds, self.poll_now, name="poll")
+        self.call_after_refresh(self.preload_views)
 
     def get_line_filters(self) -> Sequence[LineFilter]:
         """Textual's filters, then :class:`InertLineFilter` (no control character reaches the terminal)."""

@@ -2,7 +2,10 @@
 
 - While a step is read the collector is paused (:func:`paused`): unpickling
   allocates a container per sample field, and collections in the middle would
-  walk them again and again (about 15 % of an open).
+  walk them again and again (about 15 % of an open). So is a telemetry poll: a
+  first load of a long metrics.jsonl allocates for tens of seconds, and each
+  full collection meanwhile walked the screens' render caches (~140k objects,
+  60-130 ms with the GIL held: a key pressed then waited for it).
 - After a small read (rollout file under :data:`BIG_READ_BYTES`) nothing
   special happens: the ordinary generational collector walks those few
   objects cheaply, and nothing is frozen, so nothing is pinned.
@@ -35,16 +38,26 @@ _freezes = [0]
 """Big reads settled so far (a one-item list: module state without a global statement)."""
 
 
+_pauses = [0, False]
+"""[threads inside :func:`paused`, whether the collector was on when the first of them came in]."""
+
+
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
-    """No cyclic collection inside (re-enabled after, unless it was off already)."""
-    enabled = gc.isenabled()
-    gc.disable()
+    """No cyclic collection inside, whichever thread comes and goes: the collector is back on (unless it
+    was off already) when the last thread inside leaves."""
+    with _lock:
+        if _pauses[0] == 0:
+            _pauses[1] = gc.isenabled()
+            gc.disable()
+        _pauses[0] += 1
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        with _lock:
+            _pauses[0] -= 1
+            if _pauses[0] == 0 and _pauses[1]:
+                gc.enable()
 
 
 def after_read(rollout_bytes: int) -> None:

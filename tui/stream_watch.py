@@ -20,6 +20,7 @@ from miles_tui.core.dump import RunDir
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunDelta, RunFollower
 from miles_tui.core.tail import StreamReset
+from miles_tui.tui import gc_policy
 
 STREAM_HOURS = 6
 """Hourly telemetry partitions parsed up front; older hours are parsed when a view asks for them."""
@@ -72,7 +73,8 @@ class StreamWatch:
 
     def poll_blocking(self, now: float) -> StreamPoll:
         """One telemetry poll and the telemetry advisories it implies (see the module docstring)."""
-        delta = self.follower.poll(now)
+        with gc_policy.paused():  # a first load of a long metrics.jsonl: no full collection stalls the UI meanwhile
+            delta = self.follower.poll(now)
         self._problems = [*self._problems, *delta.problems][-KEEP_PROBLEMS:]
         self._resets = [*self._resets, *delta.resets][-KEEP_PROBLEMS:]
         urgent = bool(delta.problems or delta.resets or delta.reset_streams or delta.attempt_changed)

@@ -38,3 +38,68 @@ def test_garbage_pinned_by_a_freeze_is_freed_within_a_sweep() -> None:
         assert alive() is None, "garbage pinned by a freeze was never freed"
     finally:
         gc.unfreeze()
+
+
+def test_overlapping_pauses_from_two_threads_keep_the_collector_off_until_the_last_leaves() -> None:
+    """A telemetry poll and a step read pause the collector at the same time; the first to finish
+    used to switch it back on under the other."""
+    import threading
+
+    from miles_tui.tui.gc_policy import paused
+
+    assert gc.isenabled()
+    inside, leave = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with paused():
+            inside.set()
+            leave.wait(10)
+
+    thread = threading.Thread(target=other)
+    with paused():
+        thread.start()
+        assert inside.wait(10)
+    assert not gc.isenabled(), "the other thread is still inside: the collector must stay off"
+    leave.set()
+    thread.join(10)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused():
+            pass
+        assert not gc.isenabled(), "a collector that was off stays off"
+    finally:
+        gc.enable()
+
+
+def test_the_app_imports_its_views_in_the_background_once_it_is_up(tmp_path: object) -> None:
+    """A first `m` imported the metrics view (and plotext) in the key's handler: ~150 ms idle."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import asyncio, sys, tempfile
+        from miles_tui.tui.app import make_app
+        from miles_tui.tui.navigation import VIEW_MODULES
+
+        async def main():
+            with tempfile.TemporaryDirectory() as run:
+                app = make_app(run, poll_seconds=3600)
+                async with app.run_test() as pilot:
+                    before = [m for m in VIEW_MODULES if m in sys.modules]
+                    for _ in range(200):
+                        await pilot.pause(0.05)
+                        if all(m in sys.modules for m in VIEW_MODULES):
+                            break
+                    print(len(before), sum(m in sys.modules for m in VIEW_MODULES), len(VIEW_MODULES))
+
+        asyncio.run(main())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    before, after, total = map(int, done.stdout.split()[-3:])
+    assert before < total, "every view was imported before the app started: nothing to show"
+    assert after == total
