@@ -33,6 +33,7 @@ import asyncio
 import json
 import math
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -285,12 +286,23 @@ def tmux_latency(run: Path, cache: Path, presses: int) -> tuple[dict[str, list[f
     """
     session = f"metrics-load-{os.getpid()}"
     script = cache / "run.sh"
-    script.write_text(f"cd {REPO}\n{sys.executable} -m miles_tui.tui.cli {run} --poll 3600\necho EXITED-$?\nsleep 60\n")
+    # The environment goes in the script: a tmux server that already runs gives a new session its own
+    # environment, not the client's (the cache dir was then the user's, and no entry ever appeared here).
+    exports = "".join(
+        f"export {k}={shlex.quote(v)}\n" for k, v in _env(cache).items() if k.startswith(("MILES_", "PYTHON"))
+    )
+    script.write_text(
+        f"cd {REPO}\n{exports}{sys.executable} -m miles_tui.tui.cli {run} --poll 3600\necho EXITED-$?\nsleep 60\n"
+    )
     env = {**_env(cache), "TERM": "xterm-256color"}
+    socket = str(cache / "tmux.sock")  # a private server: nothing of another session's leaks in
+
+    def tmux(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["tmux", "-S", socket, "-f", "/dev/null", *args], capture_output=True, text=True,
+                              check=False, env=env)  # fmt: skip
 
     def capture() -> str:
-        out = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True, check=False)
-        return out.stdout
+        return tmux("capture-pane", "-p", "-t", session).stdout
 
     def loaded() -> bool:
         return any(".tmp-" not in p.parent.name for p in cache.rglob("manifest.json"))
@@ -298,8 +310,7 @@ def tmux_latency(run: Path, cache: Path, presses: int) -> tuple[dict[str, list[f
     latencies: dict[str, list[float]] = {}
     during = 0
     started = time.perf_counter()
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48", f"bash {script}"],
-                   check=True, env=env)  # fmt: skip
+    tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "48", f"bash {script}").check_returncode()
     try:
         while _screen_of(capture()) != "overview" and time.perf_counter() - started < 60:
             time.sleep(0.05)
@@ -307,7 +318,7 @@ def tmux_latency(run: Path, cache: Path, presses: int) -> tuple[dict[str, list[f
             key, target = TMUX_PLAN[index % len(TMUX_PLAN)]
             busy = not loaded()
             sent = time.perf_counter()
-            subprocess.run(["tmux", "send-keys", "-t", session, key], check=True)
+            tmux("send-keys", "-t", session, key).check_returncode()
             while _screen_of(capture()) != target and time.perf_counter() - sent < 60:
                 time.sleep(0.01)
             if busy:
@@ -317,10 +328,10 @@ def tmux_latency(run: Path, cache: Path, presses: int) -> tuple[dict[str, list[f
         while not loaded() and time.perf_counter() - started < 300:
             time.sleep(0.1)
         load = time.perf_counter() - started if loaded() else math.nan  # NaN: no cache entry within 300 s
-        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=False)
+        tmux("send-keys", "-t", session, "q")
         time.sleep(1)
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], check=False, capture_output=True)
+        tmux("kill-server")
     return latencies, load, during
 
 

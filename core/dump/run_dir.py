@@ -44,7 +44,7 @@ _ROLLOUT_RE = re.compile(r"^(eval_)?(\d+)\.pt$")
 _TRAIN_RE = re.compile(r"^(\d+)_(\d+)\.pt$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileStat:
     """A dump file as seen by one directory listing."""
 
@@ -56,7 +56,7 @@ class FileStat:
     """Modification time (seconds since the epoch) when listed."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TrainFile(FileStat):
     """One rank's train shard of one step."""
 

@@ -57,7 +57,7 @@ class ScanResult:
     """Whether the directories were listed (else only some files were re-stat'ed)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Entry:
     key: Key
     file: FileStat
@@ -73,6 +73,7 @@ class RunScanner:
         self._by_key: dict[Key, list[str]] = {}
         """The paths of each step's files."""
         self._dir_mtimes: dict[Path, tuple[int, int] | None] = {}
+        self._folders: dict[str, Path] = {}
         self._relist = True
         self._steps: dict[Key, StepFiles] = {}
         self._sweep: list[str] = []
@@ -137,11 +138,22 @@ class RunScanner:
         if old is not None and old.file.size == st.st_size and old.file.mtime == st.st_mtime:
             return old
         file = (
-            FileStat(Path(path), st.st_size, st.st_mtime)
+            FileStat(self._path(path), st.st_size, st.st_mtime)
             if rank is None
-            else TrainFile(Path(path), st.st_size, st.st_mtime, rank)
+            else TrainFile(self._path(path), st.st_size, st.st_mtime, rank)
         )
         return _Entry(key, file)
+
+    def _path(self, path: str) -> Path:
+        """``path`` as a Path built on its folder's: the folder's parts are shared, not parsed again for each
+        file (a live run lists a few files a step for weeks)."""
+        folder, _, name = path.rpartition(os.sep)
+        if not folder or not name:
+            return Path(path)
+        parent = self._folders.get(folder)
+        if parent is None:
+            parent = self._folders.setdefault(folder, Path(folder))
+        return parent / name
 
     # -- re-stat between listings ------------------------------------------------------------
 
