@@ -150,7 +150,7 @@ def main() -> None:
         return
 
     from miles_tui.core.follow import RunFollower
-    from miles_tui.core.telemetry.streams import HOUR_SECONDS
+    from miles_tui.core.telemetry.partitions import HOUR_SECONDS
 
     with tempfile.TemporaryDirectory(prefix="miles-tui-bench-") as tmp:
         big, small = Path(tmp) / "big", Path(tmp) / "small"

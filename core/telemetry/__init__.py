@@ -29,9 +29,10 @@ if TYPE_CHECKING:
     from miles_tui.core.telemetry.lane_phases import LanePhases
     from miles_tui.core.telemetry.metric_export import write_metrics
     from miles_tui.core.telemetry.metrics import MetricSeries, MetricStore, export_metrics
+    from miles_tui.core.telemetry.partitions import PartitionInfo
     from miles_tui.core.telemetry.phase_bands import BandKey, PhaseBand, PhaseSpans, phase_time
     from miles_tui.core.telemetry.stream_records import OPEN_T1, EngineSample, Phase, RunMeta, StreamRecord
-    from miles_tui.core.telemetry.streams import DashboardReader, PartitionInfo
+    from miles_tui.core.telemetry.streams import DashboardReader
     from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
     from miles_tui.core.telemetry.time_bins import WINDOWS, TimeBins, bin_count, window_bounds
     from miles_tui.core.telemetry.time_window import (
@@ -125,6 +126,7 @@ _HOMES = {
     "MetricSeries": "metrics",
     "MetricStore": "metrics",
     "export_metrics": "metrics",
+    "PartitionInfo": "partitions",
     "BandKey": "phase_bands",
     "PhaseBand": "phase_bands",
     "PhaseSpans": "phase_bands",
@@ -135,7 +137,6 @@ _HOMES = {
     "RunMeta": "stream_records",
     "StreamRecord": "stream_records",
     "DashboardReader": "streams",
-    "PartitionInfo": "streams",
     "TelemetryColumns": "telemetry_columns",
     "TimeBins": "time_bins",
     "WINDOWS": "time_bins",

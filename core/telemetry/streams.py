@@ -38,12 +38,10 @@ Contract:
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final
 
@@ -52,15 +50,19 @@ from miles_tui.core.run_files import META_MAX_BYTES, os_error_message, read_json
 from miles_tui.core.tail import ReadHook, StreamReset, TailFile, TailRead
 from miles_tui.core.telemetry.metric_stream import MetricStream
 from miles_tui.core.telemetry.metrics import MetricStore
+from miles_tui.core.telemetry.partitions import (
+    HOUR_SECONDS,
+    Partition,
+    PartitionInfo,
+    hour_of,
+    next_generation,
+)
 from miles_tui.core.telemetry.record_table import RecordTable
 from miles_tui.core.telemetry.stream_records import (
     DECODERS,
-    GpuUtil,
-    Phase,
     RunMeta,
     StreamRecord,
     decode_meta,
-    record_span,
     record_time,
 )
 
@@ -76,33 +78,9 @@ TELEMETRY_STREAMS: Final = PARTITIONED_STREAMS + FLAT_STREAMS
 STREAMS: Final = ("metrics", *TELEMETRY_STREAMS)
 """Every stream name."""
 
-COLUMNAR_STREAMS: Final = {"gpu_util": GpuUtil, "phases": Phase}
-"""Streams whose records are held as columns (:class:`RecordTable`): the bulk of a long run's telemetry."""
-
-HOUR_SECONDS: Final = 3600.0
-
 SETTLED_EVERY: Final = 16
 """A partition two or more hours older than its stream's newest is stat'ed on every this-many-th poll
 only: writers move on with the clock, and a stream of many hours then costs a few stats per poll."""
-
-
-@dataclass(frozen=True)
-class PartitionInfo:
-    """One stream file as the reader knows it."""
-
-    stream: str
-    """Stream name."""
-    path: Path
-    """The file."""
-    hour: float | None
-    """Start of its UTC hour (seconds since the epoch); None for a flat file covering all time."""
-    loaded: bool
-    """Whether it has been parsed (and is followed)."""
-    records: int
-    """Records held from it."""
-    generation: int = 0
-    """Changes when the records held are replaced (the file was rewritten, or vanished and came back): the
-    same path and generation mean the records held then are still the first ones now."""
 
 
 @dataclass(frozen=True)
@@ -135,55 +113,6 @@ class StreamsDelta:
         return not (self.metric_records or self.records or self.meta_changed or self.problems or self.resets)
 
 
-_generations = itertools.count(1)
-
-
-class _Partition:
-    """A stream file: its tail, its records, the time span they cover."""
-
-    __slots__ = ("generation", "hour", "key", "loaded", "records", "span", "tail")
-
-    def __init__(self, key: str, tail: TailFile[StreamRecord], hour: float | None, stream: str) -> None:
-        self.key = key
-        """The path as listed: how a later listing tells that the file is still there."""
-        self.tail = tail
-        self.hour = hour
-        self.loaded = False
-        kind = COLUMNAR_STREAMS.get(stream)
-        self.records: list[StreamRecord] | RecordTable[Any] = [] if kind is None else RecordTable(kind)
-        self.span: tuple[float, float] | None = None
-        self.generation = next(_generations)
-
-    def sort_key(self) -> float:
-        return -1.0 if self.hour is None else self.hour
-
-    def overlaps(self, since: float | None, until: float | None) -> bool:
-        if self.hour is None:
-            return True
-        return (since is None or self.hour + HOUR_SECONDS > since) and (until is None or self.hour <= until)
-
-    def widen(self, records: Sequence[StreamRecord]) -> None:
-        lo, hi = self.span if self.span is not None else (float("inf"), float("-inf"))
-        for record in records:
-            span = record_span(record)
-            if span is not None:
-                lo, hi = min(lo, span[0]), max(hi, span[1])
-        if lo <= hi:
-            self.span = (lo, hi)
-
-
-def _hour_of(name: str) -> float | None:
-    """``20260820_10.jsonl`` -> the epoch second 2026-08-20T10:00Z; None for any other name."""
-    stem, ext = name[:11], name[11:]
-    if ext != ".jsonl" or stem[8:9] != "_" or not (stem[:8] + stem[9:]).isdigit():
-        return None
-    try:
-        hour = datetime(int(stem[:4]), int(stem[4:6]), int(stem[6:8]), int(stem[9:11]), tzinfo=timezone.utc)
-    except ValueError:
-        return None
-    return hour.timestamp()
-
-
 def _problems(read: TailRead) -> list[StreamError]:
     return [*read.malformed, read.error] if read.error is not None else list(read.malformed)
 
@@ -212,7 +141,7 @@ class DashboardReader:
         )
         self._metrics = self._metric_stream.store
         self._metrics_tail: TailFile[Any] = self._metric_stream.tail
-        self._parts: dict[str, list[_Partition]] = {stream: [] for stream in TELEMETRY_STREAMS}
+        self._parts: dict[str, list[Partition]] = {stream: [] for stream in TELEMETRY_STREAMS}
         self._known: set[str] = set()
         self._seen_stream: set[str] = set()
         self._meta: RunMeta | None = None
@@ -397,7 +326,7 @@ class DashboardReader:
             times.append(self._meta_mtime)
         return max(times, default=None)
 
-    def _load(self, part: _Partition, fresh: list[StreamRecord]) -> TailRead:
+    def _load(self, part: Partition, fresh: list[StreamRecord]) -> TailRead:
         """Poll one partition's tail into its records (and ``fresh``)."""
 
         def consume(batch: Sequence[StreamRecord]) -> None:
@@ -408,7 +337,7 @@ class DashboardReader:
         def on_reset() -> None:
             part.records.clear()
             part.span = None
-            part.generation = next(_generations)
+            part.generation = next_generation()
 
         part.loaded = True
         return part.tail.poll(consume, on_reset)
@@ -501,7 +430,7 @@ class DashboardReader:
                 present.add(file.path)
                 if file.path not in self._known:
                     self._known.add(file.path)  # an hourly file, or a name to ignore from now on
-                    if (hour := _hour_of(file.name)) is not None:
+                    if (hour := hour_of(file.name)) is not None:
                         new.append((hour, file.path))
             if not new:
                 continue
@@ -532,8 +461,8 @@ class DashboardReader:
 
     def _add(self, stream: str, path: str, hour: float | None, *, hot: bool) -> None:
         tail: TailFile[StreamRecord] = TailFile(path, DECODERS[stream], read_hook=self._read_hook)
-        part = _Partition(path, tail, hour, stream)
+        part = Partition(path, tail, hour, stream)
         part.loaded = hot  # followed from now on: this very poll reads it
         parts = self._parts[stream]
         parts.append(part)
-        parts.sort(key=_Partition.sort_key)
+        parts.sort(key=Partition.sort_key)

@@ -27,9 +27,10 @@ from typing import Any, Final
 import numpy as np
 
 from miles_tui.core.telemetry.gpu_samples import FloatArray, GpuSamples, Lane, gpu_columns, last_seen
+from miles_tui.core.telemetry.partitions import PartitionInfo
 from miles_tui.core.telemetry.phase_bands import Actor, BandKey, PhaseSpans, phase_columns
 from miles_tui.core.telemetry.stream_records import Phase, StreamRecord
-from miles_tui.core.telemetry.streams import DashboardReader, PartitionInfo
+from miles_tui.core.telemetry.streams import DashboardReader
 
 SYNC_TRIES: Final = 4
 """A partition rewritten between a sync's listing and its read is detected and the sync retried this many times."""

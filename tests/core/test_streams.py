@@ -19,8 +19,9 @@ from stream_writer import append_slowly
 from miles_tui.core.tail import MalformedLineError
 from miles_tui.core.telemetry import DashboardReader, Phase, export_metrics
 from miles_tui.core.telemetry.metrics import MetricRecord
+from miles_tui.core.telemetry.partitions import HOUR_SECONDS
 from miles_tui.core.telemetry.stream_records import DECODERS, GpuUtil, record_time
-from miles_tui.core.telemetry.streams import HOUR_SECONDS, SETTLED_EVERY, StreamsDelta
+from miles_tui.core.telemetry.streams import SETTLED_EVERY, StreamsDelta
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 H0 = 1_787_220_000.0  # 2026-08-20T10:00Z
