@@ -45,13 +45,15 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final
 
+import numpy as np
+
 from miles_tui.core.analysis.advisories import Advisory, Level, ordered
 from miles_tui.core.analysis.engine_advisories import engine_alarms, engine_tuning, tiered
 from miles_tui.core.analysis.engine_feed import reader_engine_figures
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.tail import MalformedLineError, StreamReset
-from miles_tui.core.telemetry import OPEN_T1, MetricStore, Phase
+from miles_tui.core.telemetry import OPEN_T1, TAG_INT, TAG_NONE, TAG_OTHER, MetricStore, Phase, TableArrays
 
 STALL_FACTOR: Final = 6.0
 """An open phase is stalled past this many times the median duration of its closed runs ..."""
@@ -180,20 +182,95 @@ def stalled_phase_columns(columns: Sequence[Sequence[Any]], attempt_start: float
         usual = statistics.median(closed)
         limit = max(STALL_FACTOR * usual, STALL_MIN_OPEN_S)
         stuck = sorted((r for r in open_markers.values() if r[0] == phase and at - r[1] > limit), key=itemgetter(1))
-        if not stuck:
-            continue
-        age = at - stuck[0][1]
-        where = ", ".join(_where(r[3], r[4], r[5]) for r in stuck[:3])
-        where += f" and {len(stuck) - 3} more" if len(stuck) > 3 else ""
-        times = f", {age / usual:.0f}× its usual {_duration(usual)}" if usual > 0 else ""
-        message = (
-            f"phase '{phase}' has been open for {_duration(age)} on {where}{times} "
-            f"(median of {len(closed)} closed this attempt): the run is stalled there, not slow"
-        )
-        if phase in _STALL_HINTS:
-            message += f"; {_STALL_HINTS[phase]}"
-        out.append(Advisory(Level.CRITICAL, "stalled_phase", message))
+        if stuck:
+            out.append(
+                _stall(phase, len(closed), usual, at - stuck[0][1], [(r[3], r[4], r[5]) for r in stuck[:3]], len(stuck))
+            )
     return out
+
+
+def _stall(
+    phase: str, closed: int, usual: float, age: float, where: Sequence[tuple[Any, Any, Any]], stuck: int
+) -> Advisory:
+    """The advisory for ``stuck`` open markers of ``phase``, the oldest ``age`` seconds old; ``where`` is
+    (node, rank, role) of the first three."""
+    places = ", ".join(_where(*w) for w in where) + (f" and {stuck - 3} more" if stuck > 3 else "")
+    times = f", {age / usual:.0f}× its usual {_duration(usual)}" if usual > 0 else ""
+    message = (
+        f"phase '{phase}' has been open for {_duration(age)} on {places}{times} "
+        f"(median of {closed} closed this attempt): the run is stalled there, not slow"
+    )
+    if phase in _STALL_HINTS:
+        message += f"; {_STALL_HINTS[phase]}"
+    return Advisory(Level.CRITICAL, "stalled_phase", message)
+
+
+PHASE_NUMBERS: Final = ("t0", "t1", "rank")
+PHASE_SHARED: Final = ("name", "node", "role")
+
+
+def stalled_phase_arrays(arrays: TableArrays, attempt_start: float | None, at: float) -> list[Advisory]:
+    """:func:`stalled_phases` over the phases as numpy arrays (:data:`PHASE_NUMBERS`, :data:`PHASE_SHARED`).
+
+    The rule runs every few seconds over every phase of a long run; built as Python objects, its
+    keys, tuples and floats (~10 a phase) were churn that fragmented the allocator's arenas (a live
+    demo held ~14 KB more per step with it). Here the records are matched as rows of float64 keys.
+    Records a float64 key cannot stand for exactly (a huge int, a NaN, a name that is not a string,
+    a rank that is a list) go through :func:`stalled_phase_columns` instead, with the same result.
+    """
+    t0, t0_tags, _ = arrays.numbers["t0"]
+    t1, t1_tags, _ = arrays.numbers["t1"]
+    rank, rank_tags, _ = arrays.numbers["rank"]
+    names, nodes, roles = arrays.codes["name"], arrays.codes["node"], arrays.codes["role"]
+    values = arrays.values
+    used_names = np.unique(names).tolist()
+    used_nodes = np.unique(nodes).tolist()
+    exact = (
+        bool((t0_tags <= TAG_INT).all() and (t1_tags <= TAG_INT).all() and (rank_tags != TAG_OTHER).all())
+        and bool(np.isfinite(t0).all() and np.isfinite(t1).all() and np.isfinite(rank).all())
+        and all(type(values[c]) is str for c in used_names)
+        and all(values[c] is None or type(values[c]) is str for c in used_nodes)
+    )
+    if not exact:
+        return stalled_phase_columns(tuple(arrays.column(name) for name in PHASE_FIELDS), attempt_start, at)
+    current = np.ones(arrays.size, bool) if attempt_start is None else t0 >= attempt_start
+    is_open = t1 == OPEN_T1
+    closed, opened = current & ~is_open, current & is_open
+    if not opened.any():
+        return []
+    none_rank = rank_tags == TAG_NONE
+    keys = np.column_stack([names, nodes, np.where(none_rank, 0.0, rank + 0.0), none_rank, t0 + 0.0]).astype(np.float64)
+    rows = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.shape[1] * 8))).ravel()
+    markers = np.flatnonzero(opened)
+    markers = markers[~np.isin(rows[markers], rows[closed])]
+    if not len(markers):
+        return []
+    # one marker per key, in order of first sight, holding its last record (what a dict of markers keeps)
+    _, first, inverse = np.unique(rows[markers], return_index=True, return_inverse=True)
+    last = np.zeros(len(first), np.int64)
+    np.maximum.at(last, inverse.ravel(), np.arange(len(markers)))
+    markers = markers[last[np.argsort(first, kind="stable")]]
+    durations = np.maximum(t1[closed] - t0[closed], 0.0)
+    closed_names = names[closed]
+    out = []
+    for code in sorted(set(names[markers].tolist()), key=values.__getitem__):
+        spans = durations[closed_names == code]
+        if len(spans) < STALL_MIN_CLOSED:
+            continue
+        usual = float(np.median(spans))
+        limit = max(STALL_FACTOR * usual, STALL_MIN_OPEN_S)
+        mine = markers[names[markers] == code]
+        stuck = mine[at - t0[mine] > limit]
+        if not len(stuck):
+            continue
+        stuck = stuck[np.argsort(t0[stuck], kind="stable")]
+        where = [(values[nodes[i]], _rank(rank[i], rank_tags[i]), values[roles[i]]) for i in stuck[:3].tolist()]
+        out.append(_stall(values[code], len(spans), usual, at - float(t0[stuck[0]]), where, len(stuck)))
+    return out
+
+
+def _rank(value: float, tag: int) -> Any:
+    return None if tag == TAG_NONE else int(value) if tag == TAG_INT else value
 
 
 def mfu_summary(values: Sequence[float], peak_tflops: float | None = None) -> MfuSummary | None:
@@ -339,12 +416,12 @@ def stream_advisories(
     reader = follower.dashboard
     state = follower.state()
     args = reader.meta.args if reader.meta is not None else {}
-    phases = reader.loaded_columns("phases", PHASE_FIELDS)
+    phases = reader.loaded_arrays("phases", PHASE_NUMBERS, PHASE_SHARED)
     step_key, times = step_times(follower.metrics)
     figures = reader_engine_figures(reader)
     span = reader.time_range()  # stalls are judged at the newest data timestamp, never the wall clock
     alarms = [
-        *stalled_phase_columns(phases, state.attempt_start, span[1] if span is not None else now),
+        *stalled_phase_arrays(phases, state.attempt_start, span[1] if span is not None else now),
         *engine_alarms(figures, args),
     ]
     always = [

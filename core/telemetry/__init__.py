@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from miles_tui.core.telemetry.metrics import MetricSeries, MetricStore, export_metrics
     from miles_tui.core.telemetry.partitions import PartitionInfo
     from miles_tui.core.telemetry.phase_bands import BandKey, PhaseBand, PhaseSpans, phase_time
+    from miles_tui.core.telemetry.record_table import TAG_INT, TAG_NONE, TAG_OTHER, TableArrays
     from miles_tui.core.telemetry.stream_records import OPEN_T1, EngineSample, Phase, RunMeta, StreamRecord
     from miles_tui.core.telemetry.streams import DashboardReader
     from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
@@ -58,6 +59,9 @@ __all__ = [
     "QUEUED",
     "REQUESTS",
     "RUNNING",
+    "TAG_INT",
+    "TAG_NONE",
+    "TAG_OTHER",
     "TOKEN_USAGE",
     "WINDOWS",
     "ZOOM_FACTOR",
@@ -80,6 +84,7 @@ __all__ = [
     "PhaseSpans",
     "RunMeta",
     "StreamRecord",
+    "TableArrays",
     "TelemetryColumns",
     "TimeBins",
     "TimeWindow",
@@ -131,6 +136,10 @@ _HOMES = {
     "PhaseBand": "phase_bands",
     "PhaseSpans": "phase_bands",
     "phase_time": "phase_bands",
+    "TAG_INT": "record_table",
+    "TAG_NONE": "record_table",
+    "TAG_OTHER": "record_table",
+    "TableArrays": "record_table",
     "EngineSample": "stream_records",
     "OPEN_T1": "stream_records",
     "Phase": "stream_records",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from miles_tui.core.tail import TailFile
-from miles_tui.core.telemetry.record_table import RecordTable
+from miles_tui.core.telemetry.record_table import Interner, RecordTable
 from miles_tui.core.telemetry.stream_records import GpuUtil, Phase, StreamRecord, record_span
 
 COLUMNAR_STREAMS: Final = {"gpu_util": GpuUtil, "phases": Phase}
@@ -58,14 +58,16 @@ class Partition:
 
     __slots__ = ("generation", "hour", "key", "loaded", "records", "span", "tail")
 
-    def __init__(self, key: str, tail: TailFile[StreamRecord], hour: float | None, stream: str) -> None:
+    def __init__(
+        self, key: str, tail: TailFile[StreamRecord], hour: float | None, stream: str, interner: Interner | None = None
+    ) -> None:
         self.key = key
         """The path as listed: how a later listing tells that the file is still there."""
         self.tail = tail
         self.hour = hour
         self.loaded = False
         kind = COLUMNAR_STREAMS.get(stream)
-        self.records: list[StreamRecord] | RecordTable[Any] = [] if kind is None else RecordTable(kind)
+        self.records: list[StreamRecord] | RecordTable[Any] = [] if kind is None else RecordTable(kind, interner)
         self.span: tuple[float, float] | None = None
         self.generation = next_generation()
 

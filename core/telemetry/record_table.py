@@ -9,29 +9,34 @@ Contract:
   float keeps its bits, NaN included, None stays None, any other JSON value is
   kept as it was).
 - A numeric field costs 9 bytes a record (a float64 and a type tag); a field of
-  shared values (interned names, the shared GPU lists) costs a reference. A
+  shared values (names, hosts, roles, the shared GPU lists) costs a 4-byte code
+  into a value table that the tables of one stream share (:class:`Interner`). A
   record held as an object cost ~180 bytes, and the allocator's fragmentation
   around millions of them about as much again.
+- :meth:`RecordTable.numbers` and :meth:`RecordTable.codes` hand a field out as
+  numpy arrays, for rules that read every record without building one object
+  per record (a long run's phases, read every few seconds).
 - Pure and not thread-safe: the reader that owns a table locks around it.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import fields
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any, Final, Generic, TypeVar, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from miles_tui.core.telemetry.stream_records import GpuUtil, Phase
 
 R = TypeVar("R", GpuUtil, Phase)
 
-_FLOAT: Final = 0
-_INT: Final = 1
-_NONE: Final = 2
-_OTHER: Final = 3
+TAG_FLOAT: Final = 0
+TAG_INT: Final = 1
+TAG_NONE: Final = 2
+TAG_OTHER: Final = 3
 _EXACT_INT: Final = 2**53
 """An int of at most this magnitude survives a float64; a larger one is kept as an object."""
 
@@ -62,33 +67,33 @@ class _Numbers:
             kind = type(v)
             if kind is float:
                 self.values.append(v)
-                self.tags.append(_FLOAT)
+                self.tags.append(TAG_FLOAT)
             elif kind is int and -_EXACT_INT <= v <= _EXACT_INT:
                 self.values.append(float(v))
-                self.tags.append(_INT)
+                self.tags.append(TAG_INT)
             elif v is None:
                 self.values.append(0.0)
-                self.tags.append(_NONE)
+                self.tags.append(TAG_NONE)
             else:  # a bool, a huge int, a string, a list: kept as it was
                 self.values.append(0.0)
-                self.tags.append(_OTHER)
+                self.tags.append(TAG_OTHER)
                 self.other[base + i] = v
 
     def get(self, start: int, stop: int) -> list[Any]:
         tags = self.tags[start:stop]
-        floats = tags.count(_FLOAT)
+        floats = tags.count(TAG_FLOAT)
         if floats == len(tags):
             return self.values[start:stop].tolist()
-        if not floats and tags.count(_INT) == len(tags):  # a column of ints (ranks, GPU indices), at C speed
+        if not floats and tags.count(TAG_INT) == len(tags):  # a column of ints (ranks, GPU indices), at C speed
             ints: list[Any] = np.frombuffer(self.values, np.float64, stop - start, start * 8).astype(np.int64).tolist()
             return ints
         out: list[Any] = self.values[start:stop].tolist()
         for i, tag in enumerate(tags):
-            if tag == _INT:
+            if tag == TAG_INT:
                 out[i] = int(out[i])
-            elif tag == _NONE:
+            elif tag == TAG_NONE:
                 out[i] = None
-            elif tag == _OTHER:
+            elif tag == TAG_OTHER:
                 out[i] = self.other[start + i]
         return out
 
@@ -98,22 +103,52 @@ class _Numbers:
         self.other = {}
 
 
-class _Shared:
-    """One field of shared values (interned strings, shared tuples): a reference each."""
+class Interner:
+    """Value <-> code for the shared fields of one stream's tables.
 
-    __slots__ = ("values",)
+    A string (or None) is one code per distinct value; any other value (a shared
+    GPU list, an odd JSON value) is one code per object, so values equal but of
+    another type (1 and 1.0 and True, 0.0 and -0.0) never share a code. Grows with
+    the distinct values seen; a stream's names, hosts and roles are few.
+    """
+
+    __slots__ = ("_codes", "values")
 
     def __init__(self) -> None:
         self.values: list[Any] = []
+        """Code -> value."""
+        self._codes: dict[Any, int] = {}
+
+    def codes(self, batch: Sequence[Any]) -> list[int]:
+        codes = self._codes
+        out = []
+        for value in batch:
+            key = value if value is None or type(value) is str else (id(value),)
+            code = codes.get(key)
+            if code is None:
+                code = codes[key] = len(self.values)
+                self.values.append(value)
+            out.append(code)
+        return out
+
+
+class _Shared:
+    """One field of shared values: a code each (see :class:`Interner`)."""
+
+    __slots__ = ("codes", "interner")
+
+    def __init__(self, interner: Interner) -> None:
+        self.interner = interner
+        self.codes = array("I")
 
     def extend(self, batch: Sequence[Any]) -> None:
-        self.values += batch
+        self.codes.extend(self.interner.codes(batch))
 
     def get(self, start: int, stop: int) -> list[Any]:
-        return self.values[start:stop]
+        return list(map(self.interner.values.__getitem__, self.codes[start:stop]))
 
     def clear(self) -> None:
-        self.values = []
+        self.codes = array("I")
 
 
 class RecordTable(Generic[R]):
@@ -121,12 +156,13 @@ class RecordTable(Generic[R]):
 
     __slots__ = ("_columns", "_kind", "_names", "_size")
 
-    def __init__(self, kind: type[R]) -> None:
+    def __init__(self, kind: type[R], interner: Interner | None = None) -> None:
         self._kind: type[R] = kind
         self._names = tuple(f.name for f in fields(kind))
         numeric = NUMERIC_FIELDS[kind]
+        shared = Interner() if interner is None else interner
         self._columns: tuple[_Numbers | _Shared, ...] = tuple(
-            _Numbers() if name in numeric else _Shared() for name in self._names
+            _Numbers() if name in numeric else _Shared(shared) for name in self._names
         )
         self._size = 0
 
@@ -167,6 +203,26 @@ class RecordTable(Generic[R]):
         """Every record's value of one field, in order."""
         return self._columns[self._names.index(name)].get(0, self._size)
 
+    def numbers(self, name: str) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8], dict[int, Any]]:
+        """A numeric field as (float64 values, type tags, row -> the value of each row tagged other); the
+        tags are :data:`TAG_FLOAT`, :data:`TAG_INT` (the value is an exact int), :data:`TAG_NONE`, :data:`TAG_OTHER`."""
+        column = self._columns[self._names.index(name)]
+        if not isinstance(column, _Numbers):
+            raise TypeError(f"{name!r} is not a numeric field of {self._kind.__name__}")
+        if not self._size:
+            return np.zeros(0), np.zeros(0, np.uint8), {}
+        values = np.frombuffer(column.values, np.float64, self._size).copy()
+        return values, np.frombuffer(column.tags, np.uint8, self._size).copy(), dict(column.other)
+
+    def codes(self, name: str) -> npt.NDArray[np.int64]:
+        """A shared field's codes (their values are the interner's)."""
+        column = self._columns[self._names.index(name)]
+        if not isinstance(column, _Shared):
+            raise TypeError(f"{name!r} is not a shared field of {self._kind.__name__}")
+        if not self._size:
+            return np.zeros(0, np.int64)
+        return np.frombuffer(column.codes, np.uint32, self._size).astype(np.int64)
+
     @overload
     def __getitem__(self, index: int) -> R: ...
     @overload
@@ -188,3 +244,50 @@ class RecordTable(Generic[R]):
 
     def __bool__(self) -> bool:
         return self._size > 0
+
+
+@dataclass(frozen=True)
+class TableArrays:
+    """Fields of several tables of one stream (one interner), rows end to end, as numpy arrays."""
+
+    size: int
+    """Rows."""
+    numbers: Mapping[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8], dict[int, Any]]]
+    """Numeric field -> (values, tags, row -> value of the rows tagged TAG_OTHER); see :meth:`RecordTable.numbers`."""
+    codes: Mapping[str, npt.NDArray[np.int64]]
+    """Shared field -> each row's code."""
+    values: Sequence[Any]
+    """Code -> value."""
+
+    def column(self, name: str) -> list[Any]:
+        """One field's values as they were appended (numbers by their tags: an int stays an int)."""
+        if name in self.codes:
+            return list(map(self.values.__getitem__, self.codes[name].tolist()))
+        values, tags, other = self.numbers[name]
+        out: list[Any] = values.tolist()
+        for i in np.flatnonzero(tags != TAG_FLOAT).tolist():
+            tag = tags[i]
+            out[i] = int(out[i]) if tag == TAG_INT else None if tag == TAG_NONE else other[i]
+        return out
+
+
+def table_arrays(
+    tables: Sequence[RecordTable[Any]], numeric: Sequence[str], shared: Sequence[str], interner: Interner
+) -> TableArrays:
+    """The fields of ``tables`` (which share ``interner``), rows end to end."""
+    size = sum(len(t) for t in tables)
+    numbers: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8], dict[int, Any]]] = {}
+    for name in numeric:
+        parts = [t.numbers(name) for t in tables]
+        other: dict[int, Any] = {}
+        offset = 0
+        for table, (_, _, rows) in zip(tables, parts, strict=True):
+            other.update((offset + row, value) for row, value in rows.items())
+            offset += len(table)
+        values = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0)
+        tags = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.uint8)
+        numbers[name] = (values, tags, other)
+    codes = {
+        name: np.concatenate([t.codes(name) for t in tables]) if tables else np.zeros(0, np.int64) for name in shared
+    }
+    return TableArrays(size, numbers, codes, list(interner.values))

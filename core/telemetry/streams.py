@@ -43,7 +43,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from miles_tui.core.errors import StreamError, UnreadableFileError
 from miles_tui.core.run_files import META_MAX_BYTES, os_error_message, read_json
@@ -51,13 +51,14 @@ from miles_tui.core.tail import ReadHook, StreamReset, TailFile, TailRead
 from miles_tui.core.telemetry.metric_stream import MetricStream
 from miles_tui.core.telemetry.metrics import MetricStore
 from miles_tui.core.telemetry.partitions import (
+    COLUMNAR_STREAMS,
     HOUR_SECONDS,
     Partition,
     PartitionInfo,
     hour_of,
     next_generation,
 )
-from miles_tui.core.telemetry.record_table import RecordTable
+from miles_tui.core.telemetry.record_table import Interner, RecordTable, TableArrays, table_arrays
 from miles_tui.core.telemetry.stream_records import (
     DECODERS,
     RunMeta,
@@ -142,6 +143,7 @@ class DashboardReader:
         self._metrics = self._metric_stream.store
         self._metrics_tail: TailFile[Any] = self._metric_stream.tail
         self._parts: dict[str, list[Partition]] = {stream: [] for stream in TELEMETRY_STREAMS}
+        self._interners = {stream: Interner() for stream in COLUMNAR_STREAMS}  # one code space per stream
         self._known: set[str] = set()
         self._seen_stream: set[str] = set()
         self._meta: RunMeta | None = None
@@ -255,21 +257,14 @@ class DashboardReader:
         with self._lock:
             return [record for part in self._parts[stream] if part.loaded for record in part.records]
 
-    def loaded_columns(self, stream: str, fields: Sequence[str]) -> tuple[list[Any], ...]:
-        """One list per field of ``stream``'s records from the partitions parsed so far, in
-        :meth:`loaded_records` order, without building a record per line; parses nothing."""
+    def loaded_arrays(self, stream: str, numeric: Sequence[str], shared: Sequence[str]) -> TableArrays:
+        """Fields of a columnar stream (:data:`COLUMNAR_STREAMS`) over the partitions parsed so far, in
+        :meth:`loaded_records` order, as numpy arrays: no object per record; parses nothing."""
         with self._lock:
-            out: tuple[list[Any], ...] = tuple([] for _ in fields)
-            for part in self._parts[stream]:
-                if not part.loaded:
-                    continue
-                records = part.records
-                for column, name in zip(out, fields, strict=True):
-                    if isinstance(records, RecordTable):
-                        column.extend(records.column(name))
-                    else:
-                        column.extend(getattr(record, name) for record in records)
-            return out
+            tables = [p.records for p in self._parts[stream] if p.loaded]
+            if not all(isinstance(t, RecordTable) for t in tables):
+                raise ValueError(f"{stream!r} is not held as columns")
+            return table_arrays(cast("list[RecordTable[Any]]", tables), numeric, shared, self._interners[stream])
 
     def partition_records(
         self, stream: str, path: Path, generation: int, start: int, stop: int
@@ -461,7 +456,7 @@ class DashboardReader:
 
     def _add(self, stream: str, path: str, hour: float | None, *, hot: bool) -> None:
         tail: TailFile[StreamRecord] = TailFile(path, DECODERS[stream], read_hook=self._read_hook)
-        part = Partition(path, tail, hour, stream)
+        part = Partition(path, tail, hour, stream, self._interners.get(stream))
         part.loaded = hot  # followed from now on: this very poll reads it
         parts = self._parts[stream]
         parts.append(part)
