@@ -39,6 +39,7 @@ from miles_tui.core.analysis import Advisory, Level, run_health
 from miles_tui.core.dump import Run
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import TelemetryColumns
+from miles_tui.tui import gc_policy
 from miles_tui.tui.commands import RunCommands
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
 from miles_tui.tui.inert_line_filter import InertLineFilter
@@ -158,6 +159,11 @@ class MilesApp(Navigation):
         if self.live:
             self._poll_timer = self.set_interval(self.poll_seconds, self.poll_now, name="poll")
         self.call_after_refresh(self.preload_views)
+        self.set_interval(gc_policy.TRIM_SECONDS, self._trim_memory, name="trim")
+
+    def _trim_memory(self) -> None:
+        """Hand freed memory back to the system, off the event loop (the call releases the GIL)."""
+        asyncio.get_running_loop().run_in_executor(None, gc_policy.trim)
 
     def get_line_filters(self) -> Sequence[LineFilter]:
         """Textual's filters, then :class:`InertLineFilter` (no control character reaches the terminal)."""
