@@ -30,7 +30,8 @@ def number(value: float | int | None, digits: int = 3) -> str:
     if not math.isfinite(value):
         return MISSING
     if value != 0 and (abs(value) >= 10 ** (digits + 2) or abs(value) < 10 ** (-digits)):
-        return f"{value:.{max(digits - 1, 1)}e}"
+        mantissa, exponent = f"{value:.{max(digits - 1, 1)}e}".split("e")
+        return f"{mantissa}e{int(exponent)}"  # 6.72e-5, not 6.72e-05: a 7-wide column keeps the exponent
     return f"{value:.{digits}f}"
 
 

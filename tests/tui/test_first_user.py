@@ -65,6 +65,24 @@ async def test_a_filter_that_cannot_hold_is_reported_inline(demo_run: Path, type
         assert len(screen.query_one("#samples", VirtualTable).rows) == 16
 
 
+async def test_leaving_a_bad_filter_shows_the_filter_still_in_force(demo_run: Path) -> None:
+    """A fresh-clone trial: after a bad filter and escape, the status kept the error while the rows were
+    those of the previous filter."""
+    app = _app(demo_run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open_step(app, pilot)
+        await pilot.press("slash", *"reward>0.5", "enter")
+        await _settle(app, pilot)
+        shown = len(screen.query_one("#samples", VirtualTable).rows)
+        assert f"{shown}/16 samples · filter: reward>0.5" in _status(app)
+        await pilot.press("slash", *" ((", "enter")
+        await _settle(app, pilot)
+        assert "filter error" in _status(app)
+        await pilot.press("escape")
+        await _settle(app, pilot)
+        assert app.screen is screen and f"{shown}/16 samples · filter: reward>0.5" in _status(app)
+
+
 async def test_version_filters_match_what_the_table_shows(demo_run: Path) -> None:
     app = _app(demo_run)
     async with app.run_test(size=(160, 48)) as pilot:

@@ -287,6 +287,7 @@ class StepScreen(MonitorScreen):
     def action_back(self) -> None:
         if self.query_one("#filter", Input).display:
             self._close_filter()
+            self._render_rows()  # the status says the filter in force again, not the error of the one left
             return
         self.app.pop_screen()
 
