@@ -12,7 +12,7 @@ import csv
 import difflib
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -156,13 +156,24 @@ def tokens_export(
     now: float,
     start: int | None = None,
     end: int | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The ``--sample I --tokens`` payload; a window ``[start, end)`` holding no token is an error."""
+    """The ``--sample I --tokens`` payload; a window ``[start, end)`` holding no token is an error.
+
+    ``warn`` hears which per-token arrays are null because they are unreadable (dumped, but their train
+    data could not be read or placed), which the payload alone cannot tell from not dumped.
+    """
     opened = run.open(rollout_id, evaluation, now)
-    from miles_tui.core.dump import find_view, token_payload
+    from miles_tui.core.dump import SERIES, FieldState, find_view, token_payload
 
     view = find_view(opened, sample_index)
     payload: dict[str, Any] = clean(token_payload(view, run.detokenizer, start, end))
+    unreadable = [name for name in SERIES if view.states.get(name) is FieldState.UNREADABLE]
+    if unreadable and warn is not None:
+        warn(
+            f"sample {sample_index} of step {rollout_id}: {', '.join(unreadable)} are null because they are "
+            "unreadable (dumped, but their train data could not be read or placed), not because they were not dumped"
+        )
     if (start is not None or end is not None) and payload["start"] >= payload["end"]:
         asked = f"[{'0' if start is None else start}, {'end' if end is None else end})"
         raise StepNotFoundError(

@@ -286,7 +286,12 @@ def run_export(args: argparse.Namespace) -> int:
         _emit(export.conversation_export(run, args.step, args.eval, args.sample, now))
         return 0
     if args.tokens:
-        _emit(export.tokens_export(run, args.step, args.eval, args.sample, now, args.start, args.end))
+        _emit(
+            export.tokens_export(
+                run, args.step, args.eval, args.sample, now, args.start, args.end,
+                warn=lambda message: print(inert(f"miles-tui: warning: {message}"), file=sys.stderr),
+            )
+        )  # fmt: skip
         return 0
     document = export.step_export(run, args.step, args.eval, now, per_token=args.per_token)
     _warn_problems(document)

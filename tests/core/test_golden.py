@@ -209,6 +209,19 @@ def test_corrupt_shard_keeps_the_step_readable(aged: Path, capsys: pytest.Captur
             assert row["mean_entropy"] is not None and row["dumped_rank"] == 0
 
 
+@pytest.mark.parametrize("aged", ["truncated_shard"], indirect=True)
+def test_token_export_says_which_arrays_are_unreadable(aged: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fresh-clone trial: --tokens of a sample held by the truncated file printed null arrays, exit 0,
+    and nothing to tell them from arrays that were never dumped."""
+    write_record = _truth("truncated_shard")["meta"]["write_record"]["steps"]["1"]["shard_sample_indices"]
+    bad, good = sorted(set(write_record[1]))[0], sorted(set(write_record[0]) - set(write_record[1]))[0]
+    code, payload, err = _export(capsys, str(aged), "--step", "1", "--sample", str(bad), "--tokens")
+    assert code == 0 and payload["train_log_probs"] is None
+    assert f"sample {bad} of step 1" in err and "unreadable" in err and "train_log_probs" in err
+    code, payload, err = _export(capsys, str(aged), "--step", "1", "--sample", str(good), "--tokens")
+    assert code == 0 and payload["train_log_probs"] is not None and "unreadable" not in err
+
+
 @pytest.mark.parametrize("aged", ["tp_dup"], indirect=True)
 def test_trajectory_sidecar_matches_truth(aged: Path) -> None:
     from miles_tui.core.dump import read_sidecar
