@@ -104,7 +104,8 @@ def run_monitor(args: argparse.Namespace) -> int:
         if args.demo is not None:
             writer = _start_demo(run_dir, log_path, temporary)
             _wait_for_steps(run_dir, writer, log_path, count=2, timeout=90.0)
-            print(f"miles-tui: demo run in {run_dir}", file=sys.stderr)
+            removed = " (a temporary folder, removed when the monitor exits)" if temporary is not None else ""
+            print(f"miles-tui: demo run in {run_dir}{removed}", file=sys.stderr)
         start = _deep_link(args, run_dir)
         app = make_app(
             run_dir,
