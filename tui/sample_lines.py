@@ -172,7 +172,9 @@ def cursor_line(sample: SampleTracks, window: TokenWindow, detokenizer: Detokeni
     ]
     if sample.texts is not None:
         parts += [("  text ", "$text-muted"), (repr(sample.texts[position]), "bold")]
-    if view.loss_mask is None:
+    if view.loss_mask is None and any(s is FieldState.UNREADABLE for s in view.states.values()):
+        parts.append(("  loss mask unreadable", "$text-warning"))  # the train row holding it failed: unknown
+    elif view.loss_mask is None:
         parts.append(("  no loss mask (trained)", "$text-success"))
     else:
         mask = int(view.loss_mask[r])

@@ -74,3 +74,21 @@ def test_the_header_counts_the_messages() -> None:
     messages = (ChatMessage("user", "q", None, (), None), ChatMessage("assistant", "a", None, (), None))
     conversation = Conversation(3, 1, "truncated\x07", 0.5, "q", messages)
     assert header(conversation).plain == "recorded conversation · status truncated\\x07 · reward 0.5 · 2 messages"
+
+
+def test_an_unreadable_sample_says_its_loss_mask_is_unknown_not_absent() -> None:
+    """A fresh-clone trial: an unreadable sample's cursor line said 'no loss mask (trained)'."""
+    import dataclasses
+
+    from miles_tui.core.dump import FieldState
+
+    step = synthetic_step(response_length=300, prompt_length=50)
+    sample = SampleTracks.load(step, 0, None)
+    unread = dataclasses.replace(
+        sample.view, loss_mask=None, states=dict.fromkeys(sample.view.states, FieldState.UNREADABLE)
+    )
+    tokens = TokenWindow(50, 300, sample.outliers).for_sample(50, 300, sample.outliers)
+    line = cursor_line(dataclasses.replace(sample, view=unread), tokens.moved_to(3), None, 160).plain
+    assert "loss mask unreadable" in line and "no loss mask" not in line
+    absent = dataclasses.replace(sample.view, loss_mask=None)
+    assert "no loss mask (trained)" in cursor_line(dataclasses.replace(sample, view=absent), tokens, None, 160).plain
