@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import gc
 import sys
 import threading
@@ -84,6 +85,7 @@ def after_read(rollout_bytes: int) -> None:
     trim()
 
 
+@functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
     if sys.platform != "linux":
         return None
@@ -93,14 +95,9 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
 
 
-_trimmer: list[Callable[[int], int] | None] = []
-
-
 def trim() -> bool:
     """Hand the C allocator's free pages back to the system; False where that cannot be done."""
-    if not _trimmer:
-        _trimmer.append(_malloc_trim())
-    call = _trimmer[0]
+    call = _malloc_trim()
     if call is None:
         return False
     call(0)

@@ -87,20 +87,21 @@ class _Numbers:
         if not floats and tags.count(TAG_INT) == len(tags):  # a column of ints (ranks, GPU indices), at C speed
             ints: list[Any] = np.frombuffer(self.values, np.float64, stop - start, start * 8).astype(np.int64).tolist()
             return ints
-        out: list[Any] = self.values[start:stop].tolist()
-        for i, tag in enumerate(tags):
-            if tag == TAG_INT:
-                out[i] = int(out[i])
-            elif tag == TAG_NONE:
-                out[i] = None
-            elif tag == TAG_OTHER:
-                out[i] = self.other[start + i]
-        return out
+        return _untagged(self.values[start:stop].tolist(), tags, self.other, start)
 
     def clear(self) -> None:
         self.values = array("d")
         self.tags = bytearray()
         self.other = {}
+
+
+def _untagged(values: list[Any], tags: Iterable[int], other: Mapping[int, Any], offset: int) -> list[Any]:
+    """``values`` (float64s as Python floats, row ``offset`` first) with each non-float tag applied: an exact
+    int back to an int, None back to None, any other value from ``other``."""
+    for i, tag in enumerate(tags):
+        if tag != TAG_FLOAT:
+            values[i] = int(values[i]) if tag == TAG_INT else None if tag == TAG_NONE else other[offset + i]
+    return values
 
 
 class Interner:
@@ -264,11 +265,7 @@ class TableArrays:
         if name in self.codes:
             return list(map(self.values.__getitem__, self.codes[name].tolist()))
         values, tags, other = self.numbers[name]
-        out: list[Any] = values.tolist()
-        for i in np.flatnonzero(tags != TAG_FLOAT).tolist():
-            tag = tags[i]
-            out[i] = int(out[i]) if tag == TAG_INT else None if tag == TAG_NONE else other[i]
-        return out
+        return _untagged(values.tolist(), tags.tobytes(), other, 0)
 
 
 def table_arrays(

@@ -224,15 +224,9 @@ class DashboardReader:
         not a delta's, and any malformed line in it is reported by the next poll.
         Followed partitions are not re-read here; :meth:`poll` reads them.
         """
-        if stream not in self._parts:
-            raise ValueError(f"unknown telemetry stream {stream!r} (metrics are in DashboardReader.metrics)")
         with self._lock:
             out: list[StreamRecord] = []
-            for part in self._parts[stream]:
-                if not part.overlaps(since, until):
-                    continue
-                if not part.loaded:
-                    self._pending += _problems(self._load(part, []))
+            for part in self._window(stream, since, until):
                 if since is None and until is None:
                     out += part.records
                     continue
@@ -245,12 +239,19 @@ class DashboardReader:
     def parse(self, stream: str, since: float | None = None, until: float | None = None) -> None:
         """Have the partitions of ``stream`` that the window [since, until] touches parsed (and followed from
         now on), like :meth:`records`, without building the records."""
+        with self._lock:
+            self._window(stream, since, until)
+
+    def _window(self, stream: str, since: float | None, until: float | None) -> list[Partition]:
+        """The partitions of ``stream`` the window touches, each parsed (and followed from now on); the caller
+        holds the lock."""
         if stream not in self._parts:
             raise ValueError(f"unknown telemetry stream {stream!r} (metrics are in DashboardReader.metrics)")
-        with self._lock:
-            for part in self._parts[stream]:
-                if not part.loaded and part.overlaps(since, until):
-                    self._pending += _problems(self._load(part, []))
+        parts = [part for part in self._parts[stream] if part.overlaps(since, until)]
+        for part in parts:
+            if not part.loaded:
+                self._pending += _problems(self._load(part, []))
+        return parts
 
     def loaded_records(self, stream: str) -> list[StreamRecord]:
         """Records of ``stream`` from the partitions parsed so far; parses nothing."""

@@ -71,12 +71,7 @@ class _Stream:
 
     def ensure(self, since: float | None, until: float | None) -> None:
         """Have the reader parse the partitions the window touches that it has not parsed yet."""
-        for info in self.reader.partitions(self.stream):
-            if info.loaded or info.hour is None:
-                continue
-            if (since is None or info.hour + 3600.0 > since) and (until is None or info.hour <= until):
-                self.reader.parse(self.stream, since, until)
-                return
+        self.reader.parse(self.stream, since, until)
 
     def sync(self, merge: Callable[[_Chunk, _Chunk], _Chunk]) -> None:
         """Convert what the reader parsed since the last sync."""
