@@ -236,7 +236,10 @@ def _live_streams(tmp_path: Path, mtime: float) -> Path:
 
 
 def _truth() -> dict[str, Any]:
-    truth: dict[str, Any] = json.loads((GOLDEN / "live_streams.truth.json").read_text())
+    path = GOLDEN / "live_streams.truth.json"
+    if not path.is_file():  # a user's clone has no ../shared
+        pytest.skip("../shared/golden is not present")
+    truth: dict[str, Any] = json.loads(path.read_text())
     return truth
 
 
