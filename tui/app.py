@@ -19,6 +19,7 @@ mid-teardown: a traceback and exit status 1).
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -65,6 +66,9 @@ BACKLOG_SHOWN = 2
 HELPER_REPOLL_SECONDS = 0.25
 """While helper processes summarize steps, their results are collected this often."""
 
+VIEWS_WAIT_SECONDS = 3.0
+"""The first telemetry poll waits this long at most for the views' imports (:meth:`Navigation.preload_views`)."""
+
 
 class MilesApp(Navigation):
     """Monitor one miles run directory."""
@@ -96,6 +100,7 @@ class MilesApp(Navigation):
         bell: bool = True,
     ) -> None:
         super().__init__()
+        self.views_imported = threading.Event()
         self.bell_on_critical = bell
         """Ring the terminal bell once per new critical advisory (tmux then flags the window)."""
         self._critical_seen: set[tuple[object, ...]] = set()
@@ -280,6 +285,9 @@ class MilesApp(Navigation):
 
     @work(exclusive=False, group="streams", exit_on_error=False)
     async def _poll_streams(self) -> None:
+        deadline = time.monotonic() + VIEWS_WAIT_SECONDS
+        while not self.views_imported.is_set() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)  # the views' imports first (see navigation's docstring)
         if self.watcher.stream_lock.locked():
             return
         try:

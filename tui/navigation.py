@@ -4,7 +4,10 @@ A mixin of :class:`~miles_tui.tui.app.MilesApp` (the screens and the command
 palette call these on the app). The screens are imported when first opened, or
 earlier by :meth:`Navigation.preload_views` in a background thread once the
 first screen is up: a first ``m`` imported the metrics view and plotext in the
-key's handler (~150 ms idle, 350 ms during a metrics load).
+key's handler (~150 ms idle, 350 ms during a metrics load). The app's first
+telemetry poll waits for those imports (:attr:`Navigation.views_imported`): a
+long first load would otherwise share the GIL with them, and a key pressed
+meanwhile would wait on the import lock for the whole of them.
 """
 
 from __future__ import annotations
@@ -50,9 +53,20 @@ def _import_views() -> None:
 class Navigation(App[None]):
     """Opening screens: steps, samples, global views and the palette's views."""
 
+    views_imported: threading.Event
+    """Set once :meth:`preload_views` has imported the screens' modules (or failed to)."""
+
     def preload_views(self) -> None:
         """Import the screens' modules in a daemon thread (the GIL is shared: keys stay answered meanwhile)."""
-        threading.Thread(target=_import_views, name="miles-tui-preload", daemon=True).start()
+        done = self.views_imported
+
+        def run() -> None:
+            try:
+                _import_views()
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="miles-tui-preload", daemon=True).start()
 
     model: RunModel
     watcher: RunWatcher

@@ -89,3 +89,41 @@ def test_a_process_without_workers_decodes_in_the_thread(tmp_path: Path, monkeyp
     decoder = metric_workers.MetricBlockDecoder(tmp_path / "m", workers=2, parallel_bytes=1)
     batch, bad = decoder(data[:-1], 0)
     assert len(batch) == 500 and not bad and decoder.workers == 0
+
+
+async def test_the_first_telemetry_poll_waits_for_the_views_imports_for_a_bounded_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first metrics load shared the GIL with the views' imports: a first `m` waited on the import lock for
+    all of them (108-276 ms). The load now starts once they are done, or after VIEWS_WAIT_SECONDS."""
+    import threading
+
+    release = threading.Event()
+    monkeypatch.setattr("miles_tui.tui.navigation._import_views", lambda: release.wait(30))
+    monkeypatch.setattr("miles_tui.tui.app.VIEWS_WAIT_SECONDS", 30.0)
+    _metrics(tmp_path / "run" / "dashboard" / "metrics.jsonl", 50)
+    app = make_app(tmp_path / "run", poll_seconds=3600)
+    async with app.run_test() as pilot:
+        store = app.watcher.follower.metrics
+        await pilot.pause(0.6)
+        assert len(store) == 0, "the telemetry poll did not wait for the views' imports"
+        assert app.model.polled, "the step poll must not wait: it paints the overview"
+        release.set()
+        for _ in range(200):
+            if len(store) == 50:
+                break
+            await asyncio.sleep(0.02)
+        assert len(store) == 50
+
+    never = threading.Event()
+    monkeypatch.setattr("miles_tui.tui.navigation._import_views", lambda: never.wait(30))
+    monkeypatch.setattr("miles_tui.tui.app.VIEWS_WAIT_SECONDS", 0.3)
+    app = make_app(tmp_path / "run", poll_seconds=3600)
+    async with app.run_test():
+        store = app.watcher.follower.metrics
+        for _ in range(200):
+            if len(store) == 50:
+                break
+            await asyncio.sleep(0.02)
+        assert len(store) == 50, "imports that never end held the telemetry back for good"
+    never.set()
