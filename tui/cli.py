@@ -257,6 +257,9 @@ def _check_export_options(args: argparse.Namespace) -> None:
         raise UsageError("one sample's tokens need both --sample I and --tokens (or --conversation)")
     if (args.start is not None or args.end is not None) and not args.tokens:
         raise UsageError("--start/--end cut a token window: use them with --sample I --tokens")
+    for flag, value in (("--start", args.start), ("--end", args.end)):
+        if value is not None and value < 0:
+            raise UsageError(f"{flag} {value}: token positions count from 0 (the prompt's first token)")
     if args.start is not None and args.end is not None and args.start >= args.end:
         raise UsageError(f"--start {args.start} --end {args.end} is an empty window: --end must be above --start")
 

@@ -146,6 +146,17 @@ def test_an_empty_token_range_is_an_error(
     assert code == 1 and out == "" and "empty window" in line and "--end" in line
 
 
+@pytest.mark.parametrize("window", [("--start", "-5"), ("--end", "-1"), ("--start", "-3", "--end", "4")])
+def test_a_negative_token_position_is_an_error_not_a_silent_zero(
+    demo_run: Path, capsys: pytest.CaptureFixture[str], window: tuple[str, ...]
+) -> None:
+    """`--start -5` printed the window from 0, as if asked for."""
+    code, out, err = _run(capsys, *_tokens(demo_run, *window))
+    line = _one_line(err)
+    negative = next(f"{flag} {value}" for flag, value in zip(window[::2], window[1::2], strict=True) if int(value) < 0)
+    assert code == 1 and out == "" and "count from 0" in line and negative in line
+
+
 def test_a_window_past_the_sample_is_an_error_naming_it(demo_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, *_tokens(demo_run, "--start", "100000"))
     line = _one_line(err)
