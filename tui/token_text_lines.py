@@ -142,7 +142,8 @@ def lay_out(source: TokenSource, first: int, width: int, rows: int) -> TextPage:
 
 
 def page_for(source: TokenSource, position: int, width: int, rows: int, previous: TextPage | None) -> TextPage:
-    """The page showing token ``position``: the previous one while it holds it, else the next or a fresh one."""
+    """The page showing token ``position``: the previous one while it holds it, else the next, else the page
+    from the sequence's start when it holds it, else a fresh one with about a third of its cells before it."""
     if previous is not None and (previous.width, previous.rows) == (max(width, 2), rows):
         if previous.holds(position):
             return previous
@@ -150,7 +151,10 @@ def page_for(source: TokenSource, position: int, width: int, rows: int, previous
             page = lay_out(source, previous.lines[-1][0][0], width, rows)  # the last line stays, for context
             if page.holds(position):
                 return page
-    page = lay_out(source, _back_from(source, position, width * (rows // 3)), width, rows)
+    start = lay_out(source, 0, width, rows)
+    if start.holds(position):  # the sequence's start fits with it: nothing before it is hidden
+        return start
+    page = lay_out(source, _back_from(source, position, max(width, 2) * rows // 3), width, rows)
     return page if page.holds(position) else lay_out(source, position, width, rows)
 
 

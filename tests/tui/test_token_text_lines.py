@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,6 +68,17 @@ def test_the_page_stays_while_the_cursor_is_on_it_and_turns_keeping_its_last_lin
     jump = page_for(source, 150, 20, 6, None)
     assert jump.holds(150) and jump.first == 140  # two lines above: a third of the way down
     assert page_for(source, 3, 20, 6, jump).holds(3)  # backward jumps too
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3])
+def test_a_jump_to_the_end_hides_nothing_when_the_whole_sequence_fits(rows: int) -> None:
+    """After End, a 2-row strip showed only the last of 29 tokens, although all of them fit (a third of
+    2 rows is no row of context)."""
+    source = texts_source([f"tok{i}" for i in range(29)])
+    page = page_for(source, 28, 200, rows, None)
+    assert (page.first, page.stop) == (0, 29)
+    narrow = page_for(source, 28, 60, 1, page_for(source, 10, 60, 1, None))
+    assert narrow.holds(28) and narrow.first < 28, "one row: no token before the cursor shown"
 
 
 def test_looks_say_prompt_decile_top_masked_no_value_and_cursor() -> None:
