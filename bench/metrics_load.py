@@ -398,14 +398,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{path}: {expected.records:,} records + an unterminated line, {expected.size / 1e6:,.0f} MB, "
           f"{len(expected.points)} keys, {sum(expected.points.values()) / expected.records:.1f} a record; "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
-    cache = Path(tempfile.mkdtemp(prefix="cache-", dir=folder))
+    cache = Path(tempfile.mkdtemp(prefix="cache-", dir=scratch.name))
     ok = True
     rows = _Rows()
 
     if not args.no_export:
         ok = export_part(run, cache, folder, expected, rows)
     if not args.no_app:
-        os.environ["MILES_TUI_CACHE_DIR"] = str(Path(tempfile.mkdtemp(prefix="app-cache-", dir=folder)))
+        os.environ["MILES_TUI_CACHE_DIR"] = str(Path(tempfile.mkdtemp(prefix="app-cache-", dir=scratch.name)))
         latencies, load, during = asyncio.run(key_latency(run, args.presses, expected.records))
         every = [t for times in latencies.values() for t in times]
         ok_keys = bool(every) and max(every) * 1e3 <= GOAL_KEY_MS
@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
                              max(times) * 1e3 <= GOAL_KEY_MS))  # fmt: skip
         ok = ok and ok_keys
     if args.tmux:
-        tmux_cache = Path(tempfile.mkdtemp(prefix="tmux-cache-", dir=folder))
+        tmux_cache = Path(tempfile.mkdtemp(prefix="tmux-cache-", dir=scratch.name))
         latencies, load, during = tmux_latency(run, tmux_cache, args.presses)
         loaded = "no cache entry after 300 s" if math.isnan(load) else f"{load:.1f} s"
         rows.append(_row("tmux 160x48: first telemetry load (cold cache)", loaded, "", not math.isnan(load)))
