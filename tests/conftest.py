@@ -1,4 +1,5 @@
-"""Shared fixtures: a per-test summary cache, demo runs written by core's own writer, golden copies."""
+"""Shared fixtures: a per-test summary cache, demo runs written by core's own writer, golden copies, and a
+private tmux server."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.tmux_term import Tmux
 
 GOLDEN = Path(__file__).resolve().parents[1].parent / "shared" / "golden"
 EPOCH = 1_780_000_000.0
@@ -68,3 +71,13 @@ def golden_copy(tmp_path: Path) -> Iterator[object]:
     for target in made:
         for path in [target, *target.rglob("*")]:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    """A private tmux server for one test (which is skipped where tmux is not installed); ended afterwards."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    term = Tmux(tmp_path)
+    yield term
+    term.kill()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ from miles_tui.tui.app import MilesApp, make_app
 from miles_tui.tui.inert_line_filter import InertLineFilter
 from tests.conftest import EPOCH
 from tests.security.hostile_run import EVIL, VISIBLE_ESC, unsafe, write_hostile_run
+from tests.tmux_term import Tmux
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -207,46 +207,22 @@ async def test_the_line_filter_catches_a_string_no_view_made_inert(demo_run: Pat
 # --- a real terminal -----------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-def test_tmux_gets_no_paste_buffer_no_title_and_a_visible_escape(hostile: Path, tmp_path: Path) -> None:
+def test_tmux_gets_no_paste_buffer_no_title_and_a_visible_escape(hostile: Path, tmux: Tmux, tmp_path: Path) -> None:
     """A private tmux server with set-clipboard on: an OSC 52 from the app would create a paste buffer."""
-    socket = str(tmp_path / "tmux.sock")  # a private server (and no socket file left in /tmp/tmux-UID)
-
-    def tmux(*args: str) -> str:
-        done = subprocess.run(["tmux", "-S", socket, "-f", "/dev/null", *args], check=False, capture_output=True)
-        return done.stdout.decode(errors="replace")
-
-    def wait_for(text: str) -> str:
-        deadline, screen = time.monotonic() + 30, ""
-        while time.monotonic() < deadline:
-            screen = tmux("capture-pane", "-p", "-t", "t")
-            if text in screen:
-                return screen
-            time.sleep(0.3)
-        raise AssertionError(f"{text!r} never appeared:\n{screen}")
-
-    script = tmp_path / "run.sh"
-    script.write_text(
-        f"sleep 1\ncd {ROOT}\nexport MILES_TUI_CACHE_DIR={tmp_path / 'cache'} TERM=xterm-256color\n"
-        f'{sys.executable} -m miles_tui.tui.cli "$1" --no-follow\necho EXITED-$?\nsleep 30\n'
-    )
-    tmux("new-session", "-d", "-s", "t", "-x", "160", "-y", "45", f"bash {script} '{hostile}'")
-    try:
-        tmux("set", "-g", "set-clipboard", "on")  # an OSC 52 would now make a paste buffer
-        tmux("set", "-g", "allow-rename", "on")
-        wait_for("advisories")
-        # The header names the run once meta.json is read, which may be a poll after the first paint: the
-        # name must then show with its escape made visible (written raw, tmux would make a paste buffer of it).
-        wait_for("hostile\\x1b]52;c;SElKQUNLRUQ=")
-        for key, expect in (("Enter", "4 groups"), ("Enter", "+ response"), ("t", "conversation")):
-            time.sleep(1.0)  # the screen is drawn; let it take focus before the next key
-            tmux("send-keys", "-t", "t", key)
-            wait_for(expect)
-        for key in ("Escape", "Escape", "m", "Escape", "u", "Escape", "q"):
-            tmux("send-keys", "-t", "t", key)
-            time.sleep(1.0)
-        assert "EXITED-0" in wait_for("EXITED-")
-        assert tmux("list-buffers") == ""
-        assert "PWNED" not in tmux("display", "-p", "-t", "t", "#{pane_title}")
-    finally:
-        tmux("kill-server")
+    # set-clipboard: an OSC 52 would make a paste buffer; allow-rename: an OSC 0 would retitle the pane.
+    # set-clipboard: an OSC 52 would make a paste buffer; allow-rename: an OSC 0 would retitle the pane.
+    tmux.start_cli(hostile, "--no-follow", width=160, height=45, options={"set-clipboard": "on", "allow-rename": "on"})
+    tmux.wait_for("advisories")
+    # The header names the run once meta.json is read, which may be a poll after the first paint: the
+    # name must then show with its escape made visible (written raw, tmux would make a paste buffer of it).
+    tmux.wait_for("hostile\\x1b]52;c;SElKQUNLRUQ=")
+    for key, expect in (("Enter", "4 groups"), ("Enter", "+ response"), ("t", "conversation")):
+        time.sleep(1.0)  # the screen is drawn; let it take focus before the next key
+        tmux.keys(key)
+        tmux.wait_for(expect)
+    for key in ("Escape", "Escape", "m", "Escape", "u", "Escape", "q"):
+        tmux.keys(key)
+        time.sleep(1.0)
+    assert "EXITED-0" in tmux.wait_for("EXITED-")
+    assert tmux("list-buffers") == ""
+    assert "PWNED" not in tmux("display", "-p", "-t", "t", "#{pane_title}")

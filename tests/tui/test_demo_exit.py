@@ -4,24 +4,16 @@ writer are gone after `q`, and after the monitor is killed outright; `--demo DIR
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import subprocess
-import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+from tests.tmux_term import Tmux
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _capture(session: str) -> str:
-    result = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True, check=False)
-    return result.stdout
 
 
 def _wait(condition: Callable[[], bool], what: str, timeout: float = 90.0) -> None:
@@ -48,57 +40,42 @@ def _writers(marker: Path) -> list[int]:
     return pids
 
 
+def _start(tmux: Tmux, tmp: Path, *args: str, exec_: bool = False) -> None:
+    """The demo in ``tmux``, its temporary run under ``tmp`` (TMPDIR)."""
+    tmux.start_cli("--demo", *args, "--poll", "1", width=120, height=30, exports={"TMPDIR": tmp}, exec_=exec_)
+
+
 @pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A tmux session name and a private TMPDIR; the session is killed afterwards."""
-    session = f"miles-tui-demo-test-{uuid.uuid4().hex[:8]}"
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    yield session, tmp
-    subprocess.run(["tmux", "kill-session", "-t", session], check=False, capture_output=True)
+def tmp(tmp_path: Path) -> Path:
+    """A private TMPDIR for the demo's temporary run."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    return folder
 
 
-def _start(session: str, tmp: Path, cache: Path, *args: str, exec_: bool = False) -> None:
-    command = f"{'exec ' if exec_ else ''}{sys.executable} -m miles_tui.tui.cli --demo {' '.join(args)} --poll 1"
-    script = tmp.parent / "run.sh"
-    script.write_text(
-        f"cd {REPO}\nexport TMPDIR={tmp} MILES_TUI_CACHE_DIR={cache}\n{command}\necho EXITED-$?\nsleep 30\n"
-    )
-    env = {**os.environ, "TERM": "xterm-256color"}
-    subprocess.run(
-        ["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "30", f"bash {script}"], check=True, env=env
-    )
-
-
-def test_quitting_a_demo_deletes_its_temp_run_and_stops_its_writer(terminal: tuple[str, Path]) -> None:
-    session, tmp = terminal
-    _start(session, tmp, tmp.parent / "cache")
-    _wait(lambda: "LIVE" in _capture(session), "the demo overview")
+def test_quitting_a_demo_deletes_its_temp_run_and_stops_its_writer(tmux: Tmux, tmp: Path) -> None:
+    _start(tmux, tmp)
+    tmux.wait_for("LIVE", timeout=90)
     [folder] = list(tmp.iterdir())
     assert (folder / "run" / "rollout_data").is_dir() and _writers(folder)
-    subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
-    _wait(lambda: "EXITED-" in _capture(session), "the monitor's exit")
-    screen = _capture(session)
+    tmux.keys("q")
+    screen = tmux.wait_for("EXITED-", timeout=90)
     assert "EXITED-0" in screen and "Traceback" not in screen
     assert list(tmp.iterdir()) == [] and _writers(folder) == []
 
 
-def test_a_killed_monitor_leaves_its_writer_to_delete_the_temp_run(terminal: tuple[str, Path]) -> None:
-    session, tmp = terminal
-    _start(session, tmp, tmp.parent / "cache", exec_=True)
-    _wait(lambda: "LIVE" in _capture(session), "the demo overview")
+def test_a_killed_monitor_leaves_its_writer_to_delete_the_temp_run(tmux: Tmux, tmp: Path) -> None:
+    _start(tmux, tmp, exec_=True)
+    tmux.wait_for("LIVE", timeout=90)
     [folder] = list(tmp.iterdir())
-    monitor = int(subprocess.check_output(["tmux", "display", "-p", "-t", session, "#{pane_pid}"], text=True))
-    os.kill(monitor, signal.SIGKILL)  # no finally runs: the writer notices its parent is gone
+    os.kill(tmux.pane_pid(), signal.SIGKILL)  # no finally runs: the writer notices its parent is gone
     _wait(lambda: not folder.exists() and not _writers(folder), "the orphaned writer's cleanup", timeout=30)
 
 
-def test_a_demo_dir_given_by_the_user_is_kept(terminal: tuple[str, Path]) -> None:
-    session, tmp = terminal
+def test_a_demo_dir_given_by_the_user_is_kept(tmux: Tmux, tmp: Path) -> None:
     target = tmp.parent / "mine"
-    _start(session, tmp, tmp.parent / "cache", str(target))
-    _wait(lambda: "LIVE" in _capture(session), "the demo overview")
-    subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
-    _wait(lambda: "EXITED-" in _capture(session), "the monitor's exit")
-    assert "EXITED-0" in _capture(session) and _writers(target) == []
+    _start(tmux, tmp, str(target))
+    tmux.wait_for("LIVE", timeout=90)
+    tmux.keys("q")
+    assert "EXITED-0" in tmux.wait_for("EXITED-", timeout=90) and _writers(target) == []
     assert (target / "rollout_data").is_dir() and list(tmp.iterdir()) == []

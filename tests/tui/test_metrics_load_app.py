@@ -29,6 +29,13 @@ def _metrics(path: Path, lines: int) -> bytes:
     return data
 
 
+async def _loaded(store: MetricStore, records: int, timeout: float = 30.0) -> None:
+    """Wait until ``store`` holds ``records`` records (or ``timeout`` passed: the test's assertion then says)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while len(store) < records and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+
+
 def _records(store: MetricStore) -> list[str]:
     return [json.dumps(store.record(i).__dict__, sort_keys=True, default=dict) for i in range(len(store))]
 
@@ -42,10 +49,7 @@ async def test_the_app_decodes_a_long_metrics_file_in_worker_processes(
     app = make_app(tmp_path / "run", poll_seconds=3600)
     async with app.run_test():
         store = app.watcher.follower.metrics
-        for _ in range(600):
-            if len(store) == 3000:
-                break
-            await asyncio.sleep(0.05)
+        await _loaded(store, 3000)
         decoder = app.watcher.follower.dashboard._metric_stream.decoder
         assert decoder.workers > 0  # the workers ran: no fallback to the poll's thread
     expected = MetricStore()
@@ -109,10 +113,7 @@ async def test_the_first_telemetry_poll_waits_for_the_views_imports_for_a_bounde
         assert len(store) == 0, "the telemetry poll did not wait for the views' imports"
         assert app.model.polled, "the step poll must not wait: it paints the overview"
         release.set()
-        for _ in range(200):
-            if len(store) == 50:
-                break
-            await asyncio.sleep(0.02)
+        await _loaded(store, 50)
         assert len(store) == 50
 
     never = threading.Event()
@@ -121,9 +122,6 @@ async def test_the_first_telemetry_poll_waits_for_the_views_imports_for_a_bounde
     app = make_app(tmp_path / "run", poll_seconds=3600)
     async with app.run_test():
         store = app.watcher.follower.metrics
-        for _ in range(200):
-            if len(store) == 50:
-                break
-            await asyncio.sleep(0.02)
+        await _loaded(store, 50)
         assert len(store) == 50, "imports that never end held the telemetry back for good"
     never.set()

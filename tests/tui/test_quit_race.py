@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,6 +10,7 @@ from textual import events
 
 from miles_tui.tui.app import make_app
 from tests.conftest import EPOCH
+from tests.tmux_term import Tmux
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,36 +46,14 @@ async def test_no_screen_is_pushed_once_exit_has_begun(demo_run: Path) -> None:
     assert app.return_code == 0
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 @pytest.mark.parametrize("second", ["u", "m", "Enter"])
-def test_typing_q_and_a_key_at_once_in_a_terminal_exits_cleanly(demo_run: Path, tmp_path: Path, second: str) -> None:
+def test_typing_q_and_a_key_at_once_in_a_terminal_exits_cleanly(
+    demo_run: Path, tmux: Tmux, tmp_path: Path, second: str
+) -> None:
     """The real thing: tmux types ``q`` and a second key in one write, as a fast typist does."""
-    socket = str(tmp_path / "tmux.sock")  # a private server (and no socket file left in /tmp/tmux-UID)
-
-    def tmux(*args: str) -> str:
-        done = subprocess.run(["tmux", "-S", socket, "-f", "/dev/null", *args], check=False, capture_output=True)
-        return done.stdout.decode(errors="replace")
-
-    def wait_for(text: str) -> str:
-        deadline, screen = time.monotonic() + 30, ""
-        while time.monotonic() < deadline:
-            screen = tmux("capture-pane", "-p", "-S", "-100", "-t", "t")
-            if text in screen:
-                return screen
-            time.sleep(0.2)
-        raise AssertionError(f"{text!r} never appeared:\n{screen}")
-
-    script = tmp_path / "run.sh"
-    script.write_text(
-        f"cd {ROOT}\nexport MILES_TUI_CACHE_DIR={tmp_path / 'cache'} TERM=xterm-256color\n"
-        f"{sys.executable} -m miles_tui.tui.cli {demo_run} --no-follow\necho EXITED-$?\nsleep 30\n"
-    )
-    tmux("new-session", "-d", "-s", "t", "-x", "140", "-y", "40", f"bash {script}")
-    try:
-        wait_for("advisories")
-        time.sleep(1.0)
-        tmux("send-keys", "-t", "t", "q", second)  # one write: both keys arrive together
-        screen = wait_for("EXITED-")
-        assert "EXITED-0" in screen and "Traceback" not in screen and "NoMatches" not in screen
-    finally:
-        tmux("kill-server")
+    tmux.start_cli(demo_run, "--no-follow", width=140, height=40)
+    tmux.wait_for("advisories")
+    time.sleep(1.0)
+    tmux.keys("q", second)  # one write: both keys arrive together
+    screen = tmux.wait_for("EXITED-")
+    assert "EXITED-0" in screen and "Traceback" not in screen and "NoMatches" not in screen
