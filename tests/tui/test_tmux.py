@@ -11,6 +11,7 @@ from tests.tmux_term import Tmux
 def test_monitor_in_tmux(golden_copy: Callable[[str], Path], tmux: Tmux) -> None:
     tmux.start_cli(golden_copy("degenerate"), "--poll", "1", width=100, height=30)
     screen = tmux.wait_for("all_rewards_zero")
+    assert max(map(len, tmux.screen().splitlines())) > 90, "the app did not draw at the pane's width (100)"
     assert "degenerate" in screen and "step 1" in screen
     assert "[WARN]" in screen  # the level reads without colour too
     assert "100%" in screen  # step 1's zero-std group fraction
