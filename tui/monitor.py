@@ -107,6 +107,7 @@ def run_monitor(args: argparse.Namespace) -> int:
             removed = " (a temporary folder, removed when the monitor exits)" if temporary is not None else ""
             print(f"miles-tui: demo run in {run_dir}{removed}", file=sys.stderr)
         start = _deep_link(args, run_dir)
+        _follow_the_terminal_size()
         app = make_app(
             run_dir,
             poll_seconds=max(0.2, float(args.poll)),
@@ -128,6 +129,21 @@ def run_monitor(args: argparse.Namespace) -> int:
     if args.demo:
         print(f"miles-tui: the demo run is kept in {run_dir} (delete it when done)", file=sys.stderr)
     return int(app.return_code or 0)
+
+
+def _follow_the_terminal_size() -> None:
+    """Drop COLUMNS and LINES from the environment when the terminal can say its size.
+
+    Textual sizes the screen with ``shutil.get_terminal_size``, which takes those variables first: with
+    them exported (``export COLUMNS``, or a pane started by a program that set them), the monitor drew at
+    their size in a bigger pane and kept it through every resize.
+    """
+    try:
+        os.get_terminal_size(sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+    except (OSError, ValueError):
+        return  # no terminal to ask: the variables are all there is
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
 
 def _remove(folder: Path) -> None:

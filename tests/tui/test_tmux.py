@@ -31,3 +31,16 @@ def test_ctrl_c_quits_with_exit_0_in_a_real_terminal(golden_copy: Callable[[str]
     tmux.wait_for("16 samples")
     tmux.keys("/", "C-c")  # even in the filter box
     assert "Traceback" not in tmux.wait_for("EXITED-0")
+
+
+def test_exported_columns_and_lines_do_not_pin_the_size(golden_copy: Callable[[str], Path], tmux: Tmux) -> None:
+    """Textual sizes the screen by shutil.get_terminal_size, which takes COLUMNS/LINES first: exported, they
+    pinned the monitor at 80x24 in a 150x40 pane, through resizes too."""
+    tmux.start_cli(golden_copy("degenerate"), width=150, height=40, exports={"COLUMNS": "80", "LINES": "24"})
+    tmux.wait_for("all_rewards_zero")
+    tmux.wait_until(lambda screen: max(map(len, screen.splitlines())) > 140, "a 150-column screen")
+    assert len(tmux.screen().splitlines()) >= 39
+    tmux("resize-window", "-t", "t", "-x", "110", "-y", "30")
+    tmux.wait_until(lambda screen: 100 < max(map(len, screen.splitlines())) <= 110, "a 110-column screen")
+    tmux.keys("q")
+    assert "Traceback" not in tmux.wait_for("EXITED-0")
