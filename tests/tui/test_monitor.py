@@ -163,6 +163,15 @@ async def test_prev_next_step_and_eval_toggle(golden_copy: Callable[[str], Path]
         await pilot.press("e")
         await settle(pilot)
         assert screen.key[1] is True and screen.summary is not None and screen.summary.evaluation
+        assert screen.key == (0, True)  # the nearest eval step
+        await pilot.press("e")
+        await settle(pilot)
+        assert screen.key == (1, False), "e twice must come back to the step it started from (not train 0)"
+        await pilot.press("e", "right_square_bracket")  # eval 0 -> eval 3: the way back is forgotten
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        assert screen.key == (2, False)  # from eval 3, the nearest train step
 
 
 async def test_unreadable_per_token_data_is_said(golden_copy: Callable[[str], Path]) -> None:

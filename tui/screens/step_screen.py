@@ -79,6 +79,8 @@ class StepScreen(MonitorScreen):
         self.show_groups = False
         self.summary: StepSummary | None = None
         self._measured: tuple[StepSummary, dict[str, int]] | None = None
+        self._toggled_from: tuple[int, bool] | None = None
+        """The step ``e`` came from: ``e`` again goes back to it (any other move forgets it)."""
 
     @property
     def key(self) -> tuple[int, bool]:
@@ -343,6 +345,7 @@ class StepScreen(MonitorScreen):
 
     def _switch(self, rollout_id: int, evaluation: bool) -> None:
         self.rollout_id, self.evaluation = rollout_id, evaluation
+        self._toggled_from = None
         self.summary = None
         table = self.query_one("#samples", VirtualTable)
         table.placeholder = "loading the step…"
@@ -367,8 +370,14 @@ class StepScreen(MonitorScreen):
         if not ids:
             self.notify("this run has no " + ("train" if self.evaluation else "eval") + " steps", timeout=3)
             return
-        nearest = min(ids, key=lambda rid: (abs(rid - self.rollout_id), rid))
-        self._switch(nearest, not self.evaluation)
+        back = self._toggled_from
+        if back is not None and back[1] != self.evaluation and back[0] in ids:
+            target = back[0]  # e then e: back to the step it started from, not to the nearest of its kind
+        else:
+            target = min(ids, key=lambda rid: (abs(rid - self.rollout_id), rid))
+        origin = (self.rollout_id, self.evaluation)
+        self._switch(target, not self.evaluation)
+        self._toggled_from = origin
 
     def action_outliers(self) -> None:
         from miles_tui.tui.screens.outlier_screen import OutlierScreen
