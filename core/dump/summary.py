@@ -219,7 +219,13 @@ def group_reward(row: SampleRow, evaluation: bool) -> float | None:
 
 
 def group_rows(rows: Sequence[SampleRow], evaluation: bool) -> list[GroupRow]:
-    """One GroupRow per group_index, in order of first appearance."""
+    """One GroupRow per group_index, in order of first appearance.
+
+    ``zero_std`` follows the spec: reward data, and a sample std <= 1e-12, or a group of one sample. A bigger
+    group with one readable reward (the others unreadable) has no std, and its spread is unknown: it is not
+    degenerate (it was, and a step with a cut shard said "no policy gradient" of groups whose rollout rewards
+    differ).
+    """
     by_group: dict[int | None, list[SampleRow]] = {}
     for row in rows:
         by_group.setdefault(row.group_index, []).append(row)
@@ -237,7 +243,7 @@ def group_rows(rows: Sequence[SampleRow], evaluation: bool) -> list[GroupRow]:
                 reward_std=std,
                 response_length_mean=float(np.mean([m.response_length for m in members])),
                 truncated_frac=float(np.mean([m.truncated for m in members])),
-                zero_std=bool(rewards.size == 1 or (std is not None and std <= ZERO_STD_EPS)),
+                zero_std=bool(rewards.size and (len(members) == 1 or (std is not None and std <= ZERO_STD_EPS))),
             )
         )
     return out

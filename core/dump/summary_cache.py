@@ -38,7 +38,7 @@ from miles_tui.core.dump.column_rows import ColumnRows
 from miles_tui.core.dump.run_dir import StepFiles
 from miles_tui.core.dump.step_summary import GroupRow, ProblemKind, SampleRow, StepAggregate, StepProblem, StepSummary
 
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 """Bump when a derived value's definition or the file layout changes, so stale summaries are not served."""
 
 MAGIC = b"MTS\x04"

@@ -2,7 +2,8 @@
 
 - A sample standard deviation (a group's ``reward_std``, a sample's ``adv_std``)
   of fewer than two values is undefined: None (JSON null), never 0.0. A group
-  with one reward still counts as degenerate (``zero_std``), as the spec says.
+  of one sample still counts as degenerate (``zero_std``), as the spec says; a
+  bigger group with one readable reward does not (its spread is unknown).
 - A weight version is numeric only when its text is decimal digits (miles:
   ``str(v).isdigit()``): "+3", " 3 ", "-1" do not count toward staleness.
 """
@@ -64,7 +65,7 @@ def test_reward_std_of_fewer_than_two_rewards_is_none_and_zero_std_keeps_the_spe
     assert groups[0].reward_std is None and groups[0].zero_std  # one sample: degenerate, std undefined
     assert groups[1].reward_std == 0.0 and groups[1].zero_std  # two equal rewards: std 0
     assert groups[2].reward_std is None and not groups[2].zero_std  # no reward data: not degenerate
-    assert groups[3].reward_std is None and groups[3].zero_std  # three samples, one reward
+    assert groups[3].reward_std is None and not groups[3].zero_std  # three samples, one reward: spread unknown
     assert groups[4].reward_std == pytest.approx(np.std([0.0, 1.0], ddof=1)) and not groups[4].zero_std
     single = step_aggregate(1, True, rows[:1], [groups[0]])
     assert single.reward_std is None and single.zero_std_group_frac == 1.0
