@@ -44,12 +44,16 @@ async def test_enter_on_an_outlier_lands_the_sample_cursor_on_that_token(golden_
         top = expected[OutlierKind.LP_DIFF]
         assert [row.key for row in table.rows[:3]] == [("token", 2, o.sample_index, o.position) for o in top[:3]]
         assert "top 200 of" in _plain(screen.query_one("#title", Label))
-        await pilot.press("k")  # the ratio ranking
+        await pilot.press("t")  # the ratio ranking
         assert screen.kind is OutlierKind.IMP_RATIO
-        await pilot.press("k")  # entropy: its own order
+        await pilot.press("t")  # entropy: its own order
         await settle(pilot)
         entropy = expected[OutlierKind.ENTROPY]
         assert table.rows[0].key == ("token", 2, entropy[0].sample_index, entropy[0].position)
+        await pilot.press("j")
+        assert table.cursor_key == table.rows[1].key
+        await pilot.press("k")  # up, as in every table (it was the kind key here)
+        assert table.cursor_key == table.rows[0].key and screen.kind is OutlierKind.ENTROPY
         await pilot.press("down", "enter")
         await settle(pilot)
         sample = app.screen

@@ -61,9 +61,9 @@ class OutlierScreen(MonitorScreen):
     CSS_PATH = "outlier_screen.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,backspace", "back", "Back"),
-        # priority: the table would otherwise take k as "up" (↑ still moves the cursor)
-        Binding("k", "cycle_kind(1)", "Kind", priority=True),
-        Binding("K", "cycle_kind(-1)", "Previous kind", show=False, priority=True),
+        # t, not k: k is "up" in every table, here too
+        Binding("t", "cycle_kind(1)", "Kind"),
+        Binding("T", "cycle_kind(-1)", "Previous kind", show=False),
         Binding("1", "kind('lp_diff')", "lp diff", show=False),
         Binding("2", "kind('imp_ratio')", "imp ratio", show=False),
         Binding("3", "kind('entropy')", "entropy", show=False),
