@@ -164,6 +164,7 @@ async def test_prev_next_step_and_eval_toggle(golden_copy: Callable[[str], Path]
         await settle(pilot)
         assert screen.key[1] is True and screen.summary is not None and screen.summary.evaluation
         assert screen.key == (0, True)  # the nearest eval step
+        assert "no eval step 1: showing eval step 0, the nearest" in [str(n.message) for n in app._notifications]
         await pilot.press("e")
         await settle(pilot)
         assert screen.key == (1, False), "e twice must come back to the step it started from (not train 0)"

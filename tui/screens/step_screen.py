@@ -375,6 +375,9 @@ class StepScreen(MonitorScreen):
             target = back[0]  # e then e: back to the step it started from, not to the nearest of its kind
         else:
             target = min(ids, key=lambda rid: (abs(rid - self.rollout_id), rid))
+            if target != self.rollout_id:
+                kind = "train" if self.evaluation else "eval"
+                self.notify(f"no {kind} step {self.rollout_id}: showing {kind} step {target}, the nearest", timeout=3)
         origin = (self.rollout_id, self.evaluation)
         self._switch(target, not self.evaluation)
         self._toggled_from = origin
