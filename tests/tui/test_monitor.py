@@ -10,6 +10,7 @@ import pytest
 from miles_tui.tui.app import MilesApp
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.screens.step_screen import StepScreen
+from miles_tui.tui.step_rows import SAMPLE_COLUMNS
 from miles_tui.tui.widgets.advisory_list import AdvisoryList
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
@@ -280,3 +281,13 @@ async def test_the_sample_screen_and_the_group_trace_say_removed(golden_copy: Ca
         await settle(pilot)
         header = screen_text(app).splitlines()[0]
         assert "sample 27" in header and "✗ removed from training" in header, header
+
+
+def test_the_sort_arrow_keeps_growing_columns_growing() -> None:
+    """The arrow's columns were new Columns without ``grow``: sorted, eval sample ids showed as '100001…'."""
+    screen = StepScreen(0)
+    screen.sort_key = "reward"
+    decorated = screen._decorate(SAMPLE_COLUMNS)
+    assert [c.grow for c in decorated] == [c.grow for c in SAMPLE_COLUMNS]
+    assert [c.label for c in decorated if c.key == "reward"] == ["▲reward"]
+    assert [c.label for c in decorated if c.key != "reward"] == [c.label for c in SAMPLE_COLUMNS if c.key != "reward"]

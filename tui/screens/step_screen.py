@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
+from dataclasses import replace
 from typing import Any, ClassVar, cast
 
 from rich.text import Text
@@ -249,9 +250,8 @@ class StepScreen(MonitorScreen):
         if self.sort_key is None:
             return columns
         arrow = "▼" if self.sort_reverse else "▲"
-        return tuple(
-            Column(c.key, (arrow + c.label) if c.key == self.sort_key else c.label, c.width, c.justify) for c in columns
-        )
+        # replace, not a new Column: a new one lost ``grow``, and a sorted table cut eval ids to "100001…"
+        return tuple(replace(c, label=arrow + c.label) if c.key == self.sort_key else c for c in columns)
 
     # -- live -----------------------------------------------------------------------
 
