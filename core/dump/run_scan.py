@@ -14,7 +14,9 @@ which steps changed since the previous scan. It reads directory entries and
   re-stat'ed each scan, so a run of 20,000 steps takes longer).
 
 Unchanged steps keep the same :class:`StepFiles` object from scan to scan, so
-callers may compare by identity. Never writes; not thread-safe (one poller).
+callers may compare by identity. What is kept per file is small (its name,
+size and mtime, the folder shared: a few hundred bytes), as a live run is
+followed for weeks. Never writes; not thread-safe (one poller).
 """
 
 from __future__ import annotations
@@ -68,17 +70,18 @@ class RunScanner:
 
     def __init__(self, run_dir: RunDir) -> None:
         self.dir = run_dir
+        self._dirs = (run_dir.rollout_dir, run_dir.train_dir)
+        """The two folders, one Path each for every file listed in them to share."""
         self._entries: dict[str, _Entry] = {}
-        """Every step file by path."""
+        """Every step file by name (names are unique across the two folders: their patterns are disjoint)."""
         self._by_key: dict[Key, list[str]] = {}
-        """The paths of each step's files."""
+        """The names of each step's files."""
         self._dir_mtimes: dict[Path, tuple[int, int] | None] = {}
-        self._folders: dict[str, Path] = {}
         self._relist = True
         self._steps: dict[Key, StepFiles] = {}
         self._sweep: list[str] = []
         self._hot: set[str] = set()
-        """Paths of files modified within HOT_SECONDS (as of their last stat)."""
+        """Names of files modified within HOT_SECONDS (as of their last stat)."""
         self.listings = 0
         """Directory listings done (for tests and benchmarks)."""
         self.stats = 0
@@ -88,8 +91,7 @@ class RunScanner:
 
     def scan(self, now: float) -> ScanResult:
         """The steps at ``now`` and what changed since the last scan."""
-        dirs = (self.dir.rollout_dir, self.dir.train_dir)
-        mtimes = {d: _dir_stamp(d) for d in dirs}
+        mtimes = {d: _dir_stamp(d) for d in self._dirs}
         if self._relist or mtimes != self._dir_mtimes:
             touched = self._list(now, mtimes)
             listed = True
@@ -104,56 +106,51 @@ class RunScanner:
     def _list(self, now: float, mtimes: dict[Path, tuple[int, int] | None]) -> set[Key]:
         self.listings += 1
         seen: dict[str, _Entry] = {}
-        for entry in _scan(self.dir.rollout_dir):
+        keys: dict[Key, Key] = {}  # one key tuple per step, shared by its files' entries
+        rollout_dir, train_dir = self._dirs
+        for entry in _scan(rollout_dir):
             match = _ROLLOUT_RE.match(entry.name)
             if match:
                 key = (int(match.group(2)), match.group(1) is not None)
-                self._keep(seen, entry, key, None)
-        for entry in _scan(self.dir.train_dir):
+                self._keep(seen, rollout_dir, entry, keys.setdefault(key, key), None)
+        for entry in _scan(train_dir):
             match = _TRAIN_RE.match(entry.name)
             if match:
-                self._keep(seen, entry, (int(match.group(1)), False), int(match.group(2)))
-        touched = {e.key for path, e in seen.items() if self._entries.get(path) is not e}
-        touched |= {e.key for path, e in self._entries.items() if path not in seen}
+                key = (int(match.group(1)), False)
+                self._keep(seen, train_dir, entry, keys.setdefault(key, key), int(match.group(2)))
+        touched = {e.key for name, e in seen.items() if self._entries.get(name) is not e}
+        touched |= {e.key for name, e in self._entries.items() if name not in seen}
         self._entries = seen
         self._by_key = {}
-        for path, e in seen.items():
-            self._by_key.setdefault(e.key, []).append(path)
-        self._hot = {p for p, e in seen.items() if now - e.file.mtime < HOT_SECONDS}
+        for name, e in seen.items():
+            self._by_key.setdefault(e.key, []).append(name)
+        self._hot = {n for n, e in seen.items() if now - e.file.mtime < HOT_SECONDS}
         self._dir_mtimes = mtimes
         self._relist = any(m is not None and now - max(m) / 1e9 < RACY_SECONDS for m in mtimes.values())
         self._sweep = []
         return touched
 
-    def _keep(self, seen: dict[str, _Entry], entry: os.DirEntry[str], key: Key, rank: int | None) -> None:
+    def _keep(self, seen: dict[str, _Entry], folder: Path, entry: os.DirEntry[str], key: Key, rank: int | None) -> None:
         st = _stat(entry)  # a link loop is listed as the link itself: reading it names the problem
         if st is None:
             return
         self.stats += 1
-        seen[entry.path] = self._entry(entry.path, key, rank, st)
+        old = self._entries.get(entry.name)
+        seen[entry.name] = self._entry(old, folder, entry.name, key, rank, st)
 
-    def _entry(self, path: str, key: Key, rank: int | None, st: os.stat_result) -> _Entry:
-        """The known entry when the file did not change, else a new one."""
-        old = self._entries.get(path)
-        if old is not None and old.file.size == st.st_size and old.file.mtime == st.st_mtime:
-            return old
+    @staticmethod
+    def _entry(old: _Entry | None, folder: Path, name: str, key: Key, rank: int | None, st: os.stat_result) -> _Entry:
+        """The known entry when the file did not change, else a new one (on the known entry's name and key)."""
+        if old is not None:
+            if old.file.size == st.st_size and old.file.mtime == st.st_mtime:
+                return old
+            name, key = old.file.name, old.key
         file = (
-            FileStat(self._path(path), st.st_size, st.st_mtime)
+            FileStat(folder, name, st.st_size, st.st_mtime)
             if rank is None
-            else TrainFile(self._path(path), st.st_size, st.st_mtime, rank)
+            else TrainFile(folder, name, st.st_size, st.st_mtime, rank)
         )
         return _Entry(key, file)
-
-    def _path(self, path: str) -> Path:
-        """``path`` as a Path built on its folder's: the folder's parts are shared, not parsed again for each
-        file (a live run lists a few files a step for weeks)."""
-        folder, _, name = path.rpartition(os.sep)
-        if not folder or not name:
-            return Path(path)
-        parent = self._folders.get(folder)
-        if parent is None:
-            parent = self._folders.setdefault(folder, Path(folder))
-        return parent / name
 
     # -- re-stat between listings ------------------------------------------------------------
 
@@ -164,12 +161,12 @@ class RunScanner:
         quota = min(SWEEP_MAX, max(SWEEP_MIN, len(self._entries) // SWEEP_SCANS))
         cold, self._sweep = self._sweep[:quota], self._sweep[quota:]
         touched: set[Key] = set()
-        for path in (*hot, *cold):
-            old = self._entries.get(path)
+        for name in (*hot, *cold):
+            old = self._entries.get(name)
             if old is None:
                 continue
             try:
-                st = os.stat(path)
+                st = os.stat(os.path.join(old.file.folder, name))
             except FileNotFoundError:  # removed without the directory changing: list again
                 self._relist = True
                 continue
@@ -177,13 +174,13 @@ class RunScanner:
                 continue
             self.stats += 1
             rank = old.file.rank if isinstance(old.file, TrainFile) else None
-            entry = self._entry(path, old.key, rank, st)
+            entry = self._entry(old, old.file.folder, name, old.key, rank, st)
             if now - entry.file.mtime < HOT_SECONDS:
-                self._hot.add(path)
+                self._hot.add(name)
             else:
-                self._hot.discard(path)
+                self._hot.discard(name)
             if entry is not old:
-                self._entries[path] = entry
+                self._entries[name] = entry
                 touched.add(old.key)
         return touched
 
@@ -195,8 +192,8 @@ class RunScanner:
         for key in touched:
             rollout: FileStat | None = None
             shards: list[TrainFile] = []
-            for path in self._by_key.get(key, ()):
-                file = self._entries[path].file
+            for name in self._by_key.get(key, ()):
+                file = self._entries[name].file
                 if isinstance(file, TrainFile):
                     shards.append(file)
                 else:

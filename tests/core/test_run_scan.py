@@ -24,6 +24,8 @@ def test_it_answers_as_a_full_listing_does(demo_run: Path) -> None:
     again = scanner.scan(EPOCH + 2)
     assert again.steps == first.steps and not again.changed and not again.removed
     assert all(again.steps[k] is first.steps[k] for k in first.steps), "an unchanged step is a new object"
+    folders = {id(f.folder) for step in first.steps.values() for f in (step.rollout, *step.train)}
+    assert len(folders) == 2, "each file holds its own folder Path (kept for every file of a run)"
 
 
 def test_a_quiet_run_is_not_listed_again(tmp_path: Path) -> None:
