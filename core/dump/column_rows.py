@@ -117,24 +117,6 @@ def _intern(spec: Spec) -> Spec:
         return spec
 
 
-_layouts: dict[tuple[tuple[type, ...], tuple[Spec, ...]], tuple[Spec, ...]] = {}
-
-
-def _intern_layout(specs: tuple[Spec, ...]) -> tuple[Spec, ...]:
-    """One shared tuple per distinct column layout: a run's steps repeat a few (a table is kept per step).
-
-    Keyed, as :func:`_intern`, with each spec's second item's type, so no constant stands for an equal one
-    of another type; a layout with a "json" column (values of its own table) is not shared.
-    """
-    if any(spec[0] == "json" for spec in specs):
-        return specs
-    key = (tuple(type(spec[1]) for spec in specs), specs)
-    try:
-        return _layouts.setdefault(key, specs) if len(_layouts) < _INTERNED_MAX else _layouts.get(key, specs)
-    except TypeError:  # an unhashable constant
-        return specs
-
-
 def _encode_column(values: list[Any]) -> tuple[Spec, bytes]:
     """(spec, payload) of one column."""
     first = values[0]
@@ -277,7 +259,7 @@ class ColumnRows(Sequence[T], Generic[T]):
                 spec, payload = _encode_column([getattr(row, name) for row in rows])
                 specs.append(_intern(spec))
                 payloads.append(payload)
-        table = cls(row_type, len(rows), _intern_layout(tuple(specs)), b"".join(payloads))
+        table = cls(row_type, len(rows), tuple(specs), b"".join(payloads))
         table._remember(tuple(rows))
         return table
 
@@ -304,7 +286,7 @@ class ColumnRows(Sequence[T], Generic[T]):
         names = [f.name for f in fields(row_type)]  # type: ignore[arg-type]
         if len(raw_specs) != (len(names) if n else 0):
             raise ValueError(f"{len(raw_specs)} columns for {len(names)} fields")
-        specs = _intern_layout(tuple(_checked_spec(raw, n) for raw in raw_specs))
+        specs = tuple(_checked_spec(raw, n) for raw in raw_specs)
         block = bytes(data[4 + length :])
         if sum(_payload_size(s, n) for s in specs) != len(block):
             raise ValueError("column payloads do not match their specs")
