@@ -135,8 +135,8 @@ class RunScanner:
         if st is None:
             return
         self.stats += 1
-        old = self._entries.get(entry.name)
-        seen[entry.name] = self._entry(old, folder, entry.name, key, rank, st)
+        kept = self._entry(self._entries.get(entry.name), folder, entry.name, key, rank, st)
+        seen[kept.file.name] = kept  # the name string the entry holds: not a second copy per listing
 
     @staticmethod
     def _entry(old: _Entry | None, folder: Path, name: str, key: Key, rank: int | None, st: os.stat_result) -> _Entry:
