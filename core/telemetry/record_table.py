@@ -8,9 +8,10 @@ Contract:
   the ones appended: same values of the same types (an int stays an int, a
   float keeps its bits, NaN included, None stays None, any other JSON value is
   kept as it was).
-- A numeric field costs 9 bytes a record (a float64 and a type tag), 4 while
-  every value it got is an int that fits 32 bits (GPU indices, ranks, memory
-  and power readings); a field of shared values (names, hosts, roles, the
+- A numeric field costs 9 bytes a record (a float64 and a type tag), 8 while
+  every value it got is a float (times, utilisation), 4 while every value it
+  got is an int that fits 32 bits (GPU indices, ranks, memory and power
+  readings); a field of shared values (names, hosts, roles, the
   shared GPU lists) costs a 1-, 2- or 4-byte code (as many as the codes need)
   into a value table that the tables of one stream share (:class:`Interner`).
   A record held as an object cost ~180 bytes, and the allocator's
@@ -54,16 +55,18 @@ NUMERIC_FIELDS: Final = {
 
 
 class _Numbers:
-    """One numeric field: float64 values, a tag per value, and the rare value a float64 cannot hold; or,
-    while every value so far is an int that fits 32 bits, just those ints (``ints``; ``values`` and
-    ``tags`` stay empty until the first other value)."""
+    """One numeric field: float64 values, a tag per value, and the rare value a float64 cannot hold.
+
+    Held in the narrowest of three forms that is exact for every value so far: int32s (``ints``; no
+    ``values``), then float64s without tags (``tags`` None: every value a float), then float64s and tags.
+    """
 
     __slots__ = ("ints", "other", "tags", "values")
 
     def __init__(self) -> None:
         self.ints: array[int] | None = array("i")
         self.values = array("d")
-        self.tags = bytearray()
+        self.tags: bytearray | None = None
         self.other: dict[int, Any] = {}
 
     def extend(self, batch: Sequence[Any]) -> None:
@@ -73,32 +76,38 @@ class _Numbers:
                 ints.extend(batch)
                 return
             self.values = array("d", ints)  # exact: every int32 is a float64
-            self.tags = bytearray([TAG_INT]) * len(ints)
+            self.tags = bytearray([TAG_INT]) * len(ints) if ints else None
             self.ints = None
         if all(type(v) is float for v in batch):  # the common case, at C speed
             self.values.extend(batch)
-            self.tags.extend(bytes(len(batch)))
+            if self.tags is not None:
+                self.tags.extend(bytes(len(batch)))
             return
-        base = len(self.values)
+        if self.tags is None:
+            self.tags = bytearray(len(self.values))  # TAG_FLOAT for every value so far
+        values, tags = self.values, self.tags
+        base = len(values)
         for i, v in enumerate(batch):
             kind = type(v)
             if kind is float:
-                self.values.append(v)
-                self.tags.append(TAG_FLOAT)
+                values.append(v)
+                tags.append(TAG_FLOAT)
             elif kind is int and -_EXACT_INT <= v <= _EXACT_INT:
-                self.values.append(float(v))
-                self.tags.append(TAG_INT)
+                values.append(float(v))
+                tags.append(TAG_INT)
             elif v is None:
-                self.values.append(0.0)
-                self.tags.append(TAG_NONE)
+                values.append(0.0)
+                tags.append(TAG_NONE)
             else:  # a bool, a huge int, a string, a list: kept as it was
-                self.values.append(0.0)
-                self.tags.append(TAG_OTHER)
+                values.append(0.0)
+                tags.append(TAG_OTHER)
                 self.other[base + i] = v
 
     def get(self, start: int, stop: int) -> list[Any]:
         if self.ints is not None:
             return self.ints[start:stop].tolist()
+        if self.tags is None:
+            return self.values[start:stop].tolist()
         tags = self.tags[start:stop]
         floats = tags.count(TAG_FLOAT)
         if floats == len(tags):
@@ -112,12 +121,15 @@ class _Numbers:
         """The first ``size`` values as float64s and their tags (new arrays)."""
         if self.ints is not None:
             return np.frombuffer(self.ints, np.int32, size).astype(np.float64), np.full(size, TAG_INT, np.uint8)
-        return np.frombuffer(self.values, np.float64, size).copy(), np.frombuffer(self.tags, np.uint8, size).copy()
+        values = np.frombuffer(self.values, np.float64, size).copy()
+        if self.tags is None:
+            return values, np.zeros(size, np.uint8)
+        return values, np.frombuffer(self.tags, np.uint8, size).copy()
 
     def clear(self) -> None:
         self.ints = array("i")
         self.values = array("d")
-        self.tags = bytearray()
+        self.tags = None
         self.other = {}
 
 
