@@ -57,6 +57,11 @@ def test_added_removed_and_rewritten_files_are_seen(demo_run: Path) -> None:
     removed = scanner.scan(EPOCH)
     assert removed.removed == {(2, False)} and (2, False) not in removed.steps
 
+    next((demo_run / "train_data").glob("3_*.pt")).unlink()  # one shard: the step stays, with the others
+    fewer = scanner.scan(EPOCH)
+    assert fewer.changed == {(3, False)} and not fewer.removed
+    assert fewer.steps == RunDir(demo_run).scan()
+
     shard = next((demo_run / "train_data").glob("1_*.pt"))
     _bytes(shard, shard.read_bytes() + b"\0", EPOCH - 30)  # in place: the folder does not change
     rewritten = scanner.scan(EPOCH)
