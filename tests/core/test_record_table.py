@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.telemetry import Phase
-from miles_tui.core.telemetry.record_table import TAG_INT, Interner, RecordTable, table_arrays
+from miles_tui.core.telemetry import TAG_INT, Phase
+from miles_tui.core.telemetry.record_table import Interner, RecordTable, table_arrays
 from miles_tui.core.telemetry.stream_records import GpuUtil, decode_gpu_util, decode_phase
 
 # what a JSON line can put in a numeric field: numbers of both kinds (NaN and the infinities that
