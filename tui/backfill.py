@@ -175,7 +175,7 @@ class Backfill:
                 seconds, answers = future.result()
                 self._step_seconds = 0.7 * self._step_seconds + 0.3 * seconds / max(len(batch), 1)
                 for files, (kind, payload) in zip(batch, answers, strict=True):
-                    summary = decode_summary(payload) if kind == "ok" and isinstance(payload, bytes) else None
+                    summary = decode_summary(payload, files) if kind == "ok" and isinstance(payload, bytes) else None
                     failure = "" if summary is not None else str(payload)
                     out.append(JobResult(files, summary, failure, kind == "still"))
             except (BrokenProcessPool, OSError, RuntimeError, ValueError):

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +45,26 @@ _TRAIN_RE = re.compile(r"^(\d+)_(\d+)\.pt$")
 
 @dataclass(frozen=True, slots=True)
 class FileStat:
-    """A dump file as seen by one directory listing."""
+    """A dump file as seen by one directory listing.
 
-    path: Path
-    """Absolute path of the file."""
+    Held for every file of a run for as long as the run is followed, so it is small: the folder is one
+    ``Path`` shared by the files listed in it and the name a plain string (a ``Path`` per file cost ~500
+    bytes); :attr:`path` joins them when asked.
+    """
+
+    folder: Path
+    """Absolute path of the folder holding the file (shared by the files of one listing)."""
+    name: str
+    """The file's name in ``folder``."""
     size: int
     """Size in bytes when listed."""
     mtime: float
     """Modification time (seconds since the epoch) when listed."""
+
+    @property
+    def path(self) -> Path:
+        """Absolute path of the file (built on each call)."""
+        return self.folder / self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +75,15 @@ class TrainFile(FileStat):
     """Global rank of the writer, from the file name."""
 
 
-@dataclass(frozen=True)
+Signature = tuple[tuple[str, int, float], ...]
+"""(name, size, mtime) of each file of a step: equal signatures mean nothing changed on disk."""
+
+
+def _signature(files: Iterable[FileStat]) -> Signature:
+    return tuple((f.name, f.size, f.mtime) for f in files)
+
+
+@dataclass(frozen=True, slots=True)
 class StepFiles:
     """Everything on disk for one step at one instant."""
 
@@ -76,17 +95,18 @@ class StepFiles:
     """The rollout file."""
     train: tuple[TrainFile, ...]
     """Train shards, ordered by global rank (empty for eval steps)."""
+    signature: Signature = field(init=False, repr=False, compare=False)
+    """(name, size, mtime) of every file, the rollout file first: equal signatures mean nothing changed on
+    disk. Built once, from the files' own values, so the summary and the bookkeeping that keep it for every
+    step of a run share this one tuple."""
 
-    @cached_property
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "signature", _signature((self.rollout, *self.train)))
+
+    @property
     def newest_mtime(self) -> float:
         """The latest modification time among the step's files."""
         return max([self.rollout.mtime, *(f.mtime for f in self.train)])
-
-    @cached_property
-    def signature(self) -> tuple[tuple[str, int, float], ...]:
-        """(name, size, mtime) of every file: equal signatures mean nothing changed on disk."""
-        files: list[FileStat] = [self.rollout, *self.train]
-        return tuple((f.path.name, f.size, f.mtime) for f in files)
 
 
 @dataclass(frozen=True)
@@ -182,23 +202,24 @@ class RunDir:
     def _scan_steps(self, only: tuple[int, bool] | None) -> dict[tuple[int, bool], StepFiles]:
         """:meth:`scan`, or just the step ``only``: other steps' files are listed but never stat'ed."""
         rollouts: dict[tuple[int, bool], FileStat] = {}
-        for entry in _scan(self.rollout_dir):
+        rollout_dir, train_dir = self.rollout_dir, self.train_dir
+        for entry in _scan(rollout_dir):
             match = _ROLLOUT_RE.match(entry.name)
             if not match:
                 continue
             key = (int(match.group(2)), match.group(1) is not None)
             st = _stat(entry) if only is None or key == only else None
             if st is not None:
-                rollouts[key] = FileStat(Path(entry.path), st.st_size, st.st_mtime)
+                rollouts[key] = FileStat(rollout_dir, entry.name, st.st_size, st.st_mtime)
         train: dict[int, list[TrainFile]] = {}
-        for entry in _scan(self.train_dir):
+        for entry in _scan(train_dir):
             match = _TRAIN_RE.match(entry.name)
             if not match:
                 continue
             rid, rank = int(match.group(1)), int(match.group(2))
             st = _stat(entry) if only is None or only == (rid, False) else None
             if st is not None:
-                train.setdefault(rid, []).append(TrainFile(Path(entry.path), st.st_size, st.st_mtime, rank))
+                train.setdefault(rid, []).append(TrainFile(train_dir, entry.name, st.st_size, st.st_mtime, rank))
         steps = {}
         for (rid, evaluation), rollout in rollouts.items():
             shards = () if evaluation else tuple(sorted(train.get(rid, ()), key=lambda f: f.rank))

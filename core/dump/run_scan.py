@@ -14,7 +14,9 @@ which steps changed since the previous scan. It reads directory entries and
   re-stat'ed each scan, so a run of 20,000 steps takes longer).
 
 Unchanged steps keep the same :class:`StepFiles` object from scan to scan, so
-callers may compare by identity. Never writes; not thread-safe (one poller).
+callers may compare by identity. What is kept per file is small (its name,
+size and mtime, the folder shared: a few hundred bytes), as a live run is
+followed for weeks. Never writes; not thread-safe (one poller).
 """
 
 from __future__ import annotations
@@ -57,28 +59,21 @@ class ScanResult:
     """Whether the directories were listed (else only some files were re-stat'ed)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    key: Key
-    file: FileStat
-
-
 class RunScanner:
     """Incremental listing of one run directory's step files."""
 
     def __init__(self, run_dir: RunDir) -> None:
         self.dir = run_dir
-        self._entries: dict[str, _Entry] = {}
-        """Every step file by path."""
-        self._by_key: dict[Key, list[str]] = {}
-        """The paths of each step's files."""
+        self._dirs = (run_dir.rollout_dir, run_dir.train_dir)
+        """The two folders, one Path each for every file listed in them to share."""
+        self._files: dict[str, FileStat] = {}
+        """Every step file by name (names are unique across the two folders: their patterns are disjoint)."""
         self._dir_mtimes: dict[Path, tuple[int, int] | None] = {}
-        self._folders: dict[str, Path] = {}
         self._relist = True
         self._steps: dict[Key, StepFiles] = {}
         self._sweep: list[str] = []
         self._hot: set[str] = set()
-        """Paths of files modified within HOT_SECONDS (as of their last stat)."""
+        """Names of files modified within HOT_SECONDS (as of their last stat)."""
         self.listings = 0
         """Directory listings done (for tests and benchmarks)."""
         self.stats = 0
@@ -88,129 +83,139 @@ class RunScanner:
 
     def scan(self, now: float) -> ScanResult:
         """The steps at ``now`` and what changed since the last scan."""
-        dirs = (self.dir.rollout_dir, self.dir.train_dir)
-        mtimes = {d: _dir_stamp(d) for d in dirs}
+        mtimes = {d: _dir_stamp(d) for d in self._dirs}
         if self._relist or mtimes != self._dir_mtimes:
-            touched = self._list(now, mtimes)
+            changed, removed = self._list(now, mtimes)
             listed = True
         else:
-            touched = self._restat(now)
+            changed, removed = self._restat(now)
             listed = False
-        changed, removed = self._rebuild(touched)
         return ScanResult(self._steps, frozenset(changed), frozenset(removed), listed)
 
     # -- listing ---------------------------------------------------------------------------
 
-    def _list(self, now: float, mtimes: dict[Path, tuple[int, int] | None]) -> set[Key]:
+    def _list(self, now: float, mtimes: dict[Path, tuple[int, int] | None]) -> tuple[set[Key], set[Key]]:
         self.listings += 1
-        seen: dict[str, _Entry] = {}
-        for entry in _scan(self.dir.rollout_dir):
+        seen: dict[str, FileStat] = {}
+        by_key: dict[Key, list[FileStat]] = {}
+        touched: set[Key] = set()
+        rollout_dir, train_dir = self._dirs
+        for entry in _scan(rollout_dir):
             match = _ROLLOUT_RE.match(entry.name)
             if match:
                 key = (int(match.group(2)), match.group(1) is not None)
-                self._keep(seen, entry, key, None)
-        for entry in _scan(self.dir.train_dir):
+                self._keep(seen, by_key, touched, rollout_dir, entry, key, None)
+        for entry in _scan(train_dir):
             match = _TRAIN_RE.match(entry.name)
             if match:
-                self._keep(seen, entry, (int(match.group(1)), False), int(match.group(2)))
-        touched = {e.key for path, e in seen.items() if self._entries.get(path) is not e}
-        touched |= {e.key for path, e in self._entries.items() if path not in seen}
-        self._entries = seen
-        self._by_key = {}
-        for path, e in seen.items():
-            self._by_key.setdefault(e.key, []).append(path)
-        self._hot = {p for p, e in seen.items() if now - e.file.mtime < HOT_SECONDS}
+                self._keep(seen, by_key, touched, train_dir, entry, (int(match.group(1)), False), int(match.group(2)))
+        touched |= {_step_key(file) for name, file in self._files.items() if name not in seen}
+        self._files = seen
+        self._hot = {name for name, file in seen.items() if now - file.mtime < HOT_SECONDS}
         self._dir_mtimes = mtimes
         self._relist = any(m is not None and now - max(m) / 1e9 < RACY_SECONDS for m in mtimes.values())
         self._sweep = []
-        return touched
+        return self._rebuild({key: by_key.get(key, []) for key in touched})
 
-    def _keep(self, seen: dict[str, _Entry], entry: os.DirEntry[str], key: Key, rank: int | None) -> None:
+    def _keep(
+        self,
+        seen: dict[str, FileStat],
+        by_key: dict[Key, list[FileStat]],
+        touched: set[Key],
+        folder: Path,
+        entry: os.DirEntry[str],
+        key: Key,
+        rank: int | None,
+    ) -> None:
         st = _stat(entry)  # a link loop is listed as the link itself: reading it names the problem
         if st is None:
             return
         self.stats += 1
-        seen[entry.path] = self._entry(entry.path, key, rank, st)
-
-    def _entry(self, path: str, key: Key, rank: int | None, st: os.stat_result) -> _Entry:
-        """The known entry when the file did not change, else a new one."""
-        old = self._entries.get(path)
-        if old is not None and old.file.size == st.st_size and old.file.mtime == st.st_mtime:
-            return old
-        file = (
-            FileStat(self._path(path), st.st_size, st.st_mtime)
-            if rank is None
-            else TrainFile(self._path(path), st.st_size, st.st_mtime, rank)
-        )
-        return _Entry(key, file)
-
-    def _path(self, path: str) -> Path:
-        """``path`` as a Path built on its folder's: the folder's parts are shared, not parsed again for each
-        file (a live run lists a few files a step for weeks)."""
-        folder, _, name = path.rpartition(os.sep)
-        if not folder or not name:
-            return Path(path)
-        parent = self._folders.get(folder)
-        if parent is None:
-            parent = self._folders.setdefault(folder, Path(folder))
-        return parent / name
+        old = self._files.get(entry.name)
+        file = _file(old, folder, entry.name, rank, st)
+        seen[file.name] = file  # the name string the file holds: not a second copy per listing
+        by_key.setdefault(key, []).append(file)
+        if file is not old:
+            touched.add(key)
 
     # -- re-stat between listings ------------------------------------------------------------
 
-    def _restat(self, now: float) -> set[Key]:
+    def _restat(self, now: float) -> tuple[set[Key], set[Key]]:
         hot = list(self._hot)
         if not self._sweep:
-            self._sweep = [p for p in self._entries if p not in self._hot]
-        quota = min(SWEEP_MAX, max(SWEEP_MIN, len(self._entries) // SWEEP_SCANS))
+            self._sweep = [name for name in self._files if name not in self._hot]
+        quota = min(SWEEP_MAX, max(SWEEP_MIN, len(self._files) // SWEEP_SCANS))
         cold, self._sweep = self._sweep[:quota], self._sweep[quota:]
-        touched: set[Key] = set()
-        for path in (*hot, *cold):
-            old = self._entries.get(path)
+        rewritten: dict[Key, list[FileStat]] = {}
+        for name in (*hot, *cold):
+            old = self._files.get(name)
             if old is None:
                 continue
             try:
-                st = os.stat(path)
+                st = os.stat(os.path.join(old.folder, name))
             except FileNotFoundError:  # removed without the directory changing: list again
                 self._relist = True
                 continue
             except OSError:
                 continue
             self.stats += 1
-            rank = old.file.rank if isinstance(old.file, TrainFile) else None
-            entry = self._entry(path, old.key, rank, st)
-            if now - entry.file.mtime < HOT_SECONDS:
-                self._hot.add(path)
+            file = _file(old, old.folder, name, old.rank if isinstance(old, TrainFile) else None, st)
+            if now - file.mtime < HOT_SECONDS:
+                self._hot.add(name)
             else:
-                self._hot.discard(path)
-            if entry is not old:
-                self._entries[path] = entry
-                touched.add(old.key)
-        return touched
+                self._hot.discard(name)
+            if file is not old:
+                self._files[name] = file
+                rewritten.setdefault(_step_key(file), []).append(file)
+        steps: dict[Key, list[FileStat]] = {}
+        for key, files in rewritten.items():
+            step = self._steps.get(key)
+            if step is not None:  # else a shard whose rollout file is not listed yet: no step to change
+                names = {f.name for f in files}
+                steps[key] = [*files, *(f for f in (step.rollout, *step.train) if f.name not in names)]
+        return self._rebuild(steps)
 
     # -- steps ------------------------------------------------------------------------------
 
-    def _rebuild(self, touched: set[Key]) -> tuple[set[Key], set[Key]]:
+    def _rebuild(self, touched: dict[Key, list[FileStat]]) -> tuple[set[Key], set[Key]]:
+        """Take in the current files of each touched step; (changed, removed) steps."""
         changed: set[Key] = set()
         removed: set[Key] = set()
-        for key in touched:
-            rollout: FileStat | None = None
-            shards: list[TrainFile] = []
-            for path in self._by_key.get(key, ()):
-                file = self._entries[path].file
-                if isinstance(file, TrainFile):
-                    shards.append(file)
-                else:
-                    rollout = file
+        for key, files in touched.items():
+            rollout = next((f for f in files if not isinstance(f, TrainFile)), None)
             if rollout is None:
                 if self._steps.pop(key, None) is not None:
                     removed.add(key)
                 continue
+            shards = [f for f in files if isinstance(f, TrainFile)]
             train = () if key[1] else tuple(sorted(shards, key=lambda f: f.rank))
             step = StepFiles(key[0], key[1], rollout, train)
             if self._steps.get(key) != step:
                 self._steps[key] = step
                 changed.add(key)
         return changed, removed
+
+
+def _file(old: FileStat | None, folder: Path, name: str, rank: int | None, st: os.stat_result) -> FileStat:
+    """The known file when it did not change, else a new one (on the known file's name string)."""
+    if old is not None:
+        if old.size == st.st_size and old.mtime == st.st_mtime:
+            return old
+        name = old.name
+    if rank is None:
+        return FileStat(folder, name, st.st_size, st.st_mtime)
+    return TrainFile(folder, name, st.st_size, st.st_mtime, rank)
+
+
+def _step_key(file: FileStat) -> Key:
+    """The step of a listed file, from its name (which matched its folder's pattern when it was listed)."""
+    if isinstance(file, TrainFile):
+        train = _TRAIN_RE.match(file.name)
+        assert train is not None  # only names that match are listed
+        return (int(train.group(1)), False)
+    rollout = _ROLLOUT_RE.match(file.name)
+    assert rollout is not None  # only names that match are listed
+    return (int(rollout.group(2)), rollout.group(1) is not None)
 
 
 def _dir_stamp(directory: Path) -> tuple[int, int] | None:

@@ -32,10 +32,11 @@ import tempfile
 import zlib
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from miles_tui.core import cache_dir as caches
 from miles_tui.core.dump.column_rows import ColumnRows
-from miles_tui.core.dump.run_dir import StepFiles
+from miles_tui.core.dump.run_dir import Signature, StepFiles
 from miles_tui.core.dump.step_summary import GroupRow, ProblemKind, SampleRow, StepAggregate, StepProblem, StepSummary
 
 CACHE_VERSION = 5
@@ -104,8 +105,12 @@ def encode_summary(summary: StepSummary) -> bytes:
     return b"".join((MAGIC, _LENGTH.pack(len(encoded)), encoded, row_bytes, group_bytes))
 
 
-def decode_summary(data: bytes) -> StepSummary:
-    """What :func:`encode_summary` wrote; ValueError when the bytes are not such a summary."""
+def decode_summary(data: bytes, files: StepFiles | None = None) -> StepSummary:
+    """What :func:`encode_summary` wrote; ValueError when the bytes are not such a summary.
+
+    With ``files``, a signature equal to theirs is their tuple (:attr:`StepFiles.signature`), not a copy:
+    a summary is kept for every step of a run, and so is that tuple.
+    """
     if data[:4] != MAGIC:
         raise ValueError("not a miles-tui summary (or another version of one)")
     try:
@@ -124,12 +129,17 @@ def decode_summary(data: bytes) -> StepSummary:
             aggregate=StepAggregate(**header["aggregate"]),
             problems=tuple(StepProblem(Path(p), ProblemKind(k), str(m)) for p, k, m in header["problems"]),
             complete=bool(header["complete"]),
-            signature=tuple((str(n), int(s), float(m)) for n, s, m in header["signature"]),
+            signature=_signature(header["signature"], files),
             alignment_reasons=tuple((int(i), str(r)) for i, r in header["alignment_reasons"]),
             settling_until=None if header["settling_until"] is None else float(header["settling_until"]),
         )
     except (struct.error, KeyError, TypeError, UnicodeDecodeError) as err:
         raise ValueError(f"malformed summary: {err}") from err
+
+
+def _signature(raw: Any, files: StepFiles | None) -> Signature:
+    signature = tuple((str(n), int(s), float(m)) for n, s, m in raw)
+    return files.signature if files is not None and signature == files.signature else signature
 
 
 def load_summary(run_path: Path, files: StepFiles) -> StepSummary | None:
@@ -146,7 +156,7 @@ def load_summary(run_path: Path, files: StepFiles) -> StepSummary | None:
         raw = inflater.decompress(data[4:], MAX_ENCODED)
         if inflater.unconsumed_tail or not inflater.eof:
             return None
-        summary = decode_summary(raw)
+        summary = decode_summary(raw, files)
     except (OSError, ValueError, zlib.error):
         return None
     if not summary.complete or summary.signature != files.signature:

@@ -8,11 +8,14 @@ Contract:
   the ones appended: same values of the same types (an int stays an int, a
   float keeps its bits, NaN included, None stays None, any other JSON value is
   kept as it was).
-- A numeric field costs 9 bytes a record (a float64 and a type tag); a field of
-  shared values (names, hosts, roles, the shared GPU lists) costs a 4-byte code
-  into a value table that the tables of one stream share (:class:`Interner`). A
-  record held as an object cost ~180 bytes, and the allocator's fragmentation
-  around millions of them about as much again.
+- A numeric field costs 9 bytes a record (a float64 and a type tag), 8 while
+  every value it got is a float (times, utilisation), 4 while every value it
+  got is an int that fits 32 bits (GPU indices, ranks, memory and power
+  readings); a field of shared values (names, hosts, roles, the
+  shared GPU lists) costs a 1-, 2- or 4-byte code (as many as the codes need)
+  into a value table that the tables of one stream share (:class:`Interner`).
+  A record held as an object cost ~180 bytes, and the allocator's
+  fragmentation around millions of them about as much again.
 - :meth:`RecordTable.numbers` and :meth:`RecordTable.codes` hand a field out as
   numpy arrays, for rules that read every record without building one object
   per record (a long run's phases, read every few seconds).
@@ -39,6 +42,10 @@ TAG_NONE: Final = 2
 TAG_OTHER: Final = 3
 _EXACT_INT: Final = 2**53
 """An int of at most this magnitude survives a float64; a larger one is kept as an object."""
+_INT32: Final = 2**31
+"""A field whose values are all ints in [-_INT32, _INT32) is held as int32s."""
+_CODE_TYPES: Final = (("B", 1 << 8), ("H", 1 << 16), ("I", 1 << 32))
+"""Array type codes of shared-field codes, narrowest first, with the number of codes each holds."""
 
 NUMERIC_FIELDS: Final = {
     GpuUtil: frozenset({"ts", "gpu", "util", "mem_mb", "power_w"}),
@@ -48,38 +55,59 @@ NUMERIC_FIELDS: Final = {
 
 
 class _Numbers:
-    """One numeric field: float64 values, a tag per value, and the rare value a float64 cannot hold."""
+    """One numeric field: float64 values, a tag per value, and the rare value a float64 cannot hold.
 
-    __slots__ = ("other", "tags", "values")
+    Held in the narrowest of three forms that is exact for every value so far: int32s (``ints``; no
+    ``values``), then float64s without tags (``tags`` None: every value a float), then float64s and tags.
+    """
+
+    __slots__ = ("ints", "other", "tags", "values")
 
     def __init__(self) -> None:
+        self.ints: array[int] | None = array("i")
         self.values = array("d")
-        self.tags = bytearray()
+        self.tags: bytearray | None = None
         self.other: dict[int, Any] = {}
 
     def extend(self, batch: Sequence[Any]) -> None:
+        ints = self.ints
+        if ints is not None:
+            if all(type(v) is int and -_INT32 <= v < _INT32 for v in batch):
+                ints.extend(batch)
+                return
+            self.values = array("d", ints)  # exact: every int32 is a float64
+            self.tags = bytearray([TAG_INT]) * len(ints) if ints else None
+            self.ints = None
         if all(type(v) is float for v in batch):  # the common case, at C speed
             self.values.extend(batch)
-            self.tags.extend(bytes(len(batch)))
+            if self.tags is not None:
+                self.tags.extend(bytes(len(batch)))
             return
-        base = len(self.values)
+        if self.tags is None:
+            self.tags = bytearray(len(self.values))  # TAG_FLOAT for every value so far
+        values, tags = self.values, self.tags
+        base = len(values)
         for i, v in enumerate(batch):
             kind = type(v)
             if kind is float:
-                self.values.append(v)
-                self.tags.append(TAG_FLOAT)
+                values.append(v)
+                tags.append(TAG_FLOAT)
             elif kind is int and -_EXACT_INT <= v <= _EXACT_INT:
-                self.values.append(float(v))
-                self.tags.append(TAG_INT)
+                values.append(float(v))
+                tags.append(TAG_INT)
             elif v is None:
-                self.values.append(0.0)
-                self.tags.append(TAG_NONE)
+                values.append(0.0)
+                tags.append(TAG_NONE)
             else:  # a bool, a huge int, a string, a list: kept as it was
-                self.values.append(0.0)
-                self.tags.append(TAG_OTHER)
+                values.append(0.0)
+                tags.append(TAG_OTHER)
                 self.other[base + i] = v
 
     def get(self, start: int, stop: int) -> list[Any]:
+        if self.ints is not None:
+            return self.ints[start:stop].tolist()
+        if self.tags is None:
+            return self.values[start:stop].tolist()
         tags = self.tags[start:stop]
         floats = tags.count(TAG_FLOAT)
         if floats == len(tags):
@@ -89,9 +117,19 @@ class _Numbers:
             return ints
         return _untagged(self.values[start:stop].tolist(), tags, self.other, start)
 
+    def arrays(self, size: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8]]:
+        """The first ``size`` values as float64s and their tags (new arrays)."""
+        if self.ints is not None:
+            return np.frombuffer(self.ints, np.int32, size).astype(np.float64), np.full(size, TAG_INT, np.uint8)
+        values = np.frombuffer(self.values, np.float64, size).copy()
+        if self.tags is None:
+            return values, np.zeros(size, np.uint8)
+        return values, np.frombuffer(self.tags, np.uint8, size).copy()
+
     def clear(self) -> None:
+        self.ints = array("i")
         self.values = array("d")
-        self.tags = bytearray()
+        self.tags = None
         self.other = {}
 
 
@@ -134,22 +172,28 @@ class Interner:
 
 
 class _Shared:
-    """One field of shared values: a code each (see :class:`Interner`)."""
+    """One field of shared values: a code each (see :class:`Interner`), in the narrowest array that holds
+    every code given so far (widened when the interner outgrows it)."""
 
     __slots__ = ("codes", "interner")
 
     def __init__(self, interner: Interner) -> None:
         self.interner = interner
-        self.codes = array("I")
+        self.codes = array("B")
 
     def extend(self, batch: Sequence[Any]) -> None:
-        self.codes.extend(self.interner.codes(batch))
+        codes = self.interner.codes(batch)
+        needed = len(self.interner.values)
+        if needed > 1 << (8 * self.codes.itemsize):
+            typecode = next(code for code, room in _CODE_TYPES if needed <= room)
+            self.codes = array(typecode, self.codes)
+        self.codes.extend(codes)
 
     def get(self, start: int, stop: int) -> list[Any]:
         return list(map(self.interner.values.__getitem__, self.codes[start:stop]))
 
     def clear(self) -> None:
-        self.codes = array("I")
+        self.codes = array("B")
 
 
 class RecordTable(Generic[R]):
@@ -212,8 +256,8 @@ class RecordTable(Generic[R]):
             raise TypeError(f"{name!r} is not a numeric field of {self._kind.__name__}")
         if not self._size:
             return np.zeros(0), np.zeros(0, np.uint8), {}
-        values = np.frombuffer(column.values, np.float64, self._size).copy()
-        return values, np.frombuffer(column.tags, np.uint8, self._size).copy(), dict(column.other)
+        values, tags = column.arrays(self._size)
+        return values, tags, dict(column.other)
 
     def codes(self, name: str) -> npt.NDArray[np.int64]:
         """A shared field's codes (their values are the interner's)."""
@@ -222,7 +266,7 @@ class RecordTable(Generic[R]):
             raise TypeError(f"{name!r} is not a shared field of {self._kind.__name__}")
         if not self._size:
             return np.zeros(0, np.int64)
-        return np.frombuffer(column.codes, np.uint32, self._size).astype(np.int64)
+        return np.frombuffer(column.codes, f"u{column.codes.itemsize}", self._size).astype(np.int64)
 
     @overload
     def __getitem__(self, index: int) -> R: ...

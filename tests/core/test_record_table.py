@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.telemetry import Phase
-from miles_tui.core.telemetry.record_table import RecordTable
+from miles_tui.core.telemetry import TAG_INT, Phase
+from miles_tui.core.telemetry.record_table import Interner, RecordTable, table_arrays
 from miles_tui.core.telemetry.stream_records import GpuUtil, decode_gpu_util, decode_phase
 
 # what a JSON line can put in a numeric field: numbers of both kinds (NaN and the infinities that
@@ -104,3 +104,39 @@ def test_a_record_costs_a_fraction_of_an_object() -> None:
     tracemalloc.stop()
     assert held / len(records) < 64, f"{held / len(records):.0f} bytes a record"
     assert table.rows(19_999, 20_000) == [records[-1]]
+
+
+def test_int_fields_and_few_codes_are_held_narrow() -> None:
+    """GPU indices, memory and power in whole numbers (what the readings are) and a handful of hosts: a
+    sample costs ~30 bytes (int32s, one-byte codes), not ~50."""
+    records = [
+        decode_gpu_util({"ts": 1.8e9 + i * 0.5, "node": f"10.0.0.{i % 4}", "gpu": i % 8, "util": float(i % 100),
+                         "mem_mb": 40000 + i, "power_w": 300 + i % 7})
+        for i in range(20_000)
+    ]  # fmt: skip
+    table: RecordTable[GpuUtil] = RecordTable(GpuUtil)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for start in range(0, len(records), 48):
+        table.extend(records[start : start + 48])
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert held / len(records) < 36, f"{held / len(records):.0f} bytes a record"
+    assert table.rows() == records and type(table[5].mem_mb) is int
+    values, tags, _ = table.numbers("gpu")
+    assert values.tolist() == [float(r.gpu) for r in records] and set(tags.tolist()) == {TAG_INT}
+
+
+def test_codes_widen_past_256_values_and_ints_widen_to_floats() -> None:
+    interner = Interner()
+    first: RecordTable[GpuUtil] = RecordTable(GpuUtil, interner)
+    second: RecordTable[GpuUtil] = RecordTable(GpuUtil, interner)
+    records = [decode_gpu_util({"ts": float(i), "node": f"n{i}", "gpu": i, "mem_mb": 2**40 if i == 70_000 else i})
+               for i in range(70_001)]  # fmt: skip
+    first.extend(records[:10])
+    second.extend(records[:300])  # a second table of the stream pushes the shared codes past one byte
+    first.extend(records[10:])  # ... and past two; the last mem_mb needs more than 32 bits
+    assert first.rows() == records and second.rows() == records[:300]
+    arrays = table_arrays([first, second], ["gpu", "mem_mb"], ["node"], interner)
+    assert arrays.column("node") == [r.node for r in records + records[:300]]
+    assert arrays.column("mem_mb") == [r.mem_mb for r in records + records[:300]]

@@ -24,6 +24,8 @@ def test_it_answers_as_a_full_listing_does(demo_run: Path) -> None:
     again = scanner.scan(EPOCH + 2)
     assert again.steps == first.steps and not again.changed and not again.removed
     assert all(again.steps[k] is first.steps[k] for k in first.steps), "an unchanged step is a new object"
+    folders = {id(f.folder) for step in first.steps.values() for f in (step.rollout, *step.train)}
+    assert len(folders) == 2, "each file holds its own folder Path (kept for every file of a run)"
 
 
 def test_a_quiet_run_is_not_listed_again(tmp_path: Path) -> None:
@@ -54,6 +56,11 @@ def test_added_removed_and_rewritten_files_are_seen(demo_run: Path) -> None:
     (demo_run / "rollout_data" / "2.pt").unlink()
     removed = scanner.scan(EPOCH)
     assert removed.removed == {(2, False)} and (2, False) not in removed.steps
+
+    next((demo_run / "train_data").glob("3_*.pt")).unlink()  # one shard: the step stays, with the others
+    fewer = scanner.scan(EPOCH)
+    assert fewer.changed == {(3, False)} and not fewer.removed
+    assert fewer.steps == RunDir(demo_run).scan()
 
     shard = next((demo_run / "train_data").glob("1_*.pt"))
     _bytes(shard, shard.read_bytes() + b"\0", EPOCH - 30)  # in place: the folder does not change

@@ -128,6 +128,7 @@ def test_served_from_the_cache_and_missed_when_files_change(
     assert summary_path(run.path, files).exists()
     cached = load_summary(run.path, files)
     assert cached == summary and isinstance(cached.rows, ColumnRows)
+    assert cached.signature is files.signature, "a summary kept for every step holds its own copy of the signature"
     changed = replace(files, rollout=replace(files.rollout, size=files.rollout.size + 1))
     assert load_summary(run.path, changed) is None
 

@@ -212,11 +212,12 @@ class VirtualTable(ScrollView, can_focus=True):
         """Replace the rows by their keys; ``render(key)`` formats a row only when it is drawn.
 
         Growing columns are measured on the first :data:`FIT_SAMPLE` rows only (formatting every
-        row is what lazy rows avoid), and widen as rows are refreshed (:meth:`refresh_keys`).
+        row is what lazy rows avoid), and widen as rows are refreshed (:meth:`refresh_keys`). The rows
+        measured are not kept: only rows drawn are (a screenful, not a sample of a long run).
         """
         self._whole = None
         lazy = LazyRows(keys, render)
-        self._widen(lazy[i] for i in range(min(len(keys), FIT_SAMPLE)))
+        self._widen(render(keys[i]) for i in range(min(len(keys), FIT_SAMPLE)))
         self._replace(keys, lazy, keep_key)
 
     def _widen(self, rows: Iterable[TableRow]) -> None:
