@@ -41,9 +41,7 @@ class Tmux:
         ``options`` are set globally before the session is made, so they hold from the script's first byte.
         """
         script = self.folder / "run.sh"
-        # COLUMNS/LINES: under pytest the pane's shell had COLUMNS=80 LINES=24 in its environment (not so from a
-        # shell), and the app, which honours them as Rich does, drew at 80x24 in a 160x45 pane.
-        script.write_text(f"unset COLUMNS LINES\n{body.rstrip()}\necho EXITED-$?\nsleep 60\n")
+        script.write_text(f"{body.rstrip()}\necho EXITED-$?\nsleep 60\n")
         settings = [part for name, value in options.items() for part in ("set", "-g", name, value, ";")]
         size = ("-x", str(width), "-y", str(height))
         self("start-server", ";", *settings, "new-session", "-d", "-s", self.session, *size, f"bash {script}")
