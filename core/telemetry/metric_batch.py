@@ -29,14 +29,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter, itemgetter
 from typing import Any, Final, NamedTuple, overload
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
+from msgspec.structs import astuple
 
 from miles_tui.core.tail import _reason
 from miles_tui.core.telemetry.metric_line import decode_line, nonfinite_line
+from miles_tui.core.telemetry.metric_shapes import SHAPES, Shaped, Unshaped, names_of
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -49,6 +52,8 @@ MAX_DEPTH: Final = 64
 """Deepest nesting of lists and objects a value may have."""
 
 EXCERPT_BYTES: Final = 160
+
+_metrics_of = attrgetter("metrics")
 
 MetricRow = tuple[float, str, Any, Mapping[str, Any]]
 """One metrics.jsonl record as decoded: (ts, step_key, step, metrics)."""
@@ -281,7 +286,7 @@ class MetricBatch(Sequence[MetricRow]):
 EMPTY_BATCH: Final = MetricBatch(EMPTY_VALUES, EMPTY_VALUES, np.zeros(0, np.uint32), (), {})
 
 
-CHUNK_LINES: Final = 1024
+CHUNK_LINES: Final = 4096
 """Lines decoded and converted together: few enough that their objects stay in the CPU cache."""
 
 
@@ -305,9 +310,31 @@ def decode_block(block: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
 def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast: bool) -> MetricBatch:
     chunk = _Chunk()
     decode = decode_line
-    ts_list, step_list, key_list, groups = chunk.ts, chunk.steps, chunk.step_keys, chunk.groups
+    shapes = SHAPES
+    decode_shaped = shapes.decode
+    ts_list, step_list, key_list, groups, shaped = chunk.ts, chunk.steps, chunk.step_keys, chunk.groups, chunk.shaped
     index = 0
     for line in lines:
+        if fast:  # a line of a learned shape: straight to numbers (ts and step within 2**53, else the general way)
+            try:
+                known = decode_shaped(line)
+            except msgspec.DecodeError:
+                known = None
+            if known is not None:
+                kind = type(known)
+                ts, step = known.ts, known.step
+                if kind is not Unshaped and -EXACT <= step <= EXACT and (type(ts) is float or -EXACT <= ts <= EXACT):
+                    entry = shaped.get(kind)
+                    if entry is None:
+                        entry = shaped[kind] = ([], [])
+                    entry[0].append(index)
+                    entry[1].append(known)
+                    ts_list.append(ts)
+                    step_list.append(step)
+                    key_list.append(kind.step_key)
+                    index += 1
+                    position += len(line) + 1
+                    continue
         try:
             if not fast:
                 raise ValueError("checked")
@@ -338,6 +365,11 @@ def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast
             if row is not None:
                 chunk.add(row)
                 index += 1
+        else:  # lines like this one are read the fast way from now on
+            names = names_of(metrics)
+            if names is not None:
+                shapes.learn(record.step_key, names)
+                decode_shaped = shapes.decode
         position += len(line) + 1
     return chunk.batch()
 
@@ -372,6 +404,7 @@ class _Chunk:
         self.steps: list[Any] = []
         self.step_keys: list[str] = []
         self.groups: dict[tuple[str | None, ...], tuple[list[int], list[Any]]] = {}
+        self.shaped: dict[type[Shaped], tuple[list[int], list[Shaped]]] = {}
 
     def add(self, row: MetricRow) -> None:
         """A checked row whose values may be of any JSON type."""
@@ -390,6 +423,10 @@ class _Chunk:
         ids: dict[str, int] = {}
         step_key = np.array([ids.setdefault(k, len(ids)) for k in self.step_keys], dtype=np.uint32)
         parts: dict[str, list[tuple[IndexArray, Values]]] = {}
+        for kind, (indices, known) in self.shaped.items():
+            for learned, points in zip(kind.names, _shaped_columns(kind, indices, known), strict=True):
+                if points is not None:
+                    parts.setdefault(learned, []).append(points)
         for layout, (indices, flat) in self.groups.items():
             names = layout[1:] if layout and layout[0] is _CHECKED else layout
             if not names:
@@ -398,6 +435,8 @@ class _Chunk:
             columns = _table_columns(flat, len(names), layout[0] is not _CHECKED)
             for name, values in zip(names, columns, strict=True):
                 parts.setdefault(str(name), []).append((records, values))
+        if self.shaped:  # names in order of first appearance (a shape's names in the order it learned them)
+            parts = dict(sorted(parts.items(), key=lambda item: min(int(r[0]) for r, _ in item[1])))
         keys: dict[str, KeyPoints] = {}
         for name, found in parts.items():
             if len(found) == 1:
@@ -458,3 +497,39 @@ def _table_columns(flat: list[Any], width: int, typed: bool) -> list[Values]:
             raws[j].update(_beyond_exact(items, columns[j], ints))
             all_ints[j] = ints if ints.any() else None
     return [Values(columns[j], all_ints[j], raws[j]) for j in range(width)]
+
+
+def _shaped_columns(
+    kind: type[Shaped], indices: list[int], known: list[Shaped]
+) -> list[tuple[IndexArray, Values] | None]:
+    """Per name of ``kind``, the (records, values) of the records in ``known`` that carry it (None: none does)."""
+    try:
+        columns = kind.numbers(known).T.copy()
+    except OverflowError:
+        raise _Overflow from None
+    rows = np.array(indices, dtype=np.uint32)
+    present = ~np.isnan(columns)
+    counts = present.sum(axis=1).tolist()
+    integral = (columns == np.floor(columns)).any(axis=1).tolist()  # ints, or floats such as 1.0 (NaN: neither)
+    tuples: list[tuple[Any, ...]] | None = None
+    out: list[tuple[IndexArray, Values] | None] = []
+    for j, count in enumerate(counts):
+        if not count:
+            out.append(None)
+            continue
+        where = None if count == len(rows) else np.flatnonzero(present[j])
+        num = columns[j] if where is None else columns[j][where]
+        ints, raw = None, {}
+        if integral[j]:  # the JSON types tell
+            if tuples is None:
+                tuples = list(map(astuple, map(_metrics_of, known)))
+            items = list(map(itemgetter(j), tuples))
+            if where is not None:
+                items = [items[p] for p in where.tolist()]
+            types = set(map(type, items))
+            if int in types:
+                flags = np.array([type(v) is int for v in items], bool) if len(types) > 1 else np.ones(len(items), bool)
+                raw = _beyond_exact(items, num, flags)
+                ints = flags if flags.any() else None
+        out.append((rows if where is None else rows[where], Values(num, ints, raw)))
+    return out
