@@ -6,6 +6,12 @@
   first load of a long metrics.jsonl allocates for tens of seconds, and each
   full collection meanwhile walked the screens' render caches (~140k objects,
   60-130 ms with the GIL held: a key pressed then waited for it).
+- Once start-up has settled (:data:`SETTLED_SECONDS` after the app mounts),
+  :func:`after_start` collects once and freezes: the modules, styles and
+  widgets start-up made (~140k objects) are never walked again. Unfrozen, every
+  full collection walked them: 90-100 ms with the GIL held, about every 45 s in
+  the live demo (bench/gc_pauses.py). What this freeze can pin is bounded by
+  what start-up made; the big reads' sweeps (below) unfreeze it too.
 - After a small read (rollout file under :data:`BIG_READ_BYTES`) nothing
   special happens: the ordinary generational collector walks those few
   objects cheaply, and nothing is frozen, so nothing is pinned.
@@ -45,6 +51,9 @@ BIG_READ_BYTES = 4 << 20
 FREEZES_PER_SWEEP = 8
 """Every this many big reads, frozen objects are unfrozen and collected once."""
 
+SETTLED_SECONDS = 5.0
+"""After the app mounts, start-up's objects are collected once and frozen (:func:`after_start`)."""
+
 _lock = threading.Lock()
 _freezes = [0]
 """Big reads settled so far (a one-item list: module state without a global statement)."""
@@ -70,6 +79,13 @@ def paused() -> Iterator[None]:
             _pauses[0] -= 1
             if _pauses[0] == 0 and _pauses[1]:
                 gc.enable()
+
+
+def after_start() -> None:
+    """Collect once and freeze what survives: start-up's objects, never walked by a collection again."""
+    with _lock:
+        gc.collect()
+        gc.freeze()
 
 
 def after_read(rollout_bytes: int) -> None:
