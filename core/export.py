@@ -23,7 +23,7 @@ from miles_tui.core.json_out import clean
 
 if TYPE_CHECKING:
     from miles_tui.core.dump import OpenStep
-    from miles_tui.core.telemetry import MetricStore
+    from miles_tui.core.telemetry import DashboardReader, MetricStore
 
 # Modules that need numpy are imported where they are used: a step export served
 # from the summary cache never imports numpy (nor the dump reader).
@@ -54,16 +54,27 @@ def write_metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | Non
     """:func:`metrics_export`'s document written to ``out`` as it is built."""
     from miles_tui.core.telemetry import write_metrics
 
-    write_metrics(_metric_store(run_dir, keys, x_key), keys, x_key, out)
+    reader = _metrics_reader(run_dir, keys, x_key)
+    try:
+        write_metrics(reader.metrics, keys, x_key, out)
+    finally:
+        reader.wait_saved()
 
 
 def _metric_store(run_dir: Path, keys: list[str] | None, x_key: str | None) -> MetricStore:
-    """metrics.jsonl read once (worker processes decode it, the user cache keeps its columns); an
-    unknown key or step key is a MetricNotFoundError naming it."""
+    reader = _metrics_reader(run_dir, keys, x_key)
+    reader.wait_saved()
+    return reader.metrics
+
+
+def _metrics_reader(run_dir: Path, keys: list[str] | None, x_key: str | None) -> DashboardReader:
+    """metrics.jsonl read once (worker processes decode it; the user cache keeps its columns, written by
+    a thread meanwhile: :meth:`~DashboardReader.wait_saved`); an unknown key or step key is a
+    MetricNotFoundError naming it."""
     dashboard = RunDir(run_dir).dashboard_dir
     from miles_tui.core.telemetry import DashboardReader
 
-    reader = DashboardReader(dashboard, parse_workers=os.cpu_count() or 1)
+    reader = DashboardReader(dashboard, parse_workers=os.cpu_count() or 1, save_in_background=True)
     if dashboard.is_dir():
         reader.poll()
     logged = reader.metrics.keys()
@@ -72,7 +83,7 @@ def _metric_store(run_dir: Path, keys: list[str] | None, x_key: str | None) -> M
             raise MetricNotFoundError(_unknown("metric", key, logged), dashboard / "metrics.jsonl")
     if x_key is not None and x_key not in (step_keys := reader.metrics.step_keys()):
         raise MetricNotFoundError(_unknown("step key", x_key, step_keys), dashboard / "metrics.jsonl")
-    return reader.metrics
+    return reader
 
 
 LISTED_KEYS = 12

@@ -154,6 +154,11 @@ def save(path: Path, store: MetricStore, fingerprint: Fingerprint) -> bool:
     The entry is filed under the file's identity now; were the file replaced since the records were read,
     the fingerprint (of the bytes read) would not match it, and the entry would be dropped at the next load.
     """
+    return save_columns(path, store.columns(), fingerprint)
+
+
+def save_columns(path: Path, columns: StoreColumns, fingerprint: Fingerprint) -> bool:
+    """:func:`save` of a store's :meth:`~MetricStore.columns` taken earlier."""
     if not cache_dir.enabled():
         return False
     try:
@@ -161,7 +166,6 @@ def save(path: Path, store: MetricStore, fingerprint: Fingerprint) -> bool:
     except OSError:
         return False
     entry = _entry(path, st)
-    columns = store.columns()
     manifest: dict[str, Any] = {
         "format": FORMAT, "path": str(path.absolute()), "end": fingerprint.end, "head": fingerprint.head,
         "tail": fingerprint.tail, "records": len(columns.step_key), "step_keys": list(columns.step_keys),

@@ -11,6 +11,11 @@ Contract:
   A poll that has read enough new bytes (``cache_min_bytes`` in all, and an
   eighth more than the entry covers) writes the entry again. A rewritten file
   drops the store's records, as the tail rule says, and so its entry.
+- ``save_in_background``: the entry is written by a thread while the caller
+  goes on (the export writes its document meanwhile: both mostly wait on
+  writes, which release the GIL); :meth:`MetricStream.wait_saved` waits for it,
+  and the next poll waits before it reads. The thread writes views of the
+  store's arrays, which appends never touch.
 - Called by :class:`~miles_tui.core.telemetry.streams.DashboardReader` under its lock; never
   writes into the run.
 """
@@ -18,6 +23,7 @@ Contract:
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -46,8 +52,11 @@ class MetricStream:
         workers: int = 0,
         nice: int = 0,
         cache_min_bytes: int | None = None,
+        save_in_background: bool = False,
     ) -> None:
         self.path = path
+        self.save_in_background = save_in_background
+        self._saving: threading.Thread | None = None
         self.store = MetricStore()
         """Every record read so far."""
         self.decoder = MetricBlockDecoder(path, workers=workers, nice=nice)
@@ -65,6 +74,7 @@ class MetricStream:
 
     def poll(self) -> TailRead:
         """One transaction of the tail: new complete lines into the store (see the module docstring)."""
+        self.wait_saved()
         if not self._started:
             self._started = True
             self._restore()
@@ -106,5 +116,21 @@ class MetricStream:
             return
         if fingerprint.end - self._saved_end < max(RESAVE_BYTES, self._saved_end // 8) and self._saved_end:
             return
-        if metric_cache.save(self.path, self.store, fingerprint):
-            self._saved_end = fingerprint.end
+        if not self.save_in_background:
+            if metric_cache.save(self.path, self.store, fingerprint):
+                self._saved_end = fingerprint.end
+            return
+        columns = self.store.columns()  # taken now: what this poll read, whatever comes next
+        self._saved_end = fingerprint.end  # a failed write is retried after as many new bytes as a good one
+
+        def save() -> None:
+            metric_cache.save_columns(self.path, columns, fingerprint)
+
+        self._saving = threading.Thread(target=save, name="metrics cache save")
+        self._saving.start()
+
+    def wait_saved(self) -> None:
+        """Return once a cache entry being written in the background is written (or failed)."""
+        saving, self._saving = self._saving, None
+        if saving is not None:
+            saving.join()

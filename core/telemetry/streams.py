@@ -129,6 +129,7 @@ class DashboardReader:
         read_hook: ReadHook | None = None,
         parse_workers: int = 0,
         worker_nice: int = 0,
+        save_in_background: bool = False,
     ) -> None:
         self.directory = Path(directory)
         """The dashboard folder (it may not exist yet)."""
@@ -138,7 +139,11 @@ class DashboardReader:
         self._lock = threading.Lock()
         # metrics.jsonl: columns, decoded by worker processes when long, cached in the user cache dir
         self._metric_stream = MetricStream(
-            self.directory / "metrics.jsonl", read_hook=read_hook, workers=parse_workers, nice=worker_nice
+            self.directory / "metrics.jsonl",
+            read_hook=read_hook,
+            workers=parse_workers,
+            nice=worker_nice,
+            save_in_background=save_in_background,
         )
         self._metrics = self._metric_stream.store
         self._metrics_tail: TailFile[Any] = self._metric_stream.tail
@@ -157,6 +162,10 @@ class DashboardReader:
     def metrics(self) -> MetricStore:
         """metrics.jsonl, columnar (thread-safe on its own)."""
         return self._metrics
+
+    def wait_saved(self) -> None:
+        """Return once metrics.jsonl's cache entry is written (``save_in_background``: a thread writes it)."""
+        self._metric_stream.wait_saved()
 
     @property
     def meta(self) -> RunMeta | None:

@@ -123,3 +123,40 @@ def test_a_small_file_is_not_cached(tmp_path: Path) -> None:
     (dash / "metrics.jsonl").write_bytes(_line(0))
     DashboardReader(dash).poll()
     assert _entries() == []
+
+
+def test_an_entry_written_in_the_background_holds_what_that_poll_read(
+    run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The export writes the entry in a thread while it writes its document; lines appended meanwhile are the
+    next poll's, never half in the entry."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+    save = metric_cache.save_columns
+
+    def slow_save(*args: Any) -> bool:
+        started.set()
+        release.wait(10)
+        return save(*args)
+
+    monkeypatch.setattr(metric_cache, "save_columns", slow_save)
+    size = (run / "metrics.jsonl").stat().st_size
+    background = DashboardReader(run, save_in_background=True)
+    background.poll()
+    assert started.wait(10) and not _entries()  # the poll returned while the entry is being written
+    with (run / "metrics.jsonl").open("ab") as out:
+        out.write(b"".join(_line(i) for i in range(200, 220)))
+    extra = [json.loads(_line(i)) for i in range(5)]  # the store changes meanwhile: the entry holds the poll's
+    background.metrics.append_rows([(r["ts"], r["step_key"], r["step"], r["metrics"]) for r in extra])
+    release.set()
+    background.wait_saved()
+    assert len(_entries()) == 1
+    opened: list[tuple[str, int]] = []
+    warm = _reader(run, opened)
+    warm.poll()
+    assert opened == [("metrics.jsonl", size)] and len(warm.metrics) == 220
+    with cache_dir.configured(off=True):
+        cold = DashboardReader(run)
+        cold.poll()
+    assert _records(warm) == _records(cold)
