@@ -169,7 +169,6 @@ class MilesApp(Navigation):
             self._poll_timer = self.set_interval(self.poll_seconds, self.poll_now, name="poll")
         self.call_after_refresh(self.preload_views)
         self.set_interval(gc_policy.TRIM_SECONDS, self._trim_memory, name="trim")
-        self.set_timer(gc_policy.SETTLED_SECONDS, gc_policy.after_start, name="freeze start-up")
 
     def _trim_memory(self) -> None:
         """Hand freed memory back to the system, off the event loop (the call releases the GIL)."""

@@ -6,9 +6,10 @@
   first load of a long metrics.jsonl allocates for tens of seconds, and each
   full collection meanwhile walked the screens' render caches (~140k objects,
   60-130 ms with the GIL held: a key pressed then waited for it).
-- Once start-up has settled (:data:`SETTLED_SECONDS` after the app mounts),
-  :func:`after_start` collects once and freezes: the modules, styles and
-  widgets start-up made (~140k objects) are never walked again. Unfrozen, every
+- Once start-up has settled (the views' modules are imported, in the
+  background, a second or two after the first paint), :func:`after_start`
+  collects once and freezes: the modules, styles and widgets start-up made
+  (~140k objects) are never walked again. Unfrozen, every
   full collection walked them: 90-100 ms with the GIL held, about every 45 s in
   the live demo (bench/gc_pauses.py). What this freeze can pin is bounded by
   what start-up made; the big reads' sweeps (below) unfreeze it too.
@@ -50,9 +51,6 @@ BIG_READ_BYTES = 4 << 20
 
 FREEZES_PER_SWEEP = 8
 """Every this many big reads, frozen objects are unfrozen and collected once."""
-
-SETTLED_SECONDS = 5.0
-"""After the app mounts, start-up's objects are collected once and frozen (:func:`after_start`)."""
 
 _lock = threading.Lock()
 _freezes = [0]

@@ -25,6 +25,7 @@ from textual.widget import Widget
 
 from miles_tui.core.dump import OpenStep, Run
 from miles_tui.core.inert_text import inert
+from miles_tui.tui import gc_policy
 from miles_tui.tui.screens.help_screen import HelpScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 
@@ -65,6 +66,7 @@ class Navigation(App[None]):
                 _import_views()
             finally:
                 done.set()
+            gc_policy.after_start()  # start-up's objects, the views' modules among them, are all made now
 
         threading.Thread(target=run, name="miles-tui-preload", daemon=True).start()
 
