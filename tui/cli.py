@@ -243,8 +243,8 @@ def _check_export_options(args: argparse.Namespace) -> None:
         if args.format == "csv":
             raise UsageError("--format csv is for a step's rows: give --step N, not --metrics")
         return
-    if args.format == "csv" and (args.step is None or args.tokens or args.sample is not None):
-        raise UsageError("--format csv writes a step's rows: give --step N (without --sample/--tokens)")
+    if args.format == "csv" and (args.step is None or args.tokens or args.sample is not None or args.per_token):
+        raise UsageError("--format csv writes a step's rows: give --step N (without --sample/--tokens/--per-token)")
     if args.step is None and (
         args.tokens or args.conversation or args.sample is not None or args.per_token or args.eval
     ):

@@ -15,6 +15,7 @@ never while rows are filtered.
 
 from __future__ import annotations
 
+import difflib
 import operator
 import re
 from collections.abc import Callable, Collection
@@ -53,7 +54,9 @@ ALIASES = {
     "tools": "tool_calls",
 }
 STATUSES = ("pending", "completed", "truncated", "aborted", "failed")
-_TERM = re.compile(r"^([a-z_]+)(>=|<=|!=|=|>|<|~)(.*)$")
+_TERM = re.compile(r"^([a-z_]+)(>=|<=|!=|==|=|>|<|~)(.*)$")
+_SPACED_OP = re.compile(r"\s*(>=|<=|!=|==|=|>|<|~)\s*")
+"""An operator with spaces around it (``reward > 0.5``): one term, as without them."""
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq,
     "!=": operator.ne,
@@ -194,6 +197,8 @@ def _word(word: str, zero_std_groups: Collection[int | None]) -> Predicate:
         def predicate(row: SampleRow) -> bool:
             return row.group_index in zero_std_groups
 
+    elif ALIASES.get(base, base) in ROW_COLUMNS:
+        raise FilterError(f"{base!r} is a column: compare it, e.g. {base}>0.5 or {base}=1")
     else:
         raise FilterError(
             f"unknown word {base!r}: try a status ({', '.join(STATUSES)}), unreadable, mixed, removed, "
@@ -206,7 +211,7 @@ def _word(word: str, zero_std_groups: Collection[int | None]) -> Predicate:
 
 def parse_filter(text: str, zero_std_groups: Collection[int | None] = ()) -> RowFilter | None:
     """Parse the filter text; None for an empty filter; FilterError for one that does not parse."""
-    terms = text.strip().lower().split()
+    terms = _SPACED_OP.sub(r"\1", text.strip().lower()).split()
     if not terms:
         return None
     predicates: list[Predicate] = []
@@ -214,9 +219,12 @@ def parse_filter(text: str, zero_std_groups: Collection[int | None] = ()) -> Row
         match = _TERM.match(term)
         if match:
             name, op, raw = match.groups()
+            op = "=" if op == "==" else op
             column = ALIASES.get(name, name)
             if column not in ROW_COLUMNS:
-                raise FilterError(f"unknown column {name!r}")
+                close = difflib.get_close_matches(name, [*ROW_COLUMNS, *ALIASES], n=3)
+                hint = f"did you mean {', '.join(close)}?" if close else "? lists the columns"
+                raise FilterError(f"unknown column {name!r} ({hint})")
             if not raw:
                 raise FilterError(f"{term!r} needs a value after {op}")
             predicates.append(_compare(column, op, raw))

@@ -198,6 +198,7 @@ def test_csv_needs_a_step(demo_run: Path, capsys: pytest.CaptureFixture[str]) ->
         ["export", str(demo_run), "--format", "csv"],
         ["export", str(demo_run), "--format", "csv", "--metrics"],
         [*_tokens(demo_run), "--format", "csv"],
+        ["export", str(demo_run), "--step", "1", "--format", "csv", "--per-token"],  # was ignored, exit 0
     ):
         code, out, err = _run(capsys, *argv)
         assert code == 1 and out == "" and "--format csv" in _one_line(err) and "--step N" in err

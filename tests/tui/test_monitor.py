@@ -145,7 +145,22 @@ async def test_a_bad_filter_says_why(golden_copy: Callable[[str], Path]) -> None
         await pilot.press("slash", *"bogus>1", "enter")
         await pilot.pause()
         status = str(app.screen.query_one("#filter-status").render())
-        assert "unknown column 'bogus'" in status
+        assert "unknown column 'bogus' (? lists the columns)" in status
+        await pilot.press("slash", "ctrl+u", *"rewrd>0.5", "enter")
+        await pilot.pause()
+        status = str(app.screen.query_one("#filter-status").render())
+        assert "unknown column 'rewrd' (did you mean reward" in status
+
+
+async def test_a_step_view_key_on_the_overview_says_where_it_works(demo_run: Path) -> None:
+    """`g` or `/` on the overview did nothing at all: a new user thought the app had hung."""
+    app = frozen_app(demo_run)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot)
+        assert isinstance(app.screen, OverviewScreen)
+        assert "that key works in a step: press enter first" in screen_text(app)
 
 
 async def test_prev_next_step_and_eval_toggle(golden_copy: Callable[[str], Path]) -> None:
@@ -237,6 +252,17 @@ async def test_a_highlights_the_first_advisory_and_esc_returns_to_the_steps(gold
         await pilot.press("a", "escape", "enter")  # esc leaves the advisories: enter opens the step under the cursor
         await settle(pilot)
         assert isinstance(app.screen, StepScreen), screen_text(app)
+        while not isinstance(app.screen, OverviewScreen):
+            await pilot.press("escape")
+            await settle(pilot)
+        advisories = app.screen.query_one(AdvisoryList)
+        assert len(advisories.advisories) > 1
+        await pilot.press("a", "j")  # the tables' j/k move in the advisories too (they did nothing)
+        await settle(pilot)
+        assert advisories.highlighted == 1
+        await pilot.press("k")
+        await settle(pilot)
+        assert advisories.highlighted == 0
 
 
 async def test_a_without_advisories_says_so(tmp_path: Path) -> None:

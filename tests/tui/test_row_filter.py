@@ -109,3 +109,30 @@ def test_terms_that_cannot_hold_fail_when_parsed(text: str) -> None:
 def test_a_non_numeric_version_is_shown_as_dumped() -> None:
     assert version_span(replace(BASE, weight_version="+3")) == "+3"
     assert version_span(replace(BASE, weight_version="3")) == "v3"
+
+
+@pytest.mark.parametrize(
+    ("spaced", "plain"),
+    [("reward > 0.5", "reward>0.5"), ("stale >= 1 not-truncated", "stale>=1 not-truncated"), ("reward==1", "reward=1")],
+)
+def test_spaces_around_an_operator_and_a_double_equals_read_as_written_without(spaced: str, plain: str) -> None:
+    """A new user typed `reward > 0.5` and `reward==1` and was told 'unknown word' / 'not a number'."""
+    rows = [replace(BASE, sample_index=i, reward=float(i % 2), staleness=i % 3) for i in range(6)]
+    a, b = parse_filter(spaced), parse_filter(plain)
+    assert a is not None and b is not None
+    assert [a(r) for r in rows] == [b(r) for r in rows] and any(b(r) for r in rows) and not all(b(r) for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("reward >", "'reward>' needs a value after >"),
+        ("reward", "'reward' is a column: compare it, e.g. reward>0.5"),
+        ("rewrd>1", "unknown column 'rewrd' (did you mean reward"),
+        ("zzzz>1", "unknown column 'zzzz' (? lists the columns)"),
+    ],
+)
+def test_a_filter_that_does_not_parse_says_what_to_type(text: str, said: str) -> None:
+    with pytest.raises(FilterError) as raised:
+        parse_filter(text)
+    assert said in str(raised.value)

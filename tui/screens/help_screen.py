@@ -13,13 +13,15 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from miles_tui.core.dump import ROW_COLUMNS
 from miles_tui.tui.row_filter import ALIASES, STATUSES
 
 FILTER_HELP = (
     "Filter (/): terms separated by spaces, all must hold. COLUMN OP VALUE with OP in = != > >= < <= ~ "
     "(e.g. reward>0.5 stale>=2 status=truncated; version~v4 matches the version as shown, version>8 compares "
     f"numbers); words: {', '.join(STATUSES)}, unreadable, mixed, removed, "
-    f"zero-std; prefix not- to negate. Column names: ROW columns or {', '.join(sorted(ALIASES))}."
+    f"zero-std; prefix not- to negate. Columns: {', '.join(ROW_COLUMNS)} (as exported); "
+    f"short names: {', '.join(sorted(ALIASES))}."
 )
 
 

@@ -87,6 +87,10 @@ def step_row(key: tuple[int, bool], summary: StepSummary | None, failure: tuple[
     return TableRow(key, cells)
 
 
+STEP_VIEW_KEYS = "slash,s,o,g,left_square_bracket,right_square_bracket,e,p,y,ctrl+s"
+"""Keys that work in a step's view: pressed here, they say so instead of doing nothing."""
+
+
 class OverviewScreen(MonitorScreen):
     """Steps, trends and advisories of the run."""
 
@@ -98,6 +102,13 @@ class OverviewScreen(MonitorScreen):
         Binding("tab", "app.focus_next", "Next pane", show=False),
         Binding("O", "outliers", "Outliers"),
         Binding("c", "compare", "Compare"),
+        Binding(
+            STEP_VIEW_KEYS,
+            "step_view_key",
+            "Keys of a step's view: open one with enter first",
+            show=False,
+            key_display="/ s o g [ ] e p y",
+        ),
     ]
 
     def __init__(self) -> None:
@@ -121,6 +132,9 @@ class OverviewScreen(MonitorScreen):
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW_WIDTH, "narrow")
+
+    def action_step_view_key(self) -> None:
+        self.notify("that key works in a step: press enter first", timeout=4)
 
     def on_mount(self) -> None:
         self.set_class(self.size.width < NARROW_WIDTH, "narrow")

@@ -69,7 +69,7 @@ class SaveCsvScreen(ModalScreen[Path | None]):
         with Vertical(id="dialog"):
             yield Static(Content.from_markup("[b]Save the shown rows as CSV[/b]"), id="title")
             yield Static(
-                Content(f"{len(self.rows)} rows · ROW columns, as `miles-tui export --step N --format csv`"),
+                Content(f"{len(self.rows)} rows · every sample column, as `miles-tui export --step N --format csv`"),
                 id="what",
             )
             yield Input(str(self.default_path), id="path", select_on_focus=False)

@@ -63,7 +63,7 @@ class RunHeader(Widget):
             text.append("  data ")
             text.append(f"{self.age_text} old", style="bold red" if quiet else "")
             if quiet:
-                text.append(" QUIET: no new data", style="bold red")
+                text.append(" · no new data", style="bold red")
         if self.backlog:
             text.append(f"  summarizing {self.backlog:,} step{'s' if self.backlog > 1 else ''}…", style="dim")
         if self.new_steps:
