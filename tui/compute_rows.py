@@ -293,9 +293,8 @@ def window_text(frame: Frame, now: float) -> Text:
     text = Text(f" · {window_name(frame.window.span, frame.live)} · ")
     if not frame.live:
         text.append(f"PANNED, ends {age(now - frame.until)} ago (0: live)", style="bold yellow")
-    elif frame.anchored_to_data:
-        text.append("live", style="green")
-        text.append(f" (ends at the last sample, {age(now - frame.until)} ago)", style="yellow")
+    elif frame.anchored_to_data:  # following, but nothing came lately: not "live" (a trial read 103 days as live)
+        text.append(f"ends at the last sample, {age(now - frame.until)} ago", style="yellow")
     else:
         text.append("live", style="green")
     text.append(f" · {clock_range(frame.since, frame.until)}")

@@ -294,6 +294,7 @@ async def test_a_stopped_run_shows_its_last_window_and_calls_the_lanes_stale_not
         assert view is not None and view.anchored_to_data and view.grid.bins.until == fleet.end
         title = _title(screen)
         assert "ends at the last sample, 2h00m ago" in title and "no samples from any lane lately" in title
+        assert "live" not in title  # a window of old samples read "live (ends ... 103d ago)"
         assert "DEAD" not in title
         texts = screen.lane_texts()
         assert len(texts) == 4 and all(text.rstrip().endswith("stale") and "2h00m" in text for text in texts)

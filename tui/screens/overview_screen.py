@@ -220,7 +220,7 @@ class OverviewScreen(MonitorScreen):
         if advisories:
             title = f"advisories ({len(advisories)})"
         elif model.polled and not model.looks_like_a_run and not model.steps():
-            title = "advisories: none, but nothing here to judge (not a --dump-details folder?)"
+            title = "advisories: none, nothing here to judge"  # the table says why (it cut at 160 columns)
         else:
             title = "advisories: none, nothing needs attention"
         self.query_one("#advisory-title", Label).update(title)
