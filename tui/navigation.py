@@ -64,9 +64,11 @@ class Navigation(App[None]):
         def run() -> None:
             try:
                 _import_views()
+                # Start-up's objects, the views' modules among them, are all made now; the collection runs
+                # before the first telemetry load starts (it waits for ``done``), not in the middle of it.
+                gc_policy.after_start()
             finally:
                 done.set()
-            gc_policy.after_start()  # start-up's objects, the views' modules among them, are all made now
 
         threading.Thread(target=run, name="miles-tui-preload", daemon=True).start()
 
