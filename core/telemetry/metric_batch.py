@@ -40,13 +40,9 @@ from msgspec.structs import astuple
 from miles_tui.core.tail import _reason
 from miles_tui.core.telemetry.metric_line import decode_line, nonfinite_line
 from miles_tui.core.telemetry.metric_shapes import SHAPES, Shaped, Unshaped, names_of
+from miles_tui.core.telemetry.metric_values import EMPTY_VALUES, EXACT, BoolArray, Values, beyond_exact, values_of
 
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.uint32]
-
-EXACT: Final = 2**53
-"""Integers up to this magnitude survive a float64 round trip; bigger ones are kept as Python ints."""
 
 MAX_DEPTH: Final = 64
 """Deepest nesting of lists and objects a value may have."""
@@ -97,113 +93,6 @@ def check_value(value: Any) -> None:
             if depth >= MAX_DEPTH:
                 raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
             stack.extend((child, depth + 1) for child in (item.values() if kind is dict else item))
-
-
-@dataclass(frozen=True)
-class Values:
-    """A column of raw values: numbers in a float64 array, each value's JSON type kept."""
-
-    num: FloatArray
-    """Every value as a float64; NaN where the value is not a plain number."""
-    ints: BoolArray | None
-    """True where the value is a JSON integer within 2**53 (exact in ``num``); None when there is none."""
-    raw: Mapping[int, Any]
-    """Position -> a value that is not a plain number, as parsed."""
-
-    def __len__(self) -> int:
-        return len(self.num)
-
-    def python(self, positions: npt.NDArray[np.intp] | None = None) -> list[Any]:
-        """The raw values (at ``positions``, default all), with their JSON types."""
-        num = self.num if positions is None else self.num[positions]
-        out: list[Any] = num.tolist()
-        if self.ints is not None:
-            ints = self.ints if positions is None else self.ints[positions]
-            for j in np.flatnonzero(ints).tolist():
-                out[j] = int(out[j])
-        if self.raw:
-            if positions is None:
-                for p, v in self.raw.items():
-                    out[p] = v
-            else:
-                raw = self.raw
-                for j, p in enumerate(positions.tolist()):
-                    if p in raw:
-                        out[j] = raw[p]
-        return out
-
-    def value(self, position: int) -> Any:
-        """One raw value."""
-        if position in self.raw:
-            return self.raw[position]
-        number = float(self.num[position])
-        return int(number) if self.ints is not None and self.ints[position] else number
-
-    @staticmethod
-    def concat(parts: Sequence[Values]) -> Values:
-        """The values of ``parts`` one after the other."""
-        if len(parts) == 1:
-            return parts[0]
-        num = np.concatenate([p.num for p in parts]) if parts else np.zeros(0)
-        ints = None
-        if any(p.ints is not None for p in parts):
-            ints = np.concatenate([p.ints if p.ints is not None else np.zeros(len(p), bool) for p in parts])
-        raw: dict[int, Any] = {}
-        base = 0
-        for p in parts:
-            raw.update((base + k, v) for k, v in p.raw.items())
-            base += len(p)
-        return Values(num, ints, raw)
-
-
-EMPTY_VALUES: Final = Values(np.zeros(0), None, {})
-
-
-def values_of(items: Sequence[Any]) -> Values:
-    """The column of ``items`` (parsed JSON values, already checked by :func:`check_value`)."""
-    types = set(map(type, items))
-    if types <= {float, int}:
-        try:
-            num = np.array(items, dtype=np.float64) if items else np.zeros(0)
-        except (OverflowError, TypeError, ValueError):
-            return _values_slow(items)
-        if int not in types:
-            return Values(num, None, {})
-        ints = np.ones(len(items), bool) if float not in types else np.array([type(v) is int for v in items], bool)
-        raw = _beyond_exact(items, num, ints)
-        return Values(num, ints if ints.any() else None, raw)
-    return _values_slow(items)
-
-
-def _beyond_exact(items: Sequence[Any], num: FloatArray, ints: BoolArray) -> dict[int, Any]:
-    """Integers a float64 does not hold exactly, moved out of ``num`` into the raw values (found by their rounded
-    value: at 2**53 or beyond, the original is looked at)."""
-    raw: dict[int, Any] = {}
-    for p in np.flatnonzero(ints & ~(np.abs(num) < EXACT)).tolist():
-        if not -EXACT <= items[p] <= EXACT:
-            raw[p] = items[p]
-            num[p], ints[p] = np.nan, False
-    return raw
-
-
-def _values_slow(items: Sequence[Any]) -> Values:
-    nums: list[float] = [np.nan] * len(items)
-    int_at: list[int] = []
-    raw: dict[int, Any] = {}
-    for i, v in enumerate(items):
-        kind = type(v)
-        if kind is float:
-            nums[i] = v
-        elif kind is int and -EXACT <= v <= EXACT:
-            nums[i] = float(v)
-            int_at.append(i)
-        else:
-            raw[i] = v
-    ints = None
-    if int_at:
-        ints = np.zeros(len(items), bool)
-        ints[int_at] = True
-    return Values(np.array(nums, dtype=np.float64) if items else np.zeros(0), ints, raw)
 
 
 @dataclass(frozen=True)
@@ -494,7 +383,7 @@ def _table_columns(flat: list[Any], width: int, typed: bool) -> list[Values]:
         types = set(map(type, items))
         if int in types:
             ints = np.ones(rows, bool) if len(types) == 1 else np.array([type(v) is int for v in items], bool)
-            raws[j].update(_beyond_exact(items, columns[j], ints))
+            raws[j].update(beyond_exact(items, columns[j], ints))
             all_ints[j] = ints if ints.any() else None
     return [Values(columns[j], all_ints[j], raws[j]) for j in range(width)]
 
@@ -529,7 +418,7 @@ def _shaped_columns(
             types = set(map(type, items))
             if int in types:
                 flags = np.array([type(v) is int for v in items], bool) if len(types) > 1 else np.ones(len(items), bool)
-                raw = _beyond_exact(items, num, flags)
+                raw = beyond_exact(items, num, flags)
                 ints = flags if flags.any() else None
         out.append((rows if where is None else rows[where], Values(num, ints, raw)))
     return out

@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core import cache_dir
-from miles_tui.core.telemetry.metric_batch import Values
+from miles_tui.core.telemetry.metric_values import Values
 from miles_tui.core.telemetry.metric_workers import WINDOW, Fingerprint
 from miles_tui.core.telemetry.metrics import MetricStore, StoreColumns
 

@@ -26,7 +26,7 @@ import numpy as np
 import orjson
 
 from miles_tui.core.json_out import clean
-from miles_tui.core.telemetry.metric_batch import Values
+from miles_tui.core.telemetry.metric_values import Values
 from miles_tui.core.telemetry.metrics import MetricStore
 
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY

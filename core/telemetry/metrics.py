@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.telemetry.metric_batch import MetricBatch, MetricRow, Values, decode_metric_record, rows_to_batch
+from miles_tui.core.telemetry.metric_batch import MetricBatch, MetricRow, decode_metric_record, rows_to_batch
+from miles_tui.core.telemetry.metric_values import Values
 
 __all__ = [
     "MetricRecord",
