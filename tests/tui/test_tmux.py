@@ -10,7 +10,8 @@ from tests.tmux_term import Tmux
 
 def test_monitor_in_tmux(golden_copy: Callable[[str], Path], tmux: Tmux) -> None:
     tmux.start_cli(golden_copy("degenerate"), "--poll", "1", width=100, height=30)
-    screen = tmux.wait_for("all_rewards_zero")
+    # the advisory and the step's row can land in different frames (a loaded box showed the one without the other)
+    screen = tmux.wait_until(lambda text: "all_rewards_zero" in text and "100%" in text, "the advisory and the row")
     assert max(map(len, tmux.screen().splitlines())) > 90, "the app did not draw at the pane's width (100)"
     assert "degenerate" in screen and "step 1" in screen
     assert "[WARN]" in screen  # the level reads without colour too
