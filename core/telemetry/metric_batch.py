@@ -40,7 +40,7 @@ from msgspec.structs import astuple
 from miles_tui.core.tail import _reason
 from miles_tui.core.telemetry.metric_line import decode_line, nonfinite_line
 from miles_tui.core.telemetry.metric_shapes import SHAPES, Shaped, Unshaped, names_of
-from miles_tui.core.telemetry.metric_values import EMPTY_VALUES, EXACT, BoolArray, Values, beyond_exact, values_of
+from miles_tui.core.telemetry.metric_values import EMPTY_VALUES, EXACT, BoolArray, Values, int_flags, values_of
 
 IndexArray = npt.NDArray[np.uint32]
 
@@ -379,12 +379,8 @@ def _table_columns(flat: list[Any], width: int, typed: bool) -> list[Values]:
             raws[c % width][c // width] = None
     all_ints: list[BoolArray | None] = [None] * width
     for j in np.flatnonzero(integral).tolist():
-        items = flat[j::width]
-        types = set(map(type, items))
-        if int in types:
-            ints = np.ones(rows, bool) if len(types) == 1 else np.array([type(v) is int for v in items], bool)
-            raws[j].update(beyond_exact(items, columns[j], ints))
-            all_ints[j] = ints if ints.any() else None
+        all_ints[j], raw = int_flags(flat[j::width], columns[j])
+        raws[j].update(raw)
     return [Values(columns[j], all_ints[j], raws[j]) for j in range(width)]
 
 
@@ -408,17 +404,14 @@ def _shaped_columns(
             continue
         where = None if count == len(rows) else np.flatnonzero(present[j])
         num = columns[j] if where is None else columns[j][where]
-        ints, raw = None, {}
+        ints: BoolArray | None = None
+        raw: dict[int, Any] = {}
         if integral[j]:  # the JSON types tell
             if tuples is None:
                 tuples = list(map(astuple, map(_metrics_of, known)))
             items = list(map(itemgetter(j), tuples))
             if where is not None:
                 items = [items[p] for p in where.tolist()]
-            types = set(map(type, items))
-            if int in types:
-                flags = np.array([type(v) is int for v in items], bool) if len(types) > 1 else np.ones(len(items), bool)
-                raw = beyond_exact(items, num, flags)
-                ints = flags if flags.any() else None
+            ints, raw = int_flags(items, num)
         out.append((rows if where is None else rows[where], Values(num, ints, raw)))
     return out

@@ -2,8 +2,8 @@
 
 Contract: :class:`Values` holds a column as decoded from metrics.jsonl (a float
 as a float, an integer within 2**53 as an integer, anything else exactly as
-parsed); :func:`values_of` builds one from parsed values; :func:`beyond_exact`
-moves integers a float64 cannot hold out of the numbers. Split from
+parsed); :func:`values_of` builds one from parsed values; :func:`int_flags`
+finds the integers of a column and moves those a float64 cannot hold out of the numbers. Split from
 :mod:`~miles_tui.core.telemetry.metric_batch`, which decodes lines into batches of these.
 """
 
@@ -91,15 +91,26 @@ def values_of(items: Sequence[Any]) -> Values:
             num = np.array(items, dtype=np.float64) if items else np.zeros(0)
         except (OverflowError, TypeError, ValueError):
             return _values_slow(items)
-        if int not in types:
-            return Values(num, None, {})
-        ints = np.ones(len(items), bool) if float not in types else np.array([type(v) is int for v in items], bool)
-        raw = beyond_exact(items, num, ints)
-        return Values(num, ints if ints.any() else None, raw)
+        ints, raw = int_flags(items, num, types)
+        return Values(num, ints, raw)
     return _values_slow(items)
 
 
-def beyond_exact(items: Sequence[Any], num: FloatArray, ints: BoolArray) -> dict[int, Any]:
+def int_flags(
+    items: Sequence[Any], num: FloatArray, types: set[type] | None = None
+) -> tuple[BoolArray | None, dict[int, Any]]:
+    """Where the JSON integers of ``items`` are (None: nowhere), ``num`` holding ``items`` as float64s, and the
+    integers a float64 does not hold exactly, moved out of ``num`` into raw values (:func:`_beyond_exact`).
+    ``types``: the set of ``items``' types, when the caller has it."""
+    types = set(map(type, items)) if types is None else types
+    if int not in types:
+        return None, {}
+    ints = np.ones(len(items), bool) if len(types) == 1 else np.array([type(v) is int for v in items], bool)
+    raw = _beyond_exact(items, num, ints)
+    return (ints if ints.any() else None), raw
+
+
+def _beyond_exact(items: Sequence[Any], num: FloatArray, ints: BoolArray) -> dict[int, Any]:
     """Integers a float64 does not hold exactly, moved out of ``num`` into the raw values (found by their rounded
     value: at 2**53 or beyond, the original is looked at)."""
     raw: dict[int, Any] = {}
