@@ -54,8 +54,9 @@ ALIASES = {
     "tools": "tool_calls",
 }
 STATUSES = ("pending", "completed", "truncated", "aborted", "failed")
-_TERM = re.compile(r"^([a-z_]+)(>=|<=|!=|==|=|>|<|~)(.*)$")
-_SPACED_OP = re.compile(r"\s*(>=|<=|!=|==|=|>|<|~)\s*")
+_OP = r"(>=|<=|!=|==|=|>|<|~)"
+_TERM = re.compile(rf"^([a-z_]+){_OP}(.*)$")
+_SPACED_OP = re.compile(rf"\s*{_OP}\s*")
 """An operator with spaces around it (``reward > 0.5``): one term, as without them."""
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq,
