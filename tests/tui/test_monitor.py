@@ -152,17 +152,6 @@ async def test_a_bad_filter_says_why(golden_copy: Callable[[str], Path]) -> None
         assert "unknown column 'rewrd' (did you mean reward" in status
 
 
-async def test_a_step_view_key_on_the_overview_says_where_it_works(demo_run: Path) -> None:
-    """`g` or `/` on the overview did nothing at all: a new user thought the app had hung."""
-    app = frozen_app(demo_run)
-    async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        await settle(pilot)
-        await pilot.press("g")
-        await settle(pilot)
-        assert isinstance(app.screen, OverviewScreen)
-        assert "that key works in a step: press enter first" in screen_text(app)
-
-
 async def test_prev_next_step_and_eval_toggle(golden_copy: Callable[[str], Path]) -> None:
     app = frozen_app(golden_copy("tp_dup"))
     async with app.run_test(size=(120, 40)) as pilot:

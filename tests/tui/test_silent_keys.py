@@ -37,11 +37,8 @@ async def test_o_on_a_table_in_rollout_order_says_so(demo_run: Path) -> None:
         assert "already in rollout order" in screen_text(app)
 
 
-@pytest.mark.parametrize("folder", ["empty run", "not a run"])
-@pytest.mark.parametrize(("key", "says"), [("O", "no step yet"), ("c", "no step yet")])
-async def test_outliers_and_compare_without_a_step_say_so(tmp_path: Path, folder: str, key: str, says: str) -> None:
-    root = tmp_path / "run"
-    (root / ("rollout_data" if folder == "empty run" else "notes")).mkdir(parents=True)
+async def _overview_key_says(root: Path, key: str, says: str) -> None:
+    """``key`` on the overview of ``root`` leaves the overview up and says ``says``."""
     app = frozen_app(root)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
@@ -49,3 +46,16 @@ async def test_outliers_and_compare_without_a_step_say_so(tmp_path: Path, folder
         await settle(pilot)
         assert isinstance(app.screen, OverviewScreen)
         assert says in screen_text(app)
+
+
+@pytest.mark.parametrize("folder", ["empty run", "not a run"])
+@pytest.mark.parametrize(("key", "says"), [("O", "no step yet"), ("c", "no step yet")])
+async def test_outliers_and_compare_without_a_step_say_so(tmp_path: Path, folder: str, key: str, says: str) -> None:
+    root = tmp_path / "run"
+    (root / ("rollout_data" if folder == "empty run" else "notes")).mkdir(parents=True)
+    await _overview_key_says(root, key, says)
+
+
+async def test_a_step_view_key_on_the_overview_says_where_it_works(demo_run: Path) -> None:
+    """`g` or `/` on the overview did nothing at all: a new user thought the app had hung."""
+    await _overview_key_says(demo_run, "g", "that key works in a step: press enter first")
