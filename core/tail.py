@@ -64,6 +64,10 @@ BlockDecoder = Callable[[bytes, int], tuple[Sequence[T], Sequence["MalformedLine
 """Decodes complete lines (a block without its final newline, starting at a byte offset) in one call:
 (records, malformed lines). Replaces the line-by-line ``decode`` (the metrics stream decodes columns)."""
 
+PrefixDecoder = Callable[[bytes, int, int], tuple[Sequence[T], Sequence["MalformedLineError"]]]
+"""``decode_prefix(data, end, base)``: a :data:`BlockDecoder` of ``data[:end]`` that needs no copy of it. A block
+decoder with such a method (an attribute ``decode_prefix``) is called through it."""
+
 BLOCK_SIZE: Final = 4 << 20
 """Bytes read per block; records are decoded and consumed block by block, bounding memory."""
 
@@ -173,6 +177,7 @@ class TailFile(Generic[T]):
         self._block_size = max(1, min(block_size, max_line))  # a line inside one block is never over the cap
         self._read_hook = read_hook
         self._decode_lines: BlockDecoder[T] = decode_block or self._decode_block
+        self._decode_prefix: PrefixDecoder[T] | None = getattr(decode_block, "decode_prefix", None)
         self._lock = threading.Lock()
         self._offset = 0
         self._seen = 0  # bytes looked at: [offset, seen) is a partial line without a newline
@@ -358,7 +363,10 @@ class TailFile(Generic[T]):
                 data = block
             cut = data.rfind(b"\n")
             if cut >= 0:
-                records, bad = self._decode_lines(data[:cut], self._offset)
+                if self._decode_prefix is not None:  # the decoder reads data[:cut] where it lies
+                    records, bad = self._decode_prefix(data, cut, self._offset)
+                else:
+                    records, bad = self._decode_lines(data[:cut], self._offset)
                 consume(records)
                 self._offset += cut + 1
                 count += len(records)

@@ -333,7 +333,7 @@ class _Chunk:
                 continue
             records = np.concatenate([r for r, _ in found])
             order = np.argsort(records, kind="stable")
-            keys[name] = KeyPoints(records[order], _take(Values.concat([v for _, v in found]), order))
+            keys[name] = KeyPoints(records[order], Values.concat([v for _, v in found]).take(order))
         return MetricBatch(values_of(self.ts), values_of(self.steps), step_key, tuple(ids), keys)
 
 
@@ -343,15 +343,6 @@ def rows_to_batch(rows: Sequence[MetricRow]) -> MetricBatch:
     for row in rows:
         chunk.add(row)
     return chunk.batch()
-
-
-def _take(values: Values, order: npt.NDArray[np.intp]) -> Values:
-    raw: dict[int, Any] = {}
-    if values.raw:
-        where = np.empty(len(order), np.intp)
-        where[order] = np.arange(len(order))
-        raw = {int(where[p]): v for p, v in values.raw.items()}
-    return Values(values.num[order], None if values.ints is None else values.ints[order], raw)
 
 
 def _table_columns(flat: list[Any], width: int, typed: bool) -> list[Values]:

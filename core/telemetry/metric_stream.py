@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Final
 
@@ -36,6 +37,9 @@ from miles_tui.core.telemetry.metrics import MetricStore
 
 CACHE_MIN_BYTES: Final = 4 << 20
 """Files shorter than this are not cached: reading them again costs milliseconds."""
+
+APPEND_BEHIND_BYTES: Final = 4 << 20
+"""Blocks at least this long are appended to the store by a thread, while the next one is decoded."""
 
 RESAVE_BYTES: Final = 32 << 20
 """New bytes (at least) after which the cache entry is written again."""
@@ -71,6 +75,8 @@ class MetricStream:
         self._started = False
         self._saved_end = 0
         self._size: int | None = None
+        self._appender: ThreadPoolExecutor | None = None
+        self._appending: Future[None] | None = None
 
     def poll(self) -> TailRead:
         """One transaction of the tail: new complete lines into the store (see the module docstring)."""
@@ -81,8 +87,12 @@ class MetricStream:
         self._size = None  # stat'ed when a block arrives: a poll that finds nothing costs the tail's one stat
         try:
             read = self.tail.poll(self._append, self._on_reset)
+            self._appended()
         finally:
             self.decoder.close()
+            appender, self._appender = self._appender, None
+            if appender is not None:
+                appender.shutdown(wait=True)
         self._save()
         return read
 
@@ -95,9 +105,25 @@ class MetricStream:
             except OSError:
                 self._size = 0
         ahead = (self._size - block[0]) / block[1] * 1.02 if block[1] else 1.0
-        self.store.append_batch(records, ahead if ahead > 2.0 else 1.0)
+        ahead = ahead if ahead > 2.0 else 1.0
+        if block[1] < APPEND_BEHIND_BYTES:
+            self.store.append_batch(records, ahead)
+            return
+        # A long read's block is copied into the store by a thread while the next block is decoded (the copies
+        # release the GIL); one block at a time, in order, and all of them before the poll returns.
+        self._appended()
+        if self._appender is None:
+            self._appender = ThreadPoolExecutor(1, "metrics store append")
+        self._appending = self._appender.submit(self.store.append_batch, records, ahead)
+
+    def _appended(self) -> None:
+        """Wait for the block being appended, if any (its error, if it failed, is raised here)."""
+        appending, self._appending = self._appending, None
+        if appending is not None:
+            appending.result()
 
     def _on_reset(self) -> None:
+        self._appended()
         self.store.clear()
         self._saved_end = 0
 

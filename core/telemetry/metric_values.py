@@ -63,6 +63,29 @@ class Values:
         number = float(self.num[position])
         return int(number) if self.ints is not None and self.ints[position] else number
 
+    def take(self, order: npt.NDArray[np.intp]) -> Values:
+        """The values at ``order`` (a permutation of the positions), in that order."""
+        raw: dict[int, Any] = {}
+        if self.raw:
+            where = np.empty(len(order), np.intp)
+            where[order] = np.arange(len(order))
+            raw = {int(where[p]): v for p, v in self.raw.items()}
+        return Values(self.num[order], None if self.ints is None else self.ints[order], raw)
+
+    @staticmethod
+    def scatter(parts: Sequence[tuple[npt.NDArray[np.int64], Values]], total: int) -> Values:
+        """``total`` values, each part's placed at its positions (together they cover every position once)."""
+        num = np.empty(total, np.float64)
+        ints = np.zeros(total, bool) if any(v.ints is not None for _, v in parts) else None
+        raw: dict[int, Any] = {}
+        for positions, values in parts:
+            num[positions] = values.num
+            if ints is not None and values.ints is not None:
+                ints[positions] = values.ints
+            if values.raw:
+                raw.update((int(positions[p]), v) for p, v in values.raw.items())
+        return Values(num, ints, raw)
+
     @staticmethod
     def concat(parts: Sequence[Values]) -> Values:
         """The values of ``parts`` one after the other."""

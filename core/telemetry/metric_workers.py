@@ -26,13 +26,15 @@ import hashlib
 import multiprocessing
 import os
 import sys
+import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from miles_tui.core.tail import MalformedLineError
+from miles_tui.core.telemetry import line_templates
 from miles_tui.core.telemetry.metric_batch import BadLine, MetricBatch, decode_block
 
 PARALLEL_BYTES: Final = 8 << 20
@@ -46,6 +48,15 @@ BLOCK_BYTES: Final = 16 << 20
 
 WINDOW: Final = 4096
 """Bytes of the start and of the end of the decoded stretch kept for :meth:`MetricBlockDecoder.fingerprint`."""
+
+
+def _thread_start(nice: int) -> None:
+    """A scanner thread's start: its own nice value (Linux keeps one per thread), so the UI's thread comes first."""
+    if nice and sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+        except OSError:
+            return
 
 
 def _worker_start(nice: int) -> None:
@@ -120,6 +131,8 @@ class MetricBlockDecoder:
         self.parallel_bytes = PARALLEL_BYTES if parallel_bytes is None else parallel_bytes
         self.piece_bytes = PIECE_BYTES if piece_bytes is None else piece_bytes
         self._pool: ProcessPoolExecutor | None = None
+        self._threads: ThreadPoolExecutor | None = None
+        self._buffers: line_templates.BufferPool | None = None
         self._head = b""
         self._tail = b""
         self._end = 0
@@ -128,26 +141,35 @@ class MetricBlockDecoder:
         """(offset, bytes) of the last block decoded, its final newline included."""
 
     def __call__(self, block: bytes, base: int) -> tuple[MetricBatch, list[MalformedLineError]]:
-        self._remember(block, base)
-        self.last_block = (base, len(block) + 1)
-        if self.workers > 0 and len(block) >= self.parallel_bytes:
-            batch, bad = self._parallel(block, base)
+        return self.decode_prefix(block, len(block), base)
+
+    def decode_prefix(self, data: bytes, end: int, base: int) -> tuple[MetricBatch, list[MalformedLineError]]:
+        """Decode the complete lines ``data[:end]`` (no newline at ``end``) starting at byte ``base``: what a call
+        with ``data[:end]`` does, without that copy (the tail calls this when it has it)."""
+        self._remember(data, end, base)
+        self.last_block = (base, end + 1)
+        if line_templates.AVAILABLE:
+            batch, bad = self._scanned(data, end, base)
         else:
-            batch, bad = decode_block(block, base)
+            block = data if end == len(data) else data[:end]
+            if self.workers > 0 and len(block) >= self.parallel_bytes:
+                batch, bad = self._parallel(block, base)
+            else:
+                batch, bad = decode_block(block, base)
         return batch, [MalformedLineError(self.path, b.offset, b.reason, b.excerpt) for b in bad]
 
-    def _remember(self, block: bytes, base: int) -> None:
+    def _remember(self, data: bytes, end: int, base: int) -> None:
         if base == 0:
             self._head, self._tail, self._whole = b"", b"", True
         elif base != self._end:
             self._whole = False  # a gap: the start is unknown here, so no fingerprint until a read from 0
         if len(self._head) < WINDOW:
-            self._head = (self._head + block[:WINDOW] + b"\n")[:WINDOW]
-        if len(block) + 1 >= WINDOW:
-            self._tail = block[len(block) + 1 - WINDOW :] + b"\n"
+            self._head = (self._head + data[: min(WINDOW, end)] + b"\n")[:WINDOW]
+        if end + 1 >= WINDOW:
+            self._tail = data[end + 1 - WINDOW : end] + b"\n"
         else:
-            self._tail = (self._tail + block + b"\n")[-WINDOW:]
-        self._end = base + len(block) + 1
+            self._tail = (self._tail + data[:end] + b"\n")[-WINDOW:]
+        self._end = base + end + 1
 
     def restored(self, head: bytes, tail: bytes, end: int) -> None:
         """The first and last bytes of what a cache covered, up to ``end`` (the tail resumes there)."""
@@ -158,6 +180,20 @@ class MetricBlockDecoder:
         if not self._end or not self._whole:
             return None
         return Fingerprint.of(self._head, self._tail, self._end)
+
+    def _scanned(self, data: bytes, end: int, base: int) -> tuple[MetricBatch, list[BadLine]]:
+        """The compiled scanner's decode of ``data[:end]``: in ``workers`` threads for a long block (it releases
+        the GIL)."""
+        if self._buffers is None:
+            self._buffers = line_templates.BufferPool()
+        if self.workers < 2 or end < self.parallel_bytes:
+            return line_templates.scan_decode(data, base, buffers=self._buffers, end=end)
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(self.workers, "miles-tui-scan", _thread_start, (self.nice,))
+        # twice as many parts as threads: this thread assembles the first parts while the last ones are scanned
+        return line_templates.scan_decode(
+            data, base, parts=2 * self.workers, scans=self._threads.map, buffers=self._buffers, end=end
+        )
 
     def _parallel(self, block: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
         try:
@@ -199,6 +235,10 @@ class MetricBlockDecoder:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        self._buffers = None  # the scanner's arrays go with the poll that needed them
+        threads, self._threads = self._threads, None
+        if threads is not None:
+            threads.shutdown(wait=True, cancel_futures=True)
 
 
 def _cut(block: bytes, piece: int) -> Sequence[tuple[int, int]]:

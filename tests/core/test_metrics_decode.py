@@ -9,12 +9,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miles_tui.core.json_out import clean
 from miles_tui.core.tail import TailFile
-from miles_tui.core.telemetry import DashboardReader, MetricStore, export_metrics, write_metrics
+from miles_tui.core.telemetry import DashboardReader, MetricStore, export_metrics, line_templates, write_metrics
 from miles_tui.core.telemetry.metric_batch import MAX_DEPTH, MetricRow, check_value, decode_block, decode_metric_record
 from miles_tui.core.telemetry.metric_workers import MetricBlockDecoder
 
@@ -152,7 +153,13 @@ def test_any_records_decode_as_json_loads_decodes_them(rows: list[tuple[str, Any
     assert [b.offset for b in bad] == expected_bad == []
 
 
-def test_worker_processes_decode_exactly_what_the_calling_thread_decodes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scanner", [False, True], ids=["worker processes", "scanner threads"])
+def test_workers_decode_exactly_what_the_calling_thread_decodes(
+    tmp_path: Path, scanner: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if scanner and not line_templates.AVAILABLE:
+        pytest.skip("the compiled line scanner is not built here")
+    monkeypatch.setattr(line_templates, "AVAILABLE", scanner)
     lines = [_line(float(i), "t", i, loss=i / 7, n=i, **({"late": 1.5} if i > 600 else {})) for i in range(900)]
     lines[100] = b"not json"
     lines[300] = b'{"ts": 1.0, "step_key": "s", "step": 0, "metrics": {"x": Infinity}}'
@@ -161,11 +168,11 @@ def test_worker_processes_decode_exactly_what_the_calling_thread_decodes(tmp_pat
     there = MetricBlockDecoder(tmp_path / "m.jsonl", workers=2, parallel_bytes=1, piece_bytes=4096)
     try:
         a, bad_a = here(block, 10)
-        b, bad_b = there(block, 10)
-        assert there._pool is not None  # it did start workers
+        b, bad_b = there.decode_prefix(block + b"\n{partial", len(block), 10)
+        assert (there._threads if scanner else there._pool) is not None  # it did start its workers
     finally:
         there.close()
-    assert there._pool is None
+    assert there._pool is None and there._threads is None
     sa, sb = MetricStore(), MetricStore()
     sa.append_batch(a)
     sb.append_batch(b)

@@ -1,0 +1,15 @@
+from typing import Any
+
+Buffer = Any
+
+def scan(
+    block: Buffer,
+    lo: int,
+    hi: int,
+    templates: tuple[tuple[bytes, ...], ...],
+    kinds: Buffer,
+    starts: Buffer,
+    values: Buffer,
+    flags: Buffer,
+    /,
+) -> tuple[int, int, int]: ...
