@@ -57,6 +57,8 @@ MAX_ATTEMPTS: Final = 4096
 LEARN_PER_RUN: Final = 4
 LEARN_RUNS: Final = 8
 """Runs of unmatched lines in a scanned part, and lines of each, that are tried to learn from."""
+LEARN_ROUNDS: Final = 4
+"""Times a part is scanned again because its unmatched lines taught a new template."""
 MAX_INT: Final = 10**15
 """Integers the scanner reads (at most 15 digits), so every one is exact in a float64."""
 
@@ -325,9 +327,12 @@ def _assemble(
     """The batch of one scanned part: matched lines from the scanner's numbers, other runs by ``decode_block``."""
     kinds, starts = scanned.kinds, scanned.starts
     runs = _runs(kinds)
-    if runs:
+    for _ in range(LEARN_ROUNDS):  # new shapes (learned here, or by another part): the part is scanned again
+        if not runs:
+            break
         _learn_from(block, starts, hi, runs, templates)
-    if runs and templates.known != known:  # new shapes (learned here, or by another part): scanned again
+        if templates.known == known:
+            break
         known = templates.known
         scanned = _scan_all(block, int(starts[0]), hi, known, buffers)
         kinds, starts = scanned.kinds, scanned.starts
