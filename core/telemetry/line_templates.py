@@ -32,7 +32,6 @@ import struct
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Final
 
 import numpy as np
@@ -41,13 +40,13 @@ import numpy.typing as npt
 from miles_tui.core.telemetry.metric_batch import BadLine, KeyPoints, MetricBatch, decode_block
 from miles_tui.core.telemetry.metric_values import Values
 
-_line_scan: ModuleType | None
+_scan: Callable[..., tuple[int, int, int]] | None
 try:
-    from miles_tui.core.telemetry import _line_scan
+    from miles_tui.core.telemetry._line_scan import scan as _scan
 except ImportError:  # not built: the general decoder does all the work
-    _line_scan = None
+    _scan = None
 
-AVAILABLE: Final = _line_scan is not None and not os.environ.get("MILES_TUI_NO_SCANNER")
+AVAILABLE: Final = _scan is not None and not os.environ.get("MILES_TUI_NO_SCANNER")
 
 MAX_TEMPLATES: Final = 64
 MAX_SLOTS: Final = 258
@@ -247,13 +246,13 @@ class BufferPool:
 
 def _scan_all(block: bytes, lo: int, hi: int, templates: tuple[Template, ...], buffers: Buffers) -> _Scanned:
     """Every line of ``block[lo:hi]`` scanned into ``buffers`` (grown as needed); views of them."""
-    assert _line_scan is not None
+    assert _scan is not None
     segments = tuple(t.segments for t in templates)
     lines = numbers = 0
     at = lo
     while True:
         b = buffers
-        scanned, written, at = _line_scan.scan(
+        scanned, written, at = _scan(
             block, at, hi, segments, b.kinds[lines:], b.starts[lines:], b.values[numbers:], b.flags[numbers:]
         )
         lines += scanned

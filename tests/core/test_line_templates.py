@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import struct
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -205,7 +208,8 @@ def test_what_is_not_a_json_number_matches_nothing(token: str) -> None:
 
 
 def test_the_scanner_checks_its_buffers_and_never_reads_past_the_end() -> None:
-    scan = line_templates._line_scan.scan  # type: ignore[union-attr]
+    scan = line_templates._scan
+    assert scan is not None
     template = ((b"[", b"]"),)
     out = (np.empty(4, np.int32), np.empty(4, np.int64), np.empty(8), np.empty(8, np.uint8))
     assert scan(b"[1]\n[2]", 0, 7, template, *out) == (2, 2, 8)
@@ -276,3 +280,37 @@ def test_any_records_decode_as_json_loads_decodes_them_once_their_templates_are_
     first = _scanned(block, templates)
     assert first == _reference(block)
     assert _scanned(block, templates, parts=3) == first  # the second time, what the first pass taught is used
+
+
+_GOOD = _compact(1787223008.3348122, "rollout/step", 12, reward=0.8584684590486795, n=3085, kl=-1.5e-06, x=None)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    edits=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=len(_GOOD)), st.binary(max_size=3), st.integers(0, 3)),
+        min_size=1,
+        max_size=4,
+    ),
+    cut=st.integers(min_value=0, max_value=len(_GOOD) + 8),
+)
+def test_damaged_lines_of_a_learned_template_decode_as_json_loads_decodes_them(
+    edits: list[tuple[int, bytes, int]], cut: int
+) -> None:
+    """Bytes inserted, replaced or deleted anywhere in a line the scanner knows, and the line cut short: whatever
+    the scanner does with it, the result is json.loads'."""
+    templates = Templates()
+    _scanned(_GOOD, templates)
+    assert len(templates.known) == 1
+    line = bytearray(_GOOD)
+    for at, data, dropped in edits:
+        line[at : at + dropped] = data
+    block = b"\n".join([_GOOD, bytes(line)[:cut], _GOOD])
+    assert _scanned(block, templates) == _reference(block)
+
+
+def test_miles_tui_no_scanner_turns_the_scanner_off() -> None:
+    code = "from miles_tui.core.telemetry import line_templates as t; print(t.AVAILABLE)"
+    env = {**os.environ, "MILES_TUI_NO_SCANNER": "1"}
+    found = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert found.stdout == "False\n"

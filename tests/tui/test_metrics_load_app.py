@@ -89,6 +89,7 @@ def test_a_process_without_workers_decodes_in_the_thread(tmp_path: Path, monkeyp
         raise OSError("no semaphores here")
 
     monkeypatch.setattr(metric_workers, "ProcessPoolExecutor", refuse)
+    monkeypatch.setattr(metric_workers.line_templates, "AVAILABLE", False)  # the worker-process path
     data = _metrics(tmp_path / "m" / "metrics.jsonl", 500)
     decoder = metric_workers.MetricBlockDecoder(tmp_path / "m", workers=2, parallel_bytes=1)
     batch, bad = decoder(data[:-1], 0)
