@@ -68,13 +68,14 @@ def _metric_store(run_dir: Path, keys: list[str] | None, x_key: str | None) -> M
 
 
 def _metrics_reader(run_dir: Path, keys: list[str] | None, x_key: str | None) -> DashboardReader:
-    """metrics.jsonl read once (worker processes decode it; the user cache keeps its columns, written by
-    a thread meanwhile: :meth:`~DashboardReader.wait_saved`); an unknown key or step key is a
+    """metrics.jsonl read once (scanner threads or worker processes decode it, a thread appends each block to
+    the store while the next is decoded; the user cache keeps its columns, written by a thread while the
+    document is: :meth:`~DashboardReader.wait_saved`); an unknown key or step key is a
     MetricNotFoundError naming it."""
     dashboard = RunDir(run_dir).dashboard_dir
     from miles_tui.core.telemetry import DashboardReader
 
-    reader = DashboardReader(dashboard, parse_workers=os.cpu_count() or 1, save_in_background=True)
+    reader = DashboardReader(dashboard, parse_workers=os.cpu_count() or 1, save_in_background=True, append_behind=True)
     if dashboard.is_dir():
         reader.poll()
     logged = reader.metrics.keys()

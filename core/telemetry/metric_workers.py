@@ -1,20 +1,30 @@
-"""The metrics tail's block decoder: big stretches decoded by worker processes, so the caller's GIL stays free.
+"""The metrics tail's block decoder: big stretches decoded off the caller's GIL (scanner threads, or processes).
 
 Contract:
 
 - :class:`MetricBlockDecoder` is a :data:`miles_tui.core.tail.BlockDecoder` for
-  ``metrics.jsonl``: a block shorter than ``parallel_bytes`` (every poll of a
-  live run) is decoded in the calling thread; a longer one (a first load) is
-  cut at line ends into pieces that ``workers`` processes decode, and their
-  batches are joined in file order. The result is the same either way, and the
-  same as :func:`miles_tui.core.telemetry.metric_batch.decode_block` on the whole block.
-- The pieces travel to the workers as bytes: a worker never reads the file, so
-  what it decodes is exactly what the tail read in its transaction.
-- Workers are started (``forkserver``, else ``spawn``; never ``fork``: the app
-  has threads) on the first long block and stopped by :meth:`close`, which the
-  reader calls at the end of every poll: no process outlives the poll that
-  needed it. ``nice`` lowers the workers' priority (the app's UI comes first).
-  A worker that fails has its piece decoded in the calling thread instead.
+  ``metrics.jsonl`` (and has the tail's ``decode_prefix``: it reads
+  ``data[:end]`` where it lies). The result is always that of
+  :func:`miles_tui.core.telemetry.metric_batch.decode_block` on the block.
+- With the compiled line scanner (:data:`~.line_templates.AVAILABLE`), every
+  block goes through :func:`~.line_templates.scan_decode`; a block of at least
+  ``parallel_bytes`` is scanned in ``workers`` threads (the scanner releases
+  the GIL; each thread runs ``nice`` lower, so the UI's thread comes first),
+  in twice as many parts, so this thread assembles the first parts while the
+  last ones are scanned. The scanner's arrays are kept from block to block
+  until :meth:`close`.
+- Without it, a block shorter than ``parallel_bytes`` (every poll of a live
+  run) is decoded in the calling thread; a longer one (a first load) is cut at
+  line ends into pieces that ``workers`` processes decode, and their batches
+  are joined in file order. The pieces travel to the workers as bytes: a
+  worker never reads the file, so what it decodes is exactly what the tail
+  read in its transaction. Workers are started (``forkserver``, else
+  ``spawn``; never ``fork``: the app has threads) on the first long block;
+  ``nice`` lowers their priority. A worker that fails has its piece decoded
+  in the calling thread instead.
+- :meth:`close`, which the reader calls at the end of every poll, stops the
+  threads or processes and drops the arrays: nothing outlives the poll that
+  needed it.
 - It also remembers the first and the last few KB of what it decoded
   (:meth:`fingerprint`): the cache validates a file's covered bytes with them.
 """
@@ -54,7 +64,8 @@ def _thread_start(nice: int) -> None:
     """A scanner thread's start: its own nice value (Linux keeps one per thread), so the UI's thread comes first."""
     if nice and sys.platform.startswith("linux"):
         try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+            thread = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, thread, os.getpriority(os.PRIO_PROCESS, thread) + nice)
         except OSError:
             return
 

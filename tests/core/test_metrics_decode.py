@@ -303,3 +303,28 @@ def test_any_line_with_literals_decodes_as_json_loads_decodes_it(
     expected, expected_bad = _reference(block)
     _same(_rebuilt(store), expected)
     assert [b.offset for b in bad] == expected_bad
+
+
+def test_a_reader_appending_behind_holds_what_a_plain_reader_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from miles_tui.core.telemetry import metric_stream
+
+    monkeypatch.setattr(metric_stream, "APPEND_BEHIND_BYTES", 1)
+    dash = tmp_path / "dashboard"
+    dash.mkdir()
+    lines = [_line(float(i), "t", i, loss=i / 7, **({"late": i} if i > 300 else {})) for i in range(600)]
+    (dash / "metrics.jsonl").write_bytes(b"\n".join([*lines, *WEIRD]) + b"\n" + lines[0][:30])
+    plain = DashboardReader(dash, parse_workers=2)
+    behind = DashboardReader(dash, parse_workers=2, append_behind=True)
+    behind._metric_stream.tail._block_size = 4096  # many blocks: each appended while the next is decoded
+    appended: list[int] = []
+    real = behind._metric_stream.store.append_batch
+    monkeypatch.setattr(
+        behind._metric_stream.store, "append_batch", lambda b, a=1.0: appended.append(len(b)) or real(b, a)
+    )
+    first = plain.poll(), behind.poll()
+    assert len(appended) > 10 and sum(appended) == len(behind.metrics)
+    assert behind._metric_stream._appender is None  # the appender stops with the poll
+    assert [p.offset for p in first[0].problems] == [p.offset for p in first[1].problems]  # type: ignore[attr-defined]
+    _same(_rebuilt(plain.metrics), _rebuilt(behind.metrics))
