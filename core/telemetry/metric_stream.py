@@ -6,11 +6,11 @@ Contract:
   lines only, one transaction per poll, rewrite detection), with the lines
   decoded into columns by :class:`~miles_tui.core.telemetry.metric_workers.MetricBlockDecoder`
   (scanner threads or worker processes for a long stretch, stopped again before the poll returns).
-  ``append_behind`` (for a process with no UI: a third thread wanting the GIL
-  slows the UI's keys): a block of at least :data:`APPEND_BEHIND_BYTES` is
-  appended to the store by a thread while the tail reads and decodes the next
-  one (in order, one at a time); the poll returns only once every block is in
-  the store.
+  ``headless`` (a process with no UI: one more thread that wants the GIL
+  would slow the UI's keys): a block of at least :data:`APPEND_BEHIND_BYTES`
+  is appended to the store by a thread while the tail reads and decodes the
+  next one (in order, one at a time); the poll returns only once every block
+  is in the store.
 - The first poll starts from the user cache when it holds this file's records
   (:mod:`miles_tui.core.telemetry.metric_cache`): the tail then reads only the bytes after them.
   A poll that has read enough new bytes (``cache_min_bytes`` in all, and an
@@ -62,15 +62,15 @@ class MetricStream:
         nice: int = 0,
         cache_min_bytes: int | None = None,
         save_in_background: bool = False,
-        append_behind: bool = False,
+        headless: bool = False,
     ) -> None:
         self.path = path
         self.save_in_background = save_in_background
-        self.append_behind = append_behind
+        self.headless = headless
         self._saving: threading.Thread | None = None
         self.store = MetricStore()
         """Every record read so far."""
-        self.decoder = MetricBlockDecoder(path, workers=workers, nice=nice)
+        self.decoder = MetricBlockDecoder(path, workers=workers, nice=nice, threads=True)
         self.tail: TailFile[MetricRow] = TailFile(
             path,
             decode_metric_record,
@@ -113,7 +113,7 @@ class MetricStream:
                 self._size = 0
         ahead = (self._size - block[0]) / block[1] * 1.02 if block[1] else 1.0
         ahead = ahead if ahead > 2.0 else 1.0
-        if not self.append_behind or block[1] < APPEND_BEHIND_BYTES:
+        if not self.headless or block[1] < APPEND_BEHIND_BYTES:
             self.store.append_batch(records, ahead)
             return
         # A long read's block is copied into the store by a thread while the next block is decoded (the copies

@@ -31,11 +31,11 @@ Contract:
   :class:`~miles_tui.core.tail.StreamReset` with reason ``removed``.
   back in the delta (file and byte offset), and reading goes on.
 - metrics.jsonl is followed by :class:`~miles_tui.core.telemetry.metric_stream.MetricStream`: the
-  same tail rule, decoded into columns (by ``parse_workers`` scanner threads,
-  or as many processes, for a long stretch, for that poll only) and cached in
-  the user cache dir.
+  same tail rule, decoded into columns (by ``parse_workers`` scanner threads
+  for a long stretch, or as many processes when the scanner is not built, for
+  that poll only) and cached in the user cache dir.
 - Never writes into the run, never sleeps, reads no clock; the only threads it
-  starts are a poll's own (the scanner's; with ``append_behind``, the store's
+  starts are a poll's own (the scanner's; with ``headless``, the store's
   appender; with ``save_in_background``, the cache writer, which
   :meth:`DashboardReader.wait_saved` waits for).
 """
@@ -134,7 +134,7 @@ class DashboardReader:
         parse_workers: int = 0,
         worker_nice: int = 0,
         save_in_background: bool = False,
-        append_behind: bool = False,
+        headless: bool = False,
     ) -> None:
         self.directory = Path(directory)
         """The dashboard folder (it may not exist yet)."""
@@ -149,7 +149,7 @@ class DashboardReader:
             workers=parse_workers,
             nice=worker_nice,
             save_in_background=save_in_background,
-            append_behind=append_behind,
+            headless=headless,
         )
         self._metrics = self._metric_stream.store
         self._metrics_tail: TailFile[Any] = self._metric_stream.tail

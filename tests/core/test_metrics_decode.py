@@ -153,9 +153,13 @@ def test_any_records_decode_as_json_loads_decodes_them(rows: list[tuple[str, Any
     assert [b.offset for b in bad] == expected_bad == []
 
 
-@pytest.mark.parametrize("scanner", [False, True], ids=["worker processes", "scanner threads"])
+@pytest.mark.parametrize(
+    ("scanner", "threads"),
+    [(False, False), (True, False), (True, True)],
+    ids=["worker processes", "the scanner in worker processes", "scanner threads"],
+)
 def test_workers_decode_exactly_what_the_calling_thread_decodes(
-    tmp_path: Path, scanner: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, scanner: bool, threads: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if scanner and not line_templates.AVAILABLE:
         pytest.skip("the compiled line scanner is not built here")
@@ -165,11 +169,11 @@ def test_workers_decode_exactly_what_the_calling_thread_decodes(
     lines[300] = b'{"ts": 1.0, "step_key": "s", "step": 0, "metrics": {"x": Infinity}}'
     block = b"\n".join(lines)
     here = MetricBlockDecoder(tmp_path / "m.jsonl")
-    there = MetricBlockDecoder(tmp_path / "m.jsonl", workers=2, parallel_bytes=1, piece_bytes=4096)
+    there = MetricBlockDecoder(tmp_path / "m.jsonl", workers=2, parallel_bytes=1, piece_bytes=4096, threads=threads)
     try:
         a, bad_a = here(block, 10)
         b, bad_b = there.decode_prefix(block + b"\n{partial", len(block), 10)
-        assert (there._threads if scanner else there._pool) is not None  # it did start its workers
+        assert (there._threads if threads else there._pool) is not None  # it did start its workers
     finally:
         there.close()
     assert there._pool is None and there._threads is None
@@ -316,7 +320,7 @@ def test_a_reader_appending_behind_holds_what_a_plain_reader_holds(
     lines = [_line(float(i), "t", i, loss=i / 7, **({"late": i} if i > 300 else {})) for i in range(600)]
     (dash / "metrics.jsonl").write_bytes(b"\n".join([*lines, *WEIRD]) + b"\n" + lines[0][:30])
     plain = DashboardReader(dash, parse_workers=2)
-    behind = DashboardReader(dash, parse_workers=2, append_behind=True)
+    behind = DashboardReader(dash, parse_workers=2, headless=True)
     behind._metric_stream.tail._block_size = 4096  # many blocks: each appended while the next is decoded
     appended: list[int] = []
     real = behind._metric_stream.store.append_batch
