@@ -9,12 +9,14 @@ metric series through :class:`miles_tui.core.telemetry.streams.DashboardReader`.
 from __future__ import annotations
 
 import csv
+import ctypes
 import difflib
 import io
 import os
+import platform
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Final
 
 from miles_tui.core.dump import ROW_COLUMNS, Run, RunDir, StepSummary
 from miles_tui.core.errors import CorruptFileError, MetricNotFoundError, StepNotFoundError
@@ -54,11 +56,39 @@ def write_metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | Non
     """:func:`metrics_export`'s document written to ``out`` as it is built."""
     from miles_tui.core.telemetry import write_metrics
 
+    try:
+        long = os.stat(RunDir(run_dir).dashboard_dir / "metrics.jsonl").st_size >= KEEP_FREED_BYTES
+    except OSError:
+        long = False
+    if long:
+        _keep_freed_memory()
     reader = _metrics_reader(run_dir, keys, x_key)
     try:
         write_metrics(reader.metrics, keys, x_key, out)
     finally:
         reader.wait_saved()
+
+
+KEEP_FREED_BYTES: Final = 256 << 20
+"""A metrics.jsonl at least this long is exported with glibc keeping freed memory (:func:`_keep_freed_memory`)."""
+
+
+def _keep_freed_memory() -> None:
+    """Let glibc keep freed memory for the next allocation, for the rest of this (short-lived, headless) process.
+
+    A long export allocates and frees blocks, batches and one JSON string per key, tens of MB each; by default
+    glibc maps each afresh and unmaps it when freed, so every page is faulted in again (on a 2-core VM: 374k page
+    faults and 10.2 s for 2M lines, against 151k and 8.7 s kept; the peak RSS does not change). Only where the C
+    library is glibc; values fit a C int (a bigger one would wrap).
+    """
+    if platform.libc_ver()[0] != "glibc":
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(ctypes.c_int(-3), ctypes.c_int(1 << 30))  # M_MMAP_THRESHOLD: below 1 GiB, from the heap
+        libc.mallopt(ctypes.c_int(-1), ctypes.c_int(2**31 - 1))  # M_TRIM_THRESHOLD: never give the heap back
+    except (OSError, AttributeError):
+        return
 
 
 def _metric_store(run_dir: Path, keys: list[str] | None, x_key: str | None) -> MetricStore:
