@@ -116,17 +116,23 @@ class TreeRss:
         self.thread.start()
 
     def _children(self) -> list[int]:
-        parents: dict[int, int] = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                except (OSError, ValueError, IndexError):
-                    continue
+        """The process's descendants, from each thread's ``children`` file: a sample reads a few small files
+        (scanning all of /proc took ~6 ms a sample, a tenth of a core taken from the export it measures)."""
         found, frontier = [], [self.pid]
         while frontier:
-            frontier = [p for p, parent in parents.items() if parent in frontier]
-            found += frontier
+            below: list[int] = []
+            for pid in frontier:
+                try:
+                    tasks = os.listdir(f"/proc/{pid}/task")
+                except OSError:
+                    continue
+                for tid in tasks:
+                    try:
+                        below += [int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
+                    except (OSError, ValueError):
+                        continue
+            found += below
+            frontier = below
         return found
 
     def _run(self) -> None:

@@ -50,7 +50,8 @@ class StreamWatch:
     """Follows one run's telemetry; :meth:`poll_blocking` runs in a worker thread under :attr:`lock`."""
 
     def __init__(self, run_dir: RunDir) -> None:
-        # A long metrics.jsonl is decoded by worker processes, niced: the UI's process keeps its GIL and a core.
+        # A long metrics.jsonl is decoded by the line scanner in niced threads that release the GIL (by niced worker
+        # processes where the scanner is not built): the UI keeps the GIL and a core.
         self.follower = RunFollower(
             run_dir,
             recent_hours=STREAM_HOURS,
