@@ -6,6 +6,8 @@ Contract:
   lines only, one transaction per poll, rewrite detection), with the lines
   decoded into columns by :class:`~miles_tui.core.telemetry.metric_workers.MetricBlockDecoder`
   (scanner threads or worker processes for a long stretch, stopped again before the poll returns).
+  Without ``headless`` (the app), a long read pauses after each block as long
+  as the block took: the UI's thread gets the GIL at least half of the time.
   ``headless`` (a process with no UI: one more thread that wants the GIL
   would slow the UI's keys): a block of at least :data:`APPEND_BEHIND_BYTES`
   is appended to the store by a thread while the tail reads and decodes the
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -45,6 +48,12 @@ CACHE_MIN_BYTES: Final = 4 << 20
 
 APPEND_BEHIND_BYTES: Final = 4 << 20
 """Blocks at least this long are appended to the store by a thread, while the next one is decoded."""
+
+YIELD_BYTES: Final = 4 << 20
+YIELD_SHARE: Final = 1.0
+YIELD_MAX: Final = 0.25
+"""Without ``headless``, after each block of at least YIELD_BYTES the read pauses YIELD_SHARE times as long as
+the block took (at most YIELD_MAX seconds): the UI's thread gets the GIL at least half of the time."""
 
 RESAVE_BYTES: Final = 32 << 20
 """New bytes (at least) after which the cache entry is written again."""
@@ -83,6 +92,8 @@ class MetricStream:
         self._saved_end = 0
         self._size: int | None = None
         self._appender: ThreadPoolExecutor | None = None
+        self._worked: float | None = None
+        """When this poll's last pause ended (None: no block yet)."""
         self._appending: Future[None] | None = None
 
     def poll(self) -> TailRead:
@@ -92,6 +103,7 @@ class MetricStream:
             self._started = True
             self._restore()
         self._size = None  # stat'ed when a block arrives: a poll that finds nothing costs the tail's one stat
+        self._worked = time.perf_counter()
         try:
             read = self.tail.poll(self._append, self._on_reset)
             self._appended()
@@ -115,6 +127,8 @@ class MetricStream:
         ahead = ahead if ahead > 2.0 else 1.0
         if not self.headless or block[1] < APPEND_BEHIND_BYTES:
             self.store.append_batch(records, ahead)
+            if not self.headless and block[1] >= YIELD_BYTES:
+                self._yield()
             return
         # A long read's block is copied into the store by a thread while the next block is decoded (the copies
         # release the GIL); one block at a time, in order, and all of them before the poll returns.
@@ -122,6 +136,15 @@ class MetricStream:
         if self._appender is None:
             self._appender = ThreadPoolExecutor(1, "metrics store append")
         self._appending = self._appender.submit(self.store.append_batch, records, ahead)
+
+    def _yield(self) -> None:
+        """Sleep as long as this block's work took (at most :data:`YIELD_MAX` s): a long read shares the process
+        with a UI, and the block's batch assembly and append hold the GIL; without a pause they took half of
+        every slice the UI's thread asked for (keys 100-280 ms while 2M lines load, against 30-40 ms)."""
+        now = time.perf_counter()
+        if self._worked is not None:
+            time.sleep(min(YIELD_MAX, (now - self._worked) * YIELD_SHARE))
+        self._worked = time.perf_counter()
 
     def _appended(self) -> None:
         """Wait for the block being appended, if any (its error, if it failed, is raised here)."""

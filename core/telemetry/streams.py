@@ -34,7 +34,9 @@ Contract:
   same tail rule, decoded into columns (by ``parse_workers`` scanner threads
   for a long stretch, or as many processes when the scanner is not built, for
   that poll only) and cached in the user cache dir.
-- Never writes into the run, never sleeps, reads no clock; the only threads it
+- Never writes into the run; never sleeps or reads a clock but for a long
+  metrics read's pauses between blocks (not ``headless``: see
+  :mod:`~miles_tui.core.telemetry.metric_stream`); the only threads it
   starts are a poll's own (the scanner's; with ``headless``, the store's
   appender; with ``save_in_background``, the cache writer, which
   :meth:`DashboardReader.wait_saved` waits for).

@@ -332,3 +332,26 @@ def test_a_reader_appending_behind_holds_what_a_plain_reader_holds(
     assert behind._metric_stream._appender is None  # the appender stops with the poll
     assert [p.offset for p in first[0].problems] == [p.offset for p in first[1].problems]  # type: ignore[attr-defined]
     _same(_rebuilt(plain.metrics), _rebuilt(behind.metrics))
+
+
+@pytest.mark.parametrize("headless", [False, True])
+def test_a_long_read_beside_a_ui_pauses_between_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, headless: bool
+) -> None:
+    from miles_tui.core.telemetry import metric_stream
+
+    monkeypatch.setattr(metric_stream, "YIELD_BYTES", 1)
+    monkeypatch.setattr(metric_stream, "APPEND_BEHIND_BYTES", 1)
+    pauses: list[float] = []
+    monkeypatch.setattr(metric_stream.time, "sleep", pauses.append)
+    dash = tmp_path / "dashboard"
+    dash.mkdir()
+    (dash / "metrics.jsonl").write_bytes(b"\n".join(_line(float(i), "t", i, loss=i / 7) for i in range(400)) + b"\n")
+    reader = DashboardReader(dash, parse_workers=2, headless=headless)
+    reader._metric_stream.tail._block_size = 4096
+    reader.poll()
+    assert len(reader.metrics) == 400
+    if headless:
+        assert pauses == []  # no UI to share the GIL with
+    else:
+        assert len(pauses) > 5 and all(0 <= p <= metric_stream.YIELD_MAX for p in pauses)  # one after each block
