@@ -18,16 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.tail import TailFile
-from miles_tui.core.telemetry import MetricStore, line_templates
+from miles_tui.core.telemetry import line_templates
 from miles_tui.core.telemetry.line_templates import MAX_SLOTS, Buffers, Templates, scan_decode
-from miles_tui.core.telemetry.metric_batch import check_value, decode_metric_record
+from tests.core.metric_lines import as_text, line, reference
 
 pytestmark = pytest.mark.skipif(not line_templates.AVAILABLE, reason="the compiled line scanner is not built here")
-
-
-def _line(ts: Any, step_key: str, step: Any, **metrics: Any) -> bytes:
-    return json.dumps({"ts": ts, "step_key": step_key, "step": step, "metrics": metrics}).encode()
 
 
 def _compact(ts: Any, step_key: str, step: Any, **metrics: Any) -> bytes:
@@ -35,28 +30,8 @@ def _compact(ts: Any, step_key: str, step: Any, **metrics: Any) -> bytes:
     return json.dumps(record, separators=(",", ":")).encode()
 
 
-def _reference(block: bytes) -> tuple[list[str], list[int]]:
-    def checked(value: Any) -> Any:
-        row = decode_metric_record(value)
-        for part in (row[0], row[2], row[3]):
-            check_value(part)
-        return row
-
-    rows, malformed = TailFile("x", checked)._decode_block(block, 0)
-    records = [{"ts": ts, "step_key": key, "step": step, "metrics": dict(m)} for ts, key, step, m in rows]
-    return [json.dumps(r, sort_keys=True) for r in records], [m.offset for m in malformed]
-
-
 def _scanned(block: bytes, templates: Templates, **options: Any) -> tuple[list[str], list[int]]:
-    batch, bad = scan_decode(block, 0, templates=templates, **options)
-    store = MetricStore()
-    store.append_batch(batch)
-    records = []
-    for i in range(len(store)):
-        r = store.record(i)
-        records.append({"ts": r.ts, "step_key": r.step_key, "step": r.step, "metrics": dict(r.metrics)})
-    # json.dumps tells 1 from 1.0 and keeps NaN/Infinity: equal text means equal values with equal JSON types
-    return [json.dumps(r, sort_keys=True) for r in records], [b.offset for b in bad]
+    return as_text(*scan_decode(block, 0, templates=templates, **options))
 
 
 def _matched(block: bytes, templates: Templates) -> int:
@@ -66,18 +41,18 @@ def _matched(block: bytes, templates: Templates) -> int:
 
 
 TEACHERS = [
-    _line(0.5, "train/step", 0, loss=0.25, n=3, lr=1e-6),
+    line(0.5, "train/step", 0, loss=0.25, n=3, lr=1e-6),
     _compact(0.5, "rollout/step", 0, reward=0.5, len=7),
 ]
 
 LINES = [
-    _line(1.5, "train/step", 1, loss=0.48677725304935715, n=4, lr=1e-6),  # 17 significant digits
-    _line(2, "train/step", 2, loss=1, n=2**53 + 1, lr=-0.0),  # an int beyond 15 digits: the general way
-    _line(3.0, "train/step", 3.0, loss=1.0, n=0, lr=5e-324),  # 1.0 stays a float, 0 an int; a subnormal
-    _line(4.0, "train/step", -0.0, loss=float("nan"), n=-1, lr=float("-inf")),
-    _line(5.0, "train/step", 5, loss=None, n=999999999999999, lr=1.7976931348623157e308),
-    _line(None, "train/step", 6, loss=1.0, n=1, lr=1.0),  # a null ts: malformed, named by the general way
-    _line(7.0, "train/step", None, loss=0.1, n=2, lr=0.2),  # a null step is a step
+    line(1.5, "train/step", 1, loss=0.48677725304935715, n=4, lr=1e-6),  # 17 significant digits
+    line(2, "train/step", 2, loss=1, n=2**53 + 1, lr=-0.0),  # an int beyond 15 digits: the general way
+    line(3.0, "train/step", 3.0, loss=1.0, n=0, lr=5e-324),  # 1.0 stays a float, 0 an int; a subnormal
+    line(4.0, "train/step", -0.0, loss=float("nan"), n=-1, lr=float("-inf")),
+    line(5.0, "train/step", 5, loss=None, n=999999999999999, lr=1.7976931348623157e308),
+    line(None, "train/step", 6, loss=1.0, n=1, lr=1.0),  # a null ts: malformed, named by the general way
+    line(7.0, "train/step", None, loss=0.1, n=2, lr=0.2),  # a null step is a step
     b'{"ts": 8.0, "step_key": "train/step", "step": 8, "metrics": {"loss": 1e400, "n": 1, "lr": 1E-2}}',
     b'{"ts": 9.0, "step_key": "train/step", "step": 9, "metrics": {"loss": 0.1, "n": 01, "lr": 1}}',  # bad JSON
     b'{"ts": 10.0, "step_key": "train/step", "step": 10, "metrics": {"loss": 1., "n": 1, "lr": 1}}',
@@ -110,12 +85,12 @@ LINES = [
 def test_lines_of_a_learned_template_decode_as_json_loads_decodes_them() -> None:
     templates = Templates()
     teach = b"\n".join(TEACHERS)
-    assert _scanned(teach, templates) == _reference(teach)
+    assert _scanned(teach, templates) == reference(teach)
     assert len(templates.known) == 2  # one template per shape, json.dumps' default separators or compact
     block = b"\n".join(LINES)
     assert _matched(block, templates) == 10  # the scanner read lines 0, 2-7, 25, 27, 28; the rest are handed on
-    assert _scanned(block, templates) == _reference(block)
-    assert _scanned(block, templates) == _reference(block)  # again, with what the first pass taught
+    assert _scanned(block, templates) == reference(block)
+    assert _scanned(block, templates) == reference(block)  # again, with what the first pass taught
 
 
 def test_parts_scanned_in_threads_give_what_one_pass_gives() -> None:
@@ -123,14 +98,14 @@ def test_parts_scanned_in_threads_give_what_one_pass_gives() -> None:
     lines = [
         _compact(float(i), "train/step", i, loss=rng.random(), n=rng.randrange(100), **({"late": 1} if i > 500 else {}))
         if i % 3
-        else _line(float(i), "rollout/step", i, reward=rng.choice([0.5, None, float("nan")]))
+        else line(float(i), "rollout/step", i, reward=rng.choice([0.5, None, float("nan")]))
         for i in range(1000)
     ]
     lines[400] = b"not json"
     block = b"\n".join(lines)
     one, threads = Templates(), Templates()
     with ThreadPoolExecutor(3) as pool:
-        assert _scanned(block, threads, parts=7, scans=pool.map) == _scanned(block, one) == _reference(block)
+        assert _scanned(block, threads, parts=7, scans=pool.map) == _scanned(block, one) == reference(block)
     assert {t.slots for t in one.known} == {t.slots for t in threads.known}
     assert _matched(block, one) == 999  # the late key's shape was learned on the way, and scanned again with it
 
@@ -231,20 +206,20 @@ def test_the_scanner_checks_its_buffers_and_never_reads_past_the_end() -> None:
 
 def test_learning_is_bounded_and_skips_what_it_cannot_read_back(monkeypatch: pytest.MonkeyPatch) -> None:
     templates = Templates()
-    assert templates.learn(_line(1.0, "s", 1, x=True)) is None  # a bool: never learned
-    assert templates.learn(_line(1.0, "s", 1, x=2**60)) is None  # an int the scanner hands on
-    assert templates.learn(_line(None, "s", 1, x=1)) is None  # a null ts
+    assert templates.learn(line(1.0, "s", 1, x=True)) is None  # a bool: never learned
+    assert templates.learn(line(1.0, "s", 1, x=2**60)) is None  # an int the scanner hands on
+    assert templates.learn(line(None, "s", 1, x=1)) is None  # a null ts
     assert templates.learn(b'{"ts": 1.0, "step_key": "s", "step": 1, "metrics": {"x": 1}, "extra": 2}') is None
     assert templates.learn(b'{"ts": 1.0, "step_key": "s", "step": 1, "metrics": {"\\u0078": 1}}') is None
-    wide = _line(1.0, "s", 1, **{f"k{i}": i for i in range(MAX_SLOTS - 1)})
+    wide = line(1.0, "s", 1, **{f"k{i}": i for i in range(MAX_SLOTS - 1)})
     assert templates.learn(wide) is None and templates.known == ()
     monkeypatch.setattr(line_templates, "MAX_TEMPLATES", 2)
-    lines = [_line(float(i), "s", i, **{f"new{i}": i}) for i in range(6)]  # every line a new shape
+    lines = [line(float(i), "s", i, **{f"new{i}": i}) for i in range(6)]  # every line a new shape
     block = b"\n".join(lines)
-    assert _scanned(block, templates) == _reference(block)
+    assert _scanned(block, templates) == reference(block)
     assert len(templates.known) == 2
     monkeypatch.setattr(line_templates, "MAX_ATTEMPTS", templates.attempts)
-    assert templates.learn(_line(1.0, "t", 1, y=1)) is None  # out of tries
+    assert templates.learn(line(1.0, "t", 1, y=1)) is None  # out of tries
 
 
 _value = (
@@ -274,11 +249,11 @@ def test_any_records_decode_as_json_loads_decodes_them_once_their_templates_are_
 ) -> None:
     templates = Templates()
     block = b"\n".join(
-        (_compact if compact else _line)(float(i), key, step, **metrics)
+        (_compact if compact else line)(float(i), key, step, **metrics)
         for i, (key, step, metrics, compact) in enumerate(rows)
     )
     first = _scanned(block, templates)
-    assert first == _reference(block)
+    assert first == reference(block)
     assert _scanned(block, templates, parts=3) == first  # the second time, what the first pass taught is used
 
 
@@ -306,7 +281,7 @@ def test_damaged_lines_of_a_learned_template_decode_as_json_loads_decodes_them(
     for at, data, dropped in edits:
         line[at : at + dropped] = data
     block = b"\n".join([_GOOD, bytes(line)[:cut], _GOOD])
-    assert _scanned(block, templates) == _reference(block)
+    assert _scanned(block, templates) == reference(block)
 
 
 def test_miles_tui_no_scanner_turns_the_scanner_off() -> None:

@@ -3,7 +3,6 @@ still exactly what json.loads gives for each line, whatever the line."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import msgspec
@@ -11,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.tail import TailFile
-from miles_tui.core.telemetry import MetricStore, metric_batch, metric_shapes
-from miles_tui.core.telemetry.metric_batch import check_value, decode_block, decode_metric_record
+from miles_tui.core.telemetry import metric_batch, metric_shapes
+from miles_tui.core.telemetry.metric_batch import decode_block
 from miles_tui.core.telemetry.metric_shapes import MAX_WIDTH, Shapes
+from tests.core.metric_lines import as_text, line, reference
 
 
 @pytest.fixture
@@ -25,41 +24,18 @@ def shapes(monkeypatch: pytest.MonkeyPatch) -> Shapes:
     return fresh
 
 
-def _line(ts: Any, step_key: str, step: Any, **metrics: Any) -> bytes:
-    return json.dumps({"ts": ts, "step_key": step_key, "step": step, "metrics": metrics}).encode()
-
-
-def _reference(block: bytes) -> tuple[list[str], list[int]]:
-    def checked(value: Any) -> Any:
-        row = decode_metric_record(value)
-        for part in (row[0], row[2], row[3]):
-            check_value(part)
-        return row
-
-    rows, malformed = TailFile("x", checked)._decode_block(block, 0)
-    records = [{"ts": ts, "step_key": key, "step": step, "metrics": dict(m)} for ts, key, step, m in rows]
-    return [json.dumps(r, sort_keys=True) for r in records], [m.offset for m in malformed]
-
-
 def _decoded(block: bytes) -> tuple[list[str], list[int]]:
-    batch, bad = decode_block(block, 0)
-    store = MetricStore()
-    store.append_batch(batch)
-    records = []
-    for i in range(len(store)):
-        r = store.record(i)
-        records.append({"ts": r.ts, "step_key": r.step_key, "step": r.step, "metrics": dict(r.metrics)})
-    return [json.dumps(r, sort_keys=True) for r in records], [b.offset for b in bad]
+    return as_text(*decode_block(block, 0))
 
 
-TEACHER = _line(0.5, "train/step", 0, loss=0.25, n=3, lr=1e-6)
+TEACHER = line(0.5, "train/step", 0, loss=0.25, n=3, lr=1e-6)
 """A line of the shape the lines below are checked against (the first decode learns it)."""
 
 LEARNED_SHAPE_LINES = [
-    _line(1.5, "train/step", 1, loss=0.48677725304935715, n=4, lr=1e-6),
-    _line(2, "train/step", 2, loss=1, n=2**53 + 1, lr=-0.0),  # an int beyond 2**53 stays exact
-    _line(3.0, "train/step", 3.0, loss=1.0, n=0),  # 1.0 stays a float, 0 an int; lr missing
-    _line(4.0, "train/step", -0.0, n=2**70),
+    line(1.5, "train/step", 1, loss=0.48677725304935715, n=4, lr=1e-6),
+    line(2, "train/step", 2, loss=1, n=2**53 + 1, lr=-0.0),  # an int beyond 2**53 stays exact
+    line(3.0, "train/step", 3.0, loss=1.0, n=0),  # 1.0 stays a float, 0 an int; lr missing
+    line(4.0, "train/step", -0.0, n=2**70),
     b'{"ts":5.0,"step_key":"train/step","step":4,"metrics":{"loss":1' + b"0" * 400 + b"}}",  # beyond a float64
     b'{"ts":6.0,"step_key":"train/step","step":5,"metrics":{"loss":1e400}}',  # json.loads: inf
     b'{"ts":7.0,"step_key":"train/step","step":6,"metrics":{"loss":1,"loss":2.5}}',  # duplicate: the last wins
@@ -87,15 +63,15 @@ def test_lines_of_a_learned_shape_decode_as_json_loads_decodes_them(shapes: Shap
     assert shapes.builds == 1
     assert type(shapes.decode(LEARNED_SHAPE_LINES[0])).step_key == "train/step"  # the fast way reads them
     block = b"\n".join(LEARNED_SHAPE_LINES)
-    assert _decoded(block) == _reference(block)
-    assert _decoded(block) == _reference(block)  # again, with "other" learned on the way
+    assert _decoded(block) == reference(block)
+    assert _decoded(block) == reference(block)  # again, with "other" learned on the way
 
 
 def test_a_name_msgspec_cannot_match_is_not_learned_and_its_lines_still_decode(shapes: Shapes) -> None:
-    lines = [_line(float(i), "s", i, **{'q"': i, "a\\b": 0.5, "c\x01": 1}) for i in range(3)]
-    lines += [_line(3.0, 'x"y', 3, a=1), _line(4.0, 'x"y', 4, a=2)]
+    lines = [line(float(i), "s", i, **{'q"': i, "a\\b": 0.5, "c\x01": 1}) for i in range(3)]
+    lines += [line(3.0, 'x"y', 3, a=1), line(4.0, 'x"y', 4, a=2)]
     block = b"\n".join(lines)
-    assert _decoded(block) == _reference(block)
+    assert _decoded(block) == reference(block)
     assert shapes.builds == 0
     with pytest.raises(msgspec.DecodeError):
         shapes.decode(lines[1])
@@ -105,9 +81,9 @@ def test_learning_is_bounded(shapes: Shapes, monkeypatch: pytest.MonkeyPatch) ->
     shapes.learn("wide", [f"k{i}" for i in range(MAX_WIDTH + 1)])
     assert shapes.builds == 0
     monkeypatch.setattr(metric_shapes, "MAX_BUILDS", 3)
-    lines = [_line(float(i), "s", i, **{f"new{i}": i}) for i in range(10)]  # every line a new name
+    lines = [line(float(i), "s", i, **{f"new{i}": i}) for i in range(10)]  # every line a new name
     block = b"\n".join(lines)
-    assert _decoded(block) == _reference(block)
+    assert _decoded(block) == reference(block)
     assert shapes.builds == 3
 
 
@@ -136,7 +112,7 @@ def test_any_records_decode_as_json_loads_decodes_them_once_their_shapes_are_lea
     fresh = Shapes()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(metric_batch, "SHAPES", fresh)
-        block = b"\n".join(_line(float(i), key, step, **metrics) for i, (key, step, metrics) in enumerate(rows))
+        block = b"\n".join(line(float(i), key, step, **metrics) for i, (key, step, metrics) in enumerate(rows))
         first = _decoded(block)
-        assert first == _reference(block)
+        assert first == reference(block)
         assert _decoded(block) == first  # the second time, every shape seen is learned
