@@ -372,9 +372,12 @@ class TailFile(Generic[T]):
                 count += len(records)
                 malformed += bad
                 self._malformed_count += len(bad)
-            rest = data[cut + 1 :]
-            chunks = [rest] if rest else []
-            pos = self._seen = end
+            rest = len(data) - cut - 1
+            if 0 < rest <= self._block_size // 8:  # the next read starts at the partial line: nothing to join
+                chunks, pos = [], end - rest
+            else:
+                chunks, pos = ([data[cut + 1 :]] if rest else []), end
+            self._seen = pos
         return count, malformed
 
     def _too_long(self, fd: int, newline: int) -> MalformedLineError:
