@@ -79,7 +79,7 @@ class MetricStream:
         self._saving: threading.Thread | None = None
         self.store = MetricStore()
         """Every record read so far."""
-        self.decoder = MetricBlockDecoder(path, workers=workers, nice=nice, threads=True)
+        self.decoder = MetricBlockDecoder(path, workers=workers, nice=nice)
         self.tail: TailFile[MetricRow] = TailFile(
             path,
             decode_metric_record,

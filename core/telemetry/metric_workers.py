@@ -6,18 +6,18 @@ Contract:
   ``metrics.jsonl`` (and has the tail's ``decode_prefix``: it reads
   ``data[:end]`` where it lies). The result is always that of
   :func:`miles_tui.core.telemetry.metric_batch.decode_block` on the block.
-- With ``threads`` and the compiled line scanner
-  (:data:`~.line_templates.AVAILABLE`), a block of at least ``parallel_bytes``
+- With the compiled line scanner (:data:`~.line_templates.AVAILABLE`), a
+  block of at least ``parallel_bytes``
   goes through :func:`~.line_templates.scan_decode` in ``workers`` threads
   (the scanner releases the GIL; each thread runs ``nice`` lower), in twice as
   many parts, so this thread assembles the first parts while the last ones are
   scanned. The scanner's arrays are kept from block to block until
   :meth:`close`.
-- Otherwise a block shorter than ``parallel_bytes`` (every poll of a live
-  run) is decoded in the calling thread (by the scanner when it is built); a
-  longer one (a first load) is cut at line ends into pieces that ``workers``
-  processes decode (by the scanner, when built), and their batches are joined
-  in file order. The pieces travel to the workers as bytes: a worker never
+  A shorter one (every poll of a live run) is scanned in the calling thread.
+- Without it, a block shorter than ``parallel_bytes`` is decoded in the
+  calling thread; a longer one (a first load) is cut at line ends into pieces
+  that ``workers`` processes decode, and their batches are joined in file
+  order. The pieces travel to the workers as bytes: a worker never
   reads the file, so what it decodes is exactly what the tail read in its
   transaction. Workers are started (``forkserver``, else ``spawn``; never
   ``fork``: the app has threads) on the first long block; ``nice`` lowers
@@ -107,8 +107,7 @@ def _fileno(stream: object) -> int:
 
 
 def _decode_piece(piece: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
-    """A piece decoded in this process: by the line scanner when it is built (in a worker process too)."""
-    return line_templates.scan_decode(piece, base) if line_templates.AVAILABLE else decode_block(piece, base)
+    return decode_block(piece, base)
 
 
 @dataclass(frozen=True)
@@ -138,11 +137,9 @@ class MetricBlockDecoder:
         nice: int = 0,
         parallel_bytes: int | None = None,
         piece_bytes: int | None = None,
-        threads: bool = False,
     ) -> None:
         self.path = path
         self.workers = workers
-        self.threads = threads
         self.nice = nice
         self.parallel_bytes = PARALLEL_BYTES if parallel_bytes is None else parallel_bytes
         self.piece_bytes = PIECE_BYTES if piece_bytes is None else piece_bytes
@@ -164,13 +161,14 @@ class MetricBlockDecoder:
         with ``data[:end]`` does, without that copy (the tail calls this when it has it)."""
         self._remember(data, end, base)
         self.last_block = (base, end + 1)
-        long = self.workers > 0 and end >= self.parallel_bytes
-        if line_templates.AVAILABLE and (self.threads or not long):
+        if line_templates.AVAILABLE:
             batch, bad = self._scanned(data, end, base)
-        elif long:
-            batch, bad = self._parallel(data if end == len(data) else data[:end], base)
         else:
-            batch, bad = decode_block(data if end == len(data) else data[:end], base)
+            block = data if end == len(data) else data[:end]
+            if self.workers > 0 and end >= self.parallel_bytes:
+                batch, bad = self._parallel(block, base)
+            else:
+                batch, bad = decode_block(block, base)
         return batch, [MalformedLineError(self.path, b.offset, b.reason, b.excerpt) for b in bad]
 
     def _remember(self, data: bytes, end: int, base: int) -> None:
@@ -215,7 +213,7 @@ class MetricBlockDecoder:
             pool = self._start()
         except Exception:  # no worker processes here (a sandbox, no semaphores ...): this thread decodes
             self.workers = 0
-            return _decode_piece(block, base)
+            return decode_block(block, base)
         futures: list[tuple[int, int, Future[tuple[MetricBatch, list[BadLine]]] | None]] = []
         for start, end in _cut(block, self.piece_bytes):
             try:
@@ -230,7 +228,7 @@ class MetricBlockDecoder:
                     raise RuntimeError("no worker")
                 batch, lines = future.result()
             except Exception:  # a worker died or failed: the same piece, decoded here
-                batch, lines = _decode_piece(block[start:end], base + start)
+                batch, lines = decode_block(block[start:end], base + start)
             batches.append(batch)
             bad += lines
         return MetricBatch.concat(batches), bad
