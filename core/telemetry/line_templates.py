@@ -444,14 +444,10 @@ def _interleave(pieces: list[tuple[npt.NDArray[np.int64], MetricBatch]], total: 
             step_key[positions] = remap[batch.step_key]
         for name, points in batch.keys.items():
             parts.setdefault(name, []).append((positions[points.records], points.values))
-    keys: dict[str, KeyPoints] = {}
-    for name, found in sorted(parts.items(), key=lambda item: min(int(r[0]) for r, _ in item[1])):
-        records = np.concatenate([r for r, _ in found])
-        values = Values.concat([v for _, v in found])
-        if len(found) > 1:
-            order = np.argsort(records, kind="stable")
-            records, values = records[order], values.take(order)
-        keys[name] = KeyPoints(records.astype(np.uint32), values)
+    keys = {
+        name: KeyPoints.merged(found)
+        for name, found in sorted(parts.items(), key=lambda item: min(int(r[0]) for r, _ in item[1]))
+    }
     return MetricBatch(
         Values.scatter([(p, b.ts) for p, b in pieces], total),
         Values.scatter([(p, b.step) for p, b in pieces], total),

@@ -104,6 +104,17 @@ class KeyPoints:
     values: Values
     """Each point's value."""
 
+    @staticmethod
+    def merged(found: Sequence[tuple[npt.NDArray[np.integer[Any]], Values]]) -> KeyPoints:
+        """One metric's points gathered from parts (record indices and values each), ordered by record."""
+        if len(found) == 1:
+            records, values = found[0]
+        else:
+            records = np.concatenate([r for r, _ in found])
+            order = np.argsort(records, kind="stable")
+            records, values = records[order], Values.concat([v for _, v in found]).take(order)
+        return KeyPoints(records.astype(np.uint32, copy=False), values)
+
 
 @dataclass(frozen=True)
 class MetricBatch(Sequence[MetricRow]):
@@ -328,12 +339,7 @@ class _Chunk:
             parts = dict(sorted(parts.items(), key=lambda item: min(int(r[0]) for r, _ in item[1])))
         keys: dict[str, KeyPoints] = {}
         for name, found in parts.items():
-            if len(found) == 1:
-                keys[name] = KeyPoints(*found[0])
-                continue
-            records = np.concatenate([r for r, _ in found])
-            order = np.argsort(records, kind="stable")
-            keys[name] = KeyPoints(records[order], Values.concat([v for _, v in found]).take(order))
+            keys[name] = KeyPoints.merged(found)
         return MetricBatch(values_of(self.ts), values_of(self.steps), step_key, tuple(ids), keys)
 
 
