@@ -37,7 +37,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.telemetry.metric_batch import BadLine, KeyPoints, MetricBatch, decode_block
+from miles_tui.core.telemetry.metric_batch import BadLine, KeyPoints, MetricBatch, cut_lines, decode_block
 from miles_tui.core.telemetry.metric_values import Values
 
 _scan: Callable[..., tuple[int, int, int]] | None
@@ -290,7 +290,8 @@ def scan_decode(
 
     batches: list[MetricBatch] = []
     bad: list[BadLine] = []
-    for _, hi, scanned, taken in scans(one, _cut(block, len(block) if end is None else end, parts)):
+    stop = len(block) if end is None else end
+    for _, hi, scanned, taken in scans(one, cut_lines(block, stop, max(1, -(-stop // parts)))):
         try:
             batch, lines = _assemble(block, base, hi, known, scanned, templates, taken)
         finally:
@@ -298,20 +299,6 @@ def scan_decode(
         batches.append(batch)
         bad += lines
     return MetricBatch.concat(batches), bad
-
-
-def _cut(block: bytes, end: int, parts: int) -> list[tuple[int, int]]:
-    """``block[:end]`` cut at line ends into ``parts`` (lo, hi) ranges at most (each without its final newline)."""
-    cuts: list[tuple[int, int]] = []
-    lo = 0
-    for k in range(1, parts):
-        at = block.find(b"\n", max(lo, end * k // parts), end)
-        if at < 0:
-            break
-        cuts.append((lo, at))
-        lo = at + 1
-    cuts.append((lo, end))
-    return cuts
 
 
 def _assemble(

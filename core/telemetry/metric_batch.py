@@ -186,6 +186,19 @@ class MetricBatch(Sequence[MetricRow]):
 EMPTY_BATCH: Final = MetricBatch(EMPTY_VALUES, EMPTY_VALUES, np.zeros(0, np.uint32), (), {})
 
 
+def cut_lines(block: bytes, end: int, piece: int) -> list[tuple[int, int]]:
+    """``block[:end]`` cut at line ends into (start, stop) pieces of about ``piece`` bytes: no newline inside a
+    piece, each stop a newline or ``end`` (a trailing empty line, which holds no record, is left out)."""
+    cuts: list[tuple[int, int]] = []
+    start = 0
+    while start < end:
+        stop = block.find(b"\n", start + piece, end) if start + piece < end else -1
+        stop = end if stop < 0 else stop
+        cuts.append((start, stop))
+        start = stop + 1
+    return cuts
+
+
 CHUNK_LINES: Final = 4096
 """Lines decoded and converted together: few enough that their objects stay in the CPU cache."""
 

@@ -38,7 +38,6 @@ import multiprocessing
 import os
 import sys
 import threading
-from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +45,7 @@ from typing import Final
 
 from miles_tui.core.tail import MalformedLineError
 from miles_tui.core.telemetry import line_templates
-from miles_tui.core.telemetry.metric_batch import BadLine, MetricBatch, decode_block
+from miles_tui.core.telemetry.metric_batch import BadLine, MetricBatch, cut_lines, decode_block
 
 PARALLEL_BYTES: Final = 8 << 20
 """Blocks at least this long are decoded by worker processes (when there are workers)."""
@@ -215,7 +214,7 @@ class MetricBlockDecoder:
             self.workers = 0
             return decode_block(block, base)
         futures: list[tuple[int, int, Future[tuple[MetricBatch, list[BadLine]]] | None]] = []
-        for start, end in _cut(block, self.piece_bytes):
+        for start, end in cut_lines(block, len(block), self.piece_bytes):
             try:
                 futures.append((start, end, pool.submit(_decode_piece, block[start:end], base + start)))
             except Exception:  # the pool broke: this piece is decoded here
@@ -252,15 +251,3 @@ class MetricBlockDecoder:
         threads, self._threads = self._threads, None
         if threads is not None:
             threads.shutdown(wait=True, cancel_futures=True)
-
-
-def _cut(block: bytes, piece: int) -> Sequence[tuple[int, int]]:
-    """``block`` cut at line ends into (start, end) pieces of about ``piece`` bytes (no newline inside the cut)."""
-    cuts: list[tuple[int, int]] = []
-    start = 0
-    while start < len(block):
-        end = block.find(b"\n", start + piece) if start + piece < len(block) else -1
-        end = len(block) if end < 0 else end
-        cuts.append((start, end))
-        start = end + 1
-    return cuts
