@@ -9,7 +9,7 @@ Contract:
   Without ``headless`` (the app), a long read pauses after each block as long
   as the block took: the UI's thread gets the GIL at least half of the time.
   ``headless`` (a process with no UI: one more thread that wants the GIL
-  would slow the UI's keys): a block of at least :data:`APPEND_BEHIND_BYTES`
+  would slow the UI's keys): a block of at least :data:`LONG_BLOCK_BYTES`
   is appended to the store by a thread while the tail reads and decodes the
   next one (in order, one at a time); the poll returns only once every block
   is in the store.
@@ -46,14 +46,13 @@ from miles_tui.core.telemetry.metrics import MetricStore
 CACHE_MIN_BYTES: Final = 4 << 20
 """Files shorter than this are not cached: reading them again costs milliseconds."""
 
-APPEND_BEHIND_BYTES: Final = 4 << 20
-"""Blocks at least this long are appended to the store by a thread, while the next one is decoded."""
+LONG_BLOCK_BYTES: Final = 4 << 20
+"""A block at least this long is appended behind (``headless``) or followed by a pause (otherwise)."""
 
-YIELD_BYTES: Final = 4 << 20
 YIELD_SHARE: Final = 1.0
 YIELD_MAX: Final = 0.25
-"""Without ``headless``, after each block of at least YIELD_BYTES the read pauses YIELD_SHARE times as long as
-the block took (at most YIELD_MAX seconds): the UI's thread gets the GIL at least half of the time."""
+"""Without ``headless``, after each long block the read pauses YIELD_SHARE times as long as the block took (at
+most YIELD_MAX seconds): the UI's thread gets the GIL at least half of the time."""
 
 RESAVE_BYTES: Final = 32 << 20
 """New bytes (at least) after which the cache entry is written again."""
@@ -125,9 +124,10 @@ class MetricStream:
                 self._size = 0
         ahead = (self._size - block[0]) / block[1] * 1.02 if block[1] else 1.0
         ahead = ahead if ahead > 2.0 else 1.0
-        if not self.headless or block[1] < APPEND_BEHIND_BYTES:
+        long = block[1] >= LONG_BLOCK_BYTES
+        if not (self.headless and long):
             self.store.append_batch(records, ahead)
-            if not self.headless and block[1] >= YIELD_BYTES:
+            if long:
                 self._yield()
             return
         # A long read's block is copied into the store by a thread while the next block is decoded (the copies

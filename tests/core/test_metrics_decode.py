@@ -310,7 +310,7 @@ def test_a_reader_appending_behind_holds_what_a_plain_reader_holds(
 ) -> None:
     from miles_tui.core.telemetry import metric_stream
 
-    monkeypatch.setattr(metric_stream, "APPEND_BEHIND_BYTES", 1)
+    monkeypatch.setattr(metric_stream, "LONG_BLOCK_BYTES", 1)
     dash = tmp_path / "dashboard"
     dash.mkdir()
     lines = [_line(float(i), "t", i, loss=i / 7, **({"late": i} if i > 300 else {})) for i in range(600)]
@@ -336,8 +336,7 @@ def test_a_long_read_beside_a_ui_pauses_between_blocks(
 ) -> None:
     from miles_tui.core.telemetry import metric_stream
 
-    monkeypatch.setattr(metric_stream, "YIELD_BYTES", 1)
-    monkeypatch.setattr(metric_stream, "APPEND_BEHIND_BYTES", 1)
+    monkeypatch.setattr(metric_stream, "LONG_BLOCK_BYTES", 1)
     pauses: list[float] = []
     monkeypatch.setattr(metric_stream.time, "sleep", pauses.append)
     dash = tmp_path / "dashboard"
