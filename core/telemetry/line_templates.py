@@ -250,8 +250,8 @@ def _scan_all(block: bytes, lo: int, hi: int, templates: tuple[Template, ...], b
     segments = tuple(t.segments for t in templates)
     lines = numbers = 0
     at = lo
+    b = buffers
     while True:
-        b = buffers
         scanned, written, at = _scan(
             block, at, hi, segments, b.kinds[lines:], b.starts[lines:], b.values[numbers:], b.flags[numbers:]
         )
@@ -260,7 +260,7 @@ def _scan_all(block: bytes, lo: int, hi: int, templates: tuple[Template, ...], b
         if at > hi:
             return _Scanned(b.kinds[:lines], b.starts[:lines], b.values[:numbers], b.flags[:numbers])
         full = lines == len(b.kinds)  # else the next line's numbers did not fit
-        buffers.grow(2 * len(b.kinds) if full else 0, 0 if full else 2 * len(b.values) + MAX_SLOTS)
+        b.grow(2 * len(b.kinds) if full else 0, 0 if full else 2 * len(b.values) + MAX_SLOTS)
 
 
 Scans = Callable[[Callable[[tuple[int, int]], Any], Sequence[tuple[int, int]]], Iterable[Any]]
