@@ -4,7 +4,9 @@ Contract:
 
 - An entry is the folder ``metrics/KEY/`` under :func:`miles_tui.core.cache_dir.cache_root`
   (never in the run): ``manifest.json`` and one ``.npy`` per array. KEY hashes
-  the file's identity: its absolute path, ``st_dev`` and ``st_ino``.
+  the file's identity: its absolute path, ``st_dev`` and ``st_ino``. Keys logged
+  in the same records share one file of record indices (a run's keys mostly
+  come in a few such groups: a third of the entry, written once per group).
 - An entry covers the bytes ``[0, end)`` of the file (``end`` just after a
   newline) and holds their records. Its :class:`~miles_tui.core.telemetry.metric_workers.Fingerprint`
   (the first and the last 4 KB of those bytes, hashed) is checked against the
@@ -38,7 +40,7 @@ from miles_tui.core.telemetry.metric_values import Values
 from miles_tui.core.telemetry.metric_workers import WINDOW, Fingerprint
 from miles_tui.core.telemetry.metrics import MetricStore, StoreColumns
 
-FORMAT: Final = 2
+FORMAT: Final = 3
 """Bump when the layout changes: entries of another format are misses."""
 
 KIND: Final = "metrics"
@@ -126,11 +128,17 @@ def _columns(entry: Path, manifest: dict[str, Any]) -> StoreColumns:
     step_key = _array(entry, "step_key", np.uint32, records)
     if records and int(step_key.max()) >= len(step_keys):
         raise ValueError("step_key: out of range")
+    groups = manifest["rec"]
+    if len(groups) != len(manifest["keys"]) or any(type(g) is not int or not 0 <= g <= i for i, g in enumerate(groups)):
+        raise ValueError("rec: not one record file per key")
+    shared: dict[int, npt.NDArray[np.uint32]] = {}  # shared by the keys of a group: appends never write into it
     keys: dict[str, tuple[npt.NDArray[np.uint32], Values]] = {}
-    for i, name in enumerate(manifest["keys"]):
-        rec = _array(entry, f"k{i}.rec", np.uint32, None)
-        if len(rec) and (int(rec[-1]) >= records or not bool(np.all(rec[1:] > rec[:-1]))):
-            raise ValueError(f"k{i}: records out of order")
+    for i, (name, group) in enumerate(zip(manifest["keys"], groups, strict=True)):
+        rec = shared.get(group)
+        if rec is None:
+            rec = shared[group] = _array(entry, f"r{group}", np.uint32, None)
+            if len(rec) and (int(rec[-1]) >= records or not bool(np.all(rec[1:] > rec[:-1]))):
+                raise ValueError(f"r{group}: records out of order")
         keys[str(name)] = (rec, _values(entry, f"k{i}", len(rec), manifest))
     counts: dict[str, dict[int, int]] = {}
     for i, name in enumerate(manifest["keys"]):
@@ -169,7 +177,7 @@ def save_columns(path: Path, columns: StoreColumns, fingerprint: Fingerprint) ->
     manifest: dict[str, Any] = {
         "format": FORMAT, "path": str(path.absolute()), "end": fingerprint.end, "head": fingerprint.head,
         "tail": fingerprint.tail, "records": len(columns.step_key), "step_keys": list(columns.step_keys),
-        "keys": list(columns.keys), "ints": [], "raw": {},
+        "keys": list(columns.keys), "rec": [], "ints": [], "raw": {},
         "counts": [sorted((columns.counts or {}).get(name, {}).items()) for name in columns.keys],
     }  # fmt: skip
     temp = entry.with_name(f"{entry.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
@@ -177,8 +185,15 @@ def save_columns(path: Path, columns: StoreColumns, fingerprint: Fingerprint) ->
         temp.mkdir(parents=True)
         size = _write_values(temp, "ts", columns.ts, manifest) + _write_values(temp, "step", columns.step, manifest)
         size += _write(temp, "step_key", columns.step_key)
+        written: list[tuple[npt.NDArray[np.uint32], int]] = []  # the record files so far, newest first
         for i, (records, values) in enumerate(columns.keys.values()):
-            size += _write(temp, f"k{i}.rec", records) + _write_values(temp, f"k{i}", values, manifest)
+            group = _same(records, written)
+            if group is None:
+                group = i
+                size += _write(temp, f"r{i}", records)
+                written = [(records, i), *written[: SHARED_LOOKBACK - 1]]
+            manifest["rec"].append(group)
+            size += _write_values(temp, f"k{i}", values, manifest)
         (temp / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
         _install(temp, entry)
     except (OSError, ValueError):
@@ -186,6 +201,18 @@ def save_columns(path: Path, columns: StoreColumns, fingerprint: Fingerprint) ->
         return False
     cache_dir.note_write(size, entry)
     return True
+
+
+SHARED_LOOKBACK: Final = 8
+"""A key's record indices are compared with this many record files written before it (the newest)."""
+
+
+def _same(records: npt.NDArray[np.uint32], written: list[tuple[npt.NDArray[np.uint32], int]]) -> int | None:
+    """The group of a record file already written with exactly these indices, if any."""
+    for other, group in written:
+        if len(other) == len(records) and (other is records or np.array_equal(other, records)):
+            return group
+    return None
 
 
 def _write(folder: Path, name: str, array: npt.NDArray[Any]) -> int:

@@ -94,7 +94,7 @@ def test_no_cache_reads_and_writes_nothing(run: Path) -> None:
     assert opened == [("metrics.jsonl", 0)]
 
 
-@pytest.mark.parametrize("damage", ["truncated", "object array", "out of range", "manifest"])
+@pytest.mark.parametrize("damage", ["truncated", "object array", "out of range", "manifest", "group"])
 def test_a_damaged_entry_is_dropped_never_trusted(run: Path, damage: str) -> None:
     cold = _reader(run, [])
     cold.poll()
@@ -105,7 +105,11 @@ def test_a_damaged_entry_is_dropped_never_trusted(run: Path, damage: str) -> Non
     elif damage == "object array":  # loading it would need pickle: refused
         np.save(entry / "k0.num.npy", np.array([object()] * 200, dtype=object), allow_pickle=True)
     elif damage == "out of range":
-        np.save(entry / "k0.rec.npy", np.arange(5, 205, dtype=np.uint32))
+        np.save(entry / "r0.npy", np.arange(5, 205, dtype=np.uint32))
+    elif damage == "group":  # a key pointing at a record file written after it (or never)
+        manifest = json.loads((entry / "manifest.json").read_text())
+        manifest["rec"][0] = 2
+        (entry / "manifest.json").write_text(json.dumps(manifest))
     else:
         (entry / "manifest.json").write_text("{")
     opened: list[tuple[str, int]] = []
@@ -115,6 +119,28 @@ def test_a_damaged_entry_is_dropped_never_trusted(run: Path, damage: str) -> Non
     third: list[tuple[str, int]] = []
     _reader(run, third).poll()
     assert third == []  # the entry written by the full read covers the whole file again
+
+
+def test_keys_logged_in_the_same_records_share_one_record_file(run: Path) -> None:
+    lines = [_line(i, late=i) if i >= 150 else _line(i) for i in range(200)]
+    (run / "metrics.jsonl").write_bytes(b"".join(lines))
+    cold = _reader(run, [])
+    cold.poll()
+    (entry,) = _entries()
+    manifest = json.loads((entry / "manifest.json").read_text())
+    assert manifest["keys"] == ["train/loss", "train/step", "nan", "late"] and manifest["rec"] == [0, 0, 0, 3]
+    assert sorted(p.name for p in entry.glob("r*.npy")) == ["r0.npy", "r3.npy"]
+    opened: list[tuple[str, int]] = []
+    warm = _reader(run, opened)
+    warm.poll()
+    assert opened == [] and _records(warm) == _records(cold)
+    with (run / "metrics.jsonl").open("ab") as out:  # a restored group is shared: appending must not mix keys
+        out.write(_line(200, late=200) + _line(201))
+    warm.poll()
+    cold.poll()
+    assert _records(warm) == _records(cold)
+    series = {name: len(warm.metrics.selection(name, "train/step")[0]) for name in ("train/loss", "late")}
+    assert series == {"train/loss": 202, "late": 51}
 
 
 def test_a_small_file_is_not_cached(tmp_path: Path) -> None:
