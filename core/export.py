@@ -64,13 +64,22 @@ def write_metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | Non
         _long_export_memory()
     reader = _metrics_reader(run_dir, keys, x_key)
     try:
-        write_metrics(reader.metrics, keys, x_key, out)
+        write_metrics(reader.metrics, keys, x_key, out, helper=long and _cpus() > 1)
     finally:
         reader.wait_saved()
 
 
 LONG_EXPORT_BYTES: Final = 256 << 20
-"""A metrics.jsonl at least this long is exported with the memory settings of :func:`_long_export_memory`."""
+"""A metrics.jsonl at least this long is exported with the memory settings of :func:`_long_export_memory`, and
+its document written by this process and a helper process (``write_metrics(helper=True)``) when two CPUs are
+free for it."""
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _long_export_memory() -> None:

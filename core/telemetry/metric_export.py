@@ -13,18 +13,32 @@ Contract:
   numpy array by orjson; a column holding anything else goes through a list
   (and ``json.dumps`` for what orjson refuses, like an int beyond 64 bits).
 - The step and ts lists of keys logged in the same records are serialized once.
+- ``helper=True`` (a long headless export, on Linux, with a second CPU and an
+  output with a file descriptor): the keys alternate between this process and a
+  forked helper process, each serializing its next key while the other writes
+  its own; both write straight to the output's file descriptor, in key order,
+  handing the turn over through pipes. The document is the same, byte for byte.
+  A helper that stops before writing a key leaves that key and the rest to this
+  process; one that stops while writing a key raises
+  :class:`~miles_tui.core.errors.MilesTuiError` (the output is incomplete).
+  The helper never returns into the caller's code: it ends with ``os._exit``.
 - Never reads files; never formats a value for display.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sys
+import warnings
 from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
 import orjson
 
+from miles_tui.core.errors import MilesTuiError
 from miles_tui.core.json_out import clean
 from miles_tui.core.telemetry.metric_values import Values
 from miles_tui.core.telemetry.metrics import MetricStore
@@ -74,21 +88,123 @@ class _Shared:
         return found[1], found[2]
 
 
-def write_metrics(store: MetricStore, keys: Sequence[str] | None, x_key: str | None, out: IO[bytes]) -> None:
-    """Write ``{"metrics": {KEY: {x_key, step, value, ts}}}`` and a newline; see the module docstring."""
-    names = list(dict.fromkeys(keys)) if keys else list(store.keys())
-    shared = _Shared()
-    out.write(b'{"metrics":{')
-    for index, name in enumerate(names):
-        x = x_key if x_key is not None else store.default_x_key(name)
-        selected = store.selection(name, x) if x is not None else None
-        out.write(b"," if index else b"")
-        out.write(_string_json(name) + b':{"x_key":' + _string_json(x))
+class _Document:
+    """The JSON of each key's entry in the document, made on demand."""
+
+    def __init__(self, store: MetricStore, names: Sequence[str], x_key: str | None) -> None:
+        self.store, self.names, self.x_key = store, names, x_key
+        self.shared = _Shared()
+
+    def key(self, index: int) -> list[bytes]:
+        """``,"KEY":{...}`` (no comma before the first key)."""
+        name = self.names[index]
+        x = self.x_key if self.x_key is not None else self.store.default_x_key(name)
+        selected = self.store.selection(name, x) if x is not None else None
+        head = (b"," if index else b"") + _string_json(name) + b':{"x_key":' + _string_json(x)
         if selected is None:
-            out.write(b',"step":[],"value":[],"ts":[]}')
-            continue
+            return [head, b',"step":[],"value":[],"ts":[]}']
         records, values = selected
-        step_json, ts_json = shared.get(store, records)
-        for part in (b',"step":', step_json, b',"value":', values_json(values), b',"ts":', ts_json, b"}"):
-            out.write(part)
+        step_json, ts_json = self.shared.get(self.store, records)
+        return [head, b',"step":', step_json, b',"value":', values_json(values), b',"ts":', ts_json, b"}"]
+
+
+def write_metrics(
+    store: MetricStore, keys: Sequence[str] | None, x_key: str | None, out: IO[bytes], *, helper: bool = False
+) -> None:
+    """Write ``{"metrics": {KEY: {x_key, step, value, ts}}}`` and a newline; see the module docstring."""
+    document = _Document(store, list(dict.fromkeys(keys)) if keys else list(store.keys()), x_key)
+    out.write(b'{"metrics":{')
+    fd = _fileno(out) if helper and len(document.names) > 1 and sys.platform == "linux" else None
+    if fd is not None:
+        out.flush()
+        _write_with_helper(document, fd)
+    else:
+        for index in range(len(document.names)):
+            for part in document.key(index):
+                out.write(part)
     out.write(b"}}\n")
+
+
+def _fileno(out: IO[bytes]) -> int | None:
+    try:
+        return out.fileno()
+    except (AttributeError, OSError, ValueError):  # BytesIO and the like
+        return None
+
+
+def _write_with_helper(document: _Document, fd: int) -> None:
+    """Even keys here, odd keys in a forked helper; see the module docstring."""
+    turns_r, turns_w = os.pipe()
+    reports_r, reports_w = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12+ warns of fork beside threads: the helper starts none
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the helper: whatever happens, it ends here
+        code = 1
+        try:
+            os.close(turns_w)
+            os.close(reports_r)
+            _helper(document, fd, turns_r, reports_w)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(turns_r)
+    os.close(reports_w)
+    try:
+        _lead(document, fd, turns_w, reports_r)
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        raise
+    finally:
+        os.close(turns_w)
+        os.close(reports_r)
+        os.waitpid(pid, 0)
+
+
+def _helper(document: _Document, fd: int, turns: int, reports: int) -> None:
+    for index in range(1, len(document.names), 2):
+        parts = document.key(index)  # while the lead writes the key before it
+        if os.read(turns, 1) != b"t":  # the lead stopped
+            return
+        os.write(reports, b"w")
+        _write_all(fd, parts)
+        os.write(reports, b"d")
+
+
+def _lead(document: _Document, fd: int, turns: int, reports: int) -> None:
+    helping = True
+    waiting: int | None = None  # the helper's key being written
+    for index in range(len(document.names)):
+        if index % 2 and helping:
+            try:
+                os.write(turns, b"t")
+                waiting = index
+                continue
+            except BrokenPipeError:
+                helping = False
+        parts = document.key(index)  # while the helper writes the key before it
+        if waiting is not None:
+            helping = _helper_wrote(document, fd, reports, waiting)
+            waiting = None
+        _write_all(fd, parts)
+    if waiting is not None:
+        _helper_wrote(document, fd, reports, waiting)
+
+
+def _helper_wrote(document: _Document, fd: int, reports: int, index: int) -> bool:
+    """Wait until the helper has written key ``index``; write it here if it stopped first. False: it stopped."""
+    if os.read(reports, 1) != b"w":
+        _write_all(fd, document.key(index))
+        return False
+    if os.read(reports, 1) != b"d":
+        name = document.names[index]
+        raise MilesTuiError(f"the export's helper process stopped while writing {name!r}: the output is incomplete; "
+                            "export again")  # fmt: skip
+    return True
+
+
+def _write_all(fd: int, parts: list[bytes]) -> None:
+    for part in parts:
+        view = memoryview(part)
+        while view:
+            view = view[os.write(fd, view) :]
