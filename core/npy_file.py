@@ -97,7 +97,7 @@ class NpyWriter:
 def _write(fd: int, data: npt.NDArray[np.uint8]) -> None:
     done = 0
     while done < len(data):
-        n = os.write(fd, data[done:].data)
+        n = os.write(fd, memoryview(data[done:]))
         if n <= 0 or n % BLOCK:  # the next write would start unaligned
             raise OSError(errno.EINVAL, "a short write past the page cache")
         done += n
