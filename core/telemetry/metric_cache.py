@@ -16,8 +16,6 @@ Contract:
   array's type, length and range is checked; an entry that fails any check is
   dropped, never trusted.
 - Writes are atomic (a temporary folder, renamed into place) and best effort;
-  big arrays are written past the page cache where the filesystem allows it
-  (:class:`~miles_tui.core.npy_file.NpyWriter`);
   nothing is read or written when :func:`miles_tui.core.cache_dir.enabled` is False;
   writes count against the cache's size cap (:func:`miles_tui.core.cache_dir.note_write`).
 """
@@ -38,7 +36,6 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core import cache_dir
-from miles_tui.core.npy_file import NpyWriter
 from miles_tui.core.telemetry.metric_values import Values
 from miles_tui.core.telemetry.metric_workers import WINDOW, Fingerprint
 from miles_tui.core.telemetry.metrics import MetricStore, StoreColumns
@@ -186,17 +183,17 @@ def save_columns(path: Path, columns: StoreColumns, fingerprint: Fingerprint) ->
     temp = entry.with_name(f"{entry.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
     try:
         temp.mkdir(parents=True)
-        out = _Out(temp, NpyWriter(), manifest)
-        size = out.values("ts", columns.ts) + out.values("step", columns.step) + out.array("step_key", columns.step_key)
+        size = _write_values(temp, "ts", columns.ts, manifest) + _write_values(temp, "step", columns.step, manifest)
+        size += _write(temp, "step_key", columns.step_key)
         written: list[tuple[npt.NDArray[np.uint32], int]] = []  # the record files so far, newest first
         for i, (records, values) in enumerate(columns.keys.values()):
             group = _same(records, written)
             if group is None:
                 group = i
-                size += out.array(f"r{i}", records)
+                size += _write(temp, f"r{i}", records)
                 written = [(records, i), *written[: SHARED_LOOKBACK - 1]]
             manifest["rec"].append(group)
-            size += out.values(f"k{i}", values)
+            size += _write_values(temp, f"k{i}", values, manifest)
         (temp / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
         _install(temp, entry)
     except (OSError, ValueError):
@@ -218,26 +215,19 @@ def _same(records: npt.NDArray[np.uint32], written: list[tuple[npt.NDArray[np.ui
     return None
 
 
-@dataclass(frozen=True)
-class _Out:
-    """Where an entry's arrays are written, and its manifest."""
+def _write(folder: Path, name: str, array: npt.NDArray[Any]) -> int:
+    np.save(folder / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
+    return int(array.nbytes)
 
-    folder: Path
-    writer: NpyWriter
-    manifest: dict[str, Any]
 
-    def array(self, name: str, array: npt.NDArray[Any]) -> int:
-        self.writer.save(self.folder / f"{name}.npy", array)
-        return int(array.nbytes)
-
-    def values(self, name: str, values: Values) -> int:
-        size = self.array(f"{name}.num", values.num)
-        if values.ints is not None:
-            size += self.array(f"{name}.ints", values.ints)
-            self.manifest["ints"].append(name)
-        if values.raw:
-            self.manifest["raw"][name] = [[p, v] for p, v in values.raw.items()]
-        return size
+def _write_values(folder: Path, name: str, values: Values, manifest: dict[str, Any]) -> int:
+    size = _write(folder, f"{name}.num", values.num)
+    if values.ints is not None:
+        size += _write(folder, f"{name}.ints", values.ints)
+        manifest["ints"].append(name)
+    if values.raw:
+        manifest["raw"][name] = [[p, v] for p, v in values.raw.items()]
+    return size
 
 
 def _install(temp: Path, entry: Path) -> None:
