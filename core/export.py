@@ -83,18 +83,14 @@ def _cpus() -> int:
 
 
 def _long_export_memory() -> None:
-    """Memory settings for the rest of this (short-lived, headless) process, which is about to fill ~1 GB.
+    """glibc keeps freed memory for the next allocation, for the rest of this (short-lived, headless) process.
 
-    - glibc keeps freed memory for the next allocation. A long export allocates and frees blocks, batches and
-      one JSON string per key, tens of MB each; by default glibc maps each afresh and unmaps it when freed, so
-      every page is faulted in again (2-core VM, 2M lines: 374k page faults and 10.2 s, against 151k and
-      8.7 s kept; the peak RSS does not change). Only where the C library is glibc; values fit a C int.
-    - numpy stops asking for transparent huge pages for its big arrays. The store is written once, in order,
-      so huge pages gain little; where the kernel backs memory lazily (a VM whose host hands memory back) a
-      fresh huge page costs far more to fault in than its small pages (same VM: 8.9-9.2 s against
-      9.8-10.2 s, 3.1-3.7 s of system time against 4.6-4.8 s).
+    A long export allocates and frees blocks, batches and one JSON string per key, tens of MB each; by default
+    glibc maps each afresh and unmaps it when freed, so every page is faulted in again (on a 2-core VM: 374k page
+    faults and 10.2 s for 2M lines, against 151k and 8.7 s kept; the peak RSS does not change). Only where the C
+    library is glibc; values fit a C int (a bigger one would wrap). (numpy's huge pages are turned off for every
+    command at its start: :mod:`miles_tui.core.memory_settings`.)
     """
-    _no_huge_pages()
     if platform.libc_ver()[0] != "glibc":
         return
     try:
@@ -102,20 +98,6 @@ def _long_export_memory() -> None:
         libc.mallopt(ctypes.c_int(-3), ctypes.c_int(1 << 30))  # M_MMAP_THRESHOLD: below 1 GiB, from the heap
         libc.mallopt(ctypes.c_int(-1), ctypes.c_int(2**31 - 1))  # M_TRIM_THRESHOLD: never give the heap back
     except (OSError, AttributeError):
-        return
-
-
-def _no_huge_pages() -> None:
-    """numpy's switch (``NUMPY_MADVISE_HUGEPAGE``, read once at import) turned off; nothing where it is absent."""
-    import importlib
-
-    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):  # numpy 2, numpy 1
-        try:
-            setter = getattr(importlib.import_module(name), "_set_madvise_hugepage", None)
-        except ImportError:
-            continue
-        if callable(setter):
-            setter(False)
         return
 
 

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from miles_tui.core.errors import MilesTuiError, RunDirError, StillWritingError
 from miles_tui.core.inert_text import inert
+from miles_tui.core.memory_settings import no_huge_pages
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -365,6 +366,7 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Nam
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    no_huge_pages()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         parser = _export_parser() if argv[0] == "export" else _report_parser()
