@@ -40,12 +40,12 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from miles_tui.core.analysis.advisories import Advisory, Level, ordered
 from miles_tui.core.analysis.engine_advisories import engine_alarms, engine_tuning, tiered
@@ -54,6 +54,8 @@ from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.tail import MalformedLineError, StreamReset
 from miles_tui.core.telemetry import OPEN_T1, TAG_INT, TAG_NONE, TAG_OTHER, MetricStore, Phase, TableArrays
+
+FloatArray = npt.NDArray[np.float64]
 
 STALL_FACTOR: Final = 6.0
 """An open phase is stalled past this many times the median duration of its closed runs ..."""
@@ -303,16 +305,20 @@ def low_mfu(summary: MfuSummary | None, threshold: float = LOW_MFU) -> list[Advi
     return [Advisory(Level.WARNING, "low_mfu", message)]
 
 
-def no_new_data(newest_write: float | None, record_times: Sequence[float], now: float, step_key: str) -> list[Advisory]:
+def no_new_data(
+    newest_write: float | None, record_times: Sequence[float] | FloatArray, now: float, step_key: str
+) -> list[Advisory]:
     """Nothing written for much longer than the usual interval between ``step_key`` records.
 
     ``record_times`` are the record times of ``step_key``; fewer than
-    :data:`NO_DATA_MIN_INTERVALS` intervals is too little history to judge.
+    :data:`NO_DATA_MIN_INTERVALS` intervals is too little history to judge. The usual interval is the median
+    of the sorted finite times' differences (numpy: a long run has a million, judged after every poll).
     """
-    times = sorted(t for t in record_times if math.isfinite(t))
+    times = np.asarray(record_times, dtype=np.float64)
+    times = np.sort(times[np.isfinite(times)])
     if newest_write is None or len(times) <= NO_DATA_MIN_INTERVALS:
         return []
-    usual = statistics.median(b - a for a, b in pairwise(times))
+    usual = float(np.median(np.diff(times)))
     age = now - newest_write
     if age <= max(NO_DATA_FACTOR * usual, NO_DATA_MIN_S):
         return []
@@ -370,7 +376,7 @@ def stream_corruption(
     return out
 
 
-def step_times(store: MetricStore) -> tuple[str, list[float]]:
+def step_times(store: MetricStore) -> tuple[str, FloatArray]:
     """(step key, its record times) for the no-new-data rule: the first of :data:`STEP_KEYS` logged."""
     logged = store.step_keys()
     preferred: list[str] = [k for k in STEP_KEYS if k in logged]
@@ -382,8 +388,8 @@ def step_times(store: MetricStore) -> tuple[str, list[float]]:
             candidates = (store.series(name, step_key) for name in names)
             series = max((s for s in candidates if s is not None), key=lambda s: len(s.ts), default=None)
         if series is not None and len(series.ts):
-            return step_key, series.ts.tolist()
-    return "", []
+            return step_key, series.ts
+    return "", np.zeros(0)
 
 
 def run_mfu(store: MetricStore, args: Mapping[str, Any]) -> MfuSummary | None:

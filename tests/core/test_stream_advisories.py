@@ -119,6 +119,23 @@ def test_no_new_data_warns_then_turns_critical() -> None:
     assert critical.level is Level.CRITICAL and "3.0h" in critical.message
 
 
+@pytest.mark.parametrize("count", [40, 41])  # an even and an odd number of intervals
+def test_the_usual_interval_is_the_median_of_the_sorted_finite_intervals(count: int) -> None:
+    """Times out of order, with NaN and Infinity among them: the warning starts just past 5 times the median
+    interval of the sorted finite times (statistics.median's rule: the middle one, or the mean of the two)."""
+    import itertools
+    import statistics
+
+    rng = np.random.default_rng(count)
+    finite = T + np.cumsum(rng.uniform(600, 7200, count + 1))
+    times = [*rng.permutation(finite).tolist(), float("nan"), float("inf")]
+    ordered = sorted(finite.tolist())
+    usual = statistics.median(b - a for a, b in itertools.pairwise(ordered))
+    newest = ordered[-1]
+    assert no_new_data(newest, times, newest + 5 * usual, "train/step") == []
+    assert no_new_data(newest, np.array(times), newest + 5 * usual * (1 + 1e-9), "train/step") != []
+
+
 def test_no_new_data_quiet_while_fresh_or_without_history() -> None:
     times = [T + 60 * i for i in range(20)]
     assert no_new_data(times[-1], times, times[-1] + 4 * 60, "train/step") == []  # under 5 × 60 s and 10 min
