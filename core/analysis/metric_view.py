@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -297,18 +298,28 @@ def store_chart_series(
     x_keys: Mapping[str, str | None],
     max_points: int = CHART_POINTS,
     cancelled: Callable[[], bool] = lambda: False,
+    pause_share: float = 0.0,
 ) -> dict[str, ChartSeries] | None:
     """Each key's :func:`chart_series` against its x key (None: the key's default); keys without one left
     out. Key by key under the store's lock (a thread may call it while another appends), so at most one
-    whole series is held at a time; None as soon as ``cancelled()`` says so (checked between keys)."""
+    whole series is held at a time; None as soon as ``cancelled()`` says so (checked between keys).
+
+    ``pause_share``: after each key, sleep this many times as long as the key took (at most
+    :data:`MAX_PAUSE` s), so a thread reading a long run's series leaves the GIL to a UI's thread."""
     out: dict[str, ChartSeries] = {}
     for key, x_key in x_keys.items():
         if cancelled():
             return None
+        started = time.perf_counter()
         series = store.series(key, x_key)
         if series is not None:
             out[key] = chart_series(series, max_points)
+        if pause_share > 0:
+            time.sleep(min(MAX_PAUSE, (time.perf_counter() - started) * pause_share))
     return out
+
+
+MAX_PAUSE: Final = 0.1
 
 
 def log_safe(values: FloatArray) -> FloatArray:

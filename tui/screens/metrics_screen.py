@@ -101,6 +101,11 @@ READ_SPACING = 10.0
 SPACED_READ_SECONDS = 0.25
 """... when that read took at least this long (short runs' updates are read at once)."""
 
+PAUSE_SHARE = 1.0
+"""The read pauses after each key as long as the key took: the UI's thread gets the GIL at least half of the
+time while a long run's series are read (keys up to 290 ms while 2M lines load and the charts are read,
+against 30-60 ms)."""
+
 _READS = threading.Lock()
 """One read of the series at a time, app-wide: a 2,000,000-line run's whole series are ~1.5 GB while read, and
 a user pressing m, esc, m ... must not have several such reads at once (a popped screen's read stops early)."""
@@ -114,13 +119,13 @@ def _gather(store: MetricStore, ask: _Ask, cancelled: Callable[[], bool]) -> _Ga
         keys = chart_keys(store)
         if keys:
             if ask.rebuild or ask.source != "metrics" or not set(keys) <= set(ask.x_keys):
-                read = store_chart_series(store, dict.fromkeys(keys), cancelled=cancelled)
+                read = store_chart_series(store, dict.fromkeys(keys), cancelled=cancelled, pause_share=PAUSE_SHARE)
                 return None if read is None else _Gathered(True, "metrics", read, counts)
             moved = {key for key, count in counts.items() if count != ask.counts.get(key)} | ask.keys
             wanted = {key: ask.x_keys[key] for key in moved if key in ask.x_keys}  # the x key stays the chart's
             if not wanted:
                 return None
-            read = store_chart_series(store, wanted, cancelled=cancelled)
+            read = store_chart_series(store, wanted, cancelled=cancelled, pause_share=PAUSE_SHARE)
             return None if read is None else _Gathered(False, "metrics", read, counts)
     series = {key: chart_series(s) for key, s in dump_series(ask.aggregates).items()}
     source: Source = "dump" if series else "none"
