@@ -103,11 +103,21 @@ def test_a_helper_that_stops_while_writing_is_an_error_never_a_silently_short_do
             os._exit(9)
         write_all(fd, parts)
 
+    forked: list[int] = []
+    fork = os.fork
+
+    def recorded_fork() -> int:
+        pid = fork()
+        forked.append(pid)
+        return pid
+
     monkeypatch.setattr(metric_export, "_write_all", dying_in_the_helper)
+    monkeypatch.setattr(os, "fork", recorded_fork)
     with pytest.raises(MilesTuiError, match="helper process stopped while writing 'k2'"):
         _to_file(store, None, None, tmp_path / "doc.json")
+    [helper] = forked
     with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # the helper was reaped
+        os.waitpid(helper, os.WNOHANG)  # it was reaped
 
 
 _CLI = """
