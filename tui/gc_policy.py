@@ -8,7 +8,7 @@
   60-130 ms with the GIL held: a key pressed then waited for it).
 - Once start-up has settled (the views' modules are imported, in the
   background, a second or two after the first paint), :func:`after_start`
-  collects once and freezes: the modules, styles and widgets start-up made
+  collects the young generations and freezes: the modules, styles and widgets start-up made
   (~140k objects) are never walked again. Unfrozen, every
   full collection walked them: 90-100 ms with the GIL held, about every 45 s in
   the live demo (bench/gc_pauses.py). What this freeze can pin is bounded by
@@ -80,9 +80,12 @@ def paused() -> Iterator[None]:
 
 
 def after_start() -> None:
-    """Collect once and freeze what survives: start-up's objects, never walked by a collection again."""
+    """Collect the young generations and freeze what survives: start-up's objects, never walked by a collection
+    again. Not a full collection: walking start-up's ~140k objects held the GIL for 60-130 ms, as the first keys
+    came (a key pressed then took up to 140 ms); start-up garbage old enough to be in the oldest generation stays
+    pinned until the first sweep after big reads."""
     with _lock:
-        gc.collect()
+        gc.collect(1)
         gc.freeze()
 
 
