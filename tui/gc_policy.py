@@ -2,10 +2,12 @@
 
 - While a step is read the collector is paused (:func:`paused`): unpickling
   allocates a container per sample field, and collections in the middle would
-  walk them again and again (about 15 % of an open). So is a telemetry poll: a
-  first load of a long metrics.jsonl allocates for tens of seconds, and each
-  full collection meanwhile walked the screens' render caches (~140k objects,
-  60-130 ms with the GIL held: a key pressed then waited for it).
+  walk them again and again (about 15 % of an open). A telemetry poll runs
+  with :func:`young_only`: a first load of a long metrics.jsonl takes tens of
+  seconds, and each full collection meanwhile walked the screens' render
+  caches (~140k objects, 60-130 ms with the GIL held: a key pressed then waited
+  for it); pausing the collector instead kept the UI's garbage of those
+  seconds for one collection at the end (219k objects, 350 ms).
 - Once start-up has settled (the views' modules are imported, in the
   background, a second or two after the first paint), :func:`after_start`
   collects the young generations and freezes: the modules, styles and widgets start-up made
@@ -77,6 +79,39 @@ def paused() -> Iterator[None]:
             _pauses[0] -= 1
             if _pauses[0] == 0 and _pauses[1]:
                 gc.enable()
+
+
+class _Young:
+    inside = 0
+    """Threads inside :func:`young_only`."""
+    thresholds = (0, 0, 0)
+    """The collector's thresholds when the first of them came in."""
+
+
+_young = _Young()
+
+NO_FULL_COLLECTIONS = 1 << 30
+"""The oldest generation's threshold inside :func:`young_only`: never reached."""
+
+
+@contextlib.contextmanager
+def young_only() -> Iterator[None]:
+    """No full collection inside, whichever thread comes and goes; the young generations are collected as usual
+    (their thresholds are kept), so garbage made meanwhile, by any thread, goes as it comes. The old threshold
+    is back when the last thread inside leaves."""
+    with _lock:
+        if _young.inside == 0:
+            _young.thresholds = gc.get_threshold()
+            young, middle, _ = _young.thresholds
+            gc.set_threshold(young, middle, NO_FULL_COLLECTIONS)
+        _young.inside += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _young.inside -= 1
+            if _young.inside == 0:
+                gc.set_threshold(*_young.thresholds)
 
 
 def after_start() -> None:

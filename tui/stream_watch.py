@@ -74,7 +74,7 @@ class StreamWatch:
 
     def poll_blocking(self, now: float) -> StreamPoll:
         """One telemetry poll and the telemetry advisories it implies (see the module docstring)."""
-        with gc_policy.paused():  # a first load of a long metrics.jsonl: no full collection stalls the UI meanwhile
+        with gc_policy.young_only():  # a first load of a long metrics.jsonl: no full collection stalls the UI
             delta = self.follower.poll(now)
         self._problems = [*self._problems, *delta.problems][-KEEP_PROBLEMS:]
         self._resets = [*self._resets, *delta.resets][-KEEP_PROBLEMS:]

@@ -174,3 +174,48 @@ def test_the_app_freezes_what_start_up_made_once_it_has_settled() -> None:
     before, after = map(int, done.stdout.split()[-2:])
     assert before == 0, "frozen before start-up settled"
     assert after > 50_000, f"{after} objects frozen: start-up's are not"
+
+
+def test_a_telemetry_poll_keeps_collecting_young_garbage_but_never_runs_a_full_collection() -> None:
+    """Pausing the collector for a 20 s load kept the UI's garbage of those seconds for one 350 ms collection
+    at the end; inside young_only the young generations go on, the oldest is never collected."""
+    import threading
+    import weakref
+
+    from miles_tui.tui.gc_policy import NO_FULL_COLLECTIONS, young_only
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only the collector frees it
+
+    before = gc.get_threshold()
+    full: list[int] = []
+
+    def count_full(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full.append(1)
+
+    inside, leave = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with young_only():
+            inside.set()
+            leave.wait(10)
+
+    gc.callbacks.append(count_full)
+    try:
+        thread = threading.Thread(target=other)
+        with young_only():
+            thread.start()
+            assert inside.wait(10)
+            assert gc.get_threshold() == (before[0], before[1], NO_FULL_COLLECTIONS)
+            first = weakref.ref(Node())
+            for _ in range(200_000):  # hundreds of young collections' worth of cyclic garbage
+                Node()
+            assert first() is None, "young garbage was collected inside"
+        assert gc.get_threshold()[2] == NO_FULL_COLLECTIONS, "the other thread is still inside"
+        leave.set()
+        thread.join(10)
+    finally:
+        gc.callbacks.remove(count_full)
+    assert gc.get_threshold() == before and not full
