@@ -21,6 +21,8 @@ Contract:
   A helper that stops before writing a key leaves that key and the rest to this
   process; one that stops while writing a key raises
   :class:`~miles_tui.core.errors.MilesTuiError` (the output is incomplete).
+  An output closed by its reader raises ``BrokenPipeError`` from either process's
+  write, as without a helper.
   The helper never returns into the caller's code: it ends with ``os._exit``.
 - Never reads files; never formats a value for display.
 """
@@ -167,7 +169,11 @@ def _helper(document: _Document, fd: int, turns: int, reports: int) -> None:
         if os.read(turns, 1) != b"t":  # the lead stopped
             return
         os.write(reports, b"w")
-        _write_all(fd, parts)
+        try:
+            _write_all(fd, parts)
+        except BrokenPipeError:  # the reader went away (``| head``): the lead says so as it would itself
+            os.write(reports, b"p")
+            return
         os.write(reports, b"d")
 
 
@@ -196,7 +202,10 @@ def _helper_wrote(document: _Document, fd: int, reports: int, index: int) -> boo
     if os.read(reports, 1) != b"w":
         _write_all(fd, document.key(index))
         return False
-    if os.read(reports, 1) != b"d":
+    done = os.read(reports, 1)
+    if done == b"p":
+        raise BrokenPipeError(f"the output was closed while the helper wrote {document.names[index]!r}")
+    if done != b"d":
         name = document.names[index]
         raise MilesTuiError(f"the export's helper process stopped while writing {name!r}: the output is incomplete; "
                             "export again")  # fmt: skip

@@ -3,9 +3,11 @@ a pipe; a helper that stops before a key leaves the rest to the lead; one that s
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -135,8 +137,6 @@ print(len(forks), status, file=sys.stderr)
 
 
 def test_the_cli_exports_a_long_file_with_the_helper_and_prints_the_same_document(tmp_path: Path) -> None:
-    import subprocess
-
     dash = tmp_path / "run" / "dashboard"
     dash.mkdir(parents=True)
     records = [{"ts": 5.0 + i, "step_key": "s", "step": i, "metrics": {"a": i / 7, "b": i}} for i in range(50)]
@@ -152,3 +152,33 @@ def test_the_cli_exports_a_long_file_with_the_helper_and_prints_the_same_documen
     two_cpus = len(os.sched_getaffinity(0)) > 1
     assert helped[1] == ("1 0\n" if two_cpus else "0 0\n") and plain[1] == "0 0\n"  # nothing else on stderr
     assert helped[0] == plain[0] and json.loads(plain[0])["metrics"]["a"]["value"][7] == 1.0
+
+
+def test_a_reader_that_goes_away_is_a_broken_pipe_as_without_the_helper() -> None:
+    """``export --metrics | head``: the command exits quietly on BrokenPipeError; whichever process was
+    writing when the reader left, that is what the caller gets, never the 'helper stopped' error."""
+    records = [{"ts": 7.5 + i, "step_key": "s", "step": i, "metrics": {f"k{j}": i / (j + 3) for j in range(4)}}
+               for i in range(20_000)]  # fmt: skip
+    lines = [json.dumps(record) for record in records]
+    store = MetricStore()
+    store.append_batch(decode_block("\n".join(lines).encode() + b"\n", 0)[0])
+    whole = _serial(store, None, None)
+    starts = [whole.index(f'"k{j}":'.encode()) for j in range(4)]
+    assert starts[2] - starts[1] > 256 << 10  # a key far longer than a pipe holds (64 KB): its writer blocks in it
+    for cut in (starts[1] + 1000, starts[3] + 1000, starts[2] + 1000):  # in the helper's keys, then the lead's
+        # the reader is another process, as `head` is: a pipe end of this process would be the helper's too
+        reader = subprocess.Popen([sys.executable, "-c", _HEAD, str(cut)], stdin=subprocess.PIPE)
+        assert reader.stdin is not None
+        with pytest.raises(BrokenPipeError):
+            write_metrics(store, None, None, reader.stdin, helper=True)
+        assert reader.wait(30) == 0
+        with contextlib.suppress(BrokenPipeError):
+            reader.stdin.close()
+
+
+_HEAD = """
+import os, sys
+left = int(sys.argv[1])
+while left > 0 and (chunk := os.read(0, min(1 << 16, left))):
+    left -= len(chunk)
+"""
