@@ -105,10 +105,6 @@ def _fileno(stream: object) -> int:
         return -1
 
 
-def _decode_piece(piece: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
-    return decode_block(piece, base)
-
-
 @dataclass(frozen=True)
 class Fingerprint:
     """What identifies the bytes ``[0, end)`` of a file: its first and its last few KB, hashed."""
@@ -216,7 +212,7 @@ class MetricBlockDecoder:
         futures: list[tuple[int, int, Future[tuple[MetricBatch, list[BadLine]]] | None]] = []
         for start, end in cut_lines(block, len(block), self.piece_bytes):
             try:
-                futures.append((start, end, pool.submit(_decode_piece, block[start:end], base + start)))
+                futures.append((start, end, pool.submit(decode_block, block[start:end], base + start)))
             except Exception:  # the pool broke: this piece is decoded here
                 futures.append((start, end, None))
         batches: list[MetricBatch] = []
