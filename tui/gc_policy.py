@@ -59,59 +59,63 @@ _freezes = [0]
 """Big reads settled so far (a one-item list: module state without a global statement)."""
 
 
-_pauses = [0, False]
-"""[threads inside :func:`paused`, whether the collector was on when the first of them came in]."""
+class _Held:
+    """A collector setting held while any thread is inside :meth:`inside`: made by the first to come in,
+    undone by the last to leave (a telemetry poll and a step read overlap; the first to finish used to undo
+    it under the other)."""
 
+    def __init__(self, make: Callable[[], Callable[[], None]]) -> None:
+        self.make = make
+        """Makes the setting; returns what undoes it."""
+        self.threads = 0
+        self.undo: Callable[[], None] = lambda: None
 
-@contextlib.contextmanager
-def paused() -> Iterator[None]:
-    """No cyclic collection inside, whichever thread comes and goes: the collector is back on (unless it
-    was off already) when the last thread inside leaves."""
-    with _lock:
-        if _pauses[0] == 0:
-            _pauses[1] = gc.isenabled()
-            gc.disable()
-        _pauses[0] += 1
-    try:
-        yield
-    finally:
+    @contextlib.contextmanager
+    def inside(self) -> Iterator[None]:
         with _lock:
-            _pauses[0] -= 1
-            if _pauses[0] == 0 and _pauses[1]:
-                gc.enable()
+            if self.threads == 0:
+                self.undo = self.make()
+            self.threads += 1
+        try:
+            yield
+        finally:
+            with _lock:
+                self.threads -= 1
+                if self.threads == 0:
+                    self.undo()
 
 
-class _Young:
-    inside = 0
-    """Threads inside :func:`young_only`."""
-    thresholds = (0, 0, 0)
-    """The collector's thresholds when the first of them came in."""
+def _disable() -> Callable[[], None]:
+    was_on = gc.isenabled()
+    gc.disable()
+    return gc.enable if was_on else lambda: None
 
-
-_young = _Young()
 
 NO_FULL_COLLECTIONS = 1 << 30
 """The oldest generation's threshold inside :func:`young_only`: never reached."""
 
 
-@contextlib.contextmanager
-def young_only() -> Iterator[None]:
+def _no_full_collections() -> Callable[[], None]:
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], NO_FULL_COLLECTIONS)
+    return lambda: gc.set_threshold(*thresholds)
+
+
+_paused = _Held(_disable)
+_young = _Held(_no_full_collections)
+
+
+def paused() -> contextlib.AbstractContextManager[None]:
+    """No cyclic collection inside, whichever thread comes and goes: the collector is back on (unless it
+    was off already) when the last thread inside leaves."""
+    return _paused.inside()
+
+
+def young_only() -> contextlib.AbstractContextManager[None]:
     """No full collection inside, whichever thread comes and goes; the young generations are collected as usual
     (their thresholds are kept), so garbage made meanwhile, by any thread, goes as it comes. The old threshold
     is back when the last thread inside leaves."""
-    with _lock:
-        if _young.inside == 0:
-            _young.thresholds = gc.get_threshold()
-            young, middle, _ = _young.thresholds
-            gc.set_threshold(young, middle, NO_FULL_COLLECTIONS)
-        _young.inside += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _young.inside -= 1
-            if _young.inside == 0:
-                gc.set_threshold(*_young.thresholds)
+    return _young.inside()
 
 
 def after_start() -> None:
