@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -35,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core.dump import StepAggregate
+from miles_tui.core.pacing import Pacer
 from miles_tui.core.telemetry import MetricSeries, MetricStore
 
 FloatArray = npt.NDArray[np.float64]
@@ -307,15 +307,14 @@ def store_chart_series(
     ``pause_share``: after each key, sleep this many times as long as the key took (at most
     :data:`MAX_PAUSE` s), so a thread reading a long run's series leaves the GIL to a UI's thread."""
     out: dict[str, ChartSeries] = {}
+    pacer = Pacer(pause_share, MAX_PAUSE)
     for key, x_key in x_keys.items():
         if cancelled():
             return None
-        started = time.perf_counter()
         series = store.series(key, x_key)
         if series is not None:
             out[key] = chart_series(series, max_points)
-        if pause_share > 0:
-            time.sleep(min(MAX_PAUSE, (time.perf_counter() - started) * pause_share))
+        pacer.pause()
     return out
 
 

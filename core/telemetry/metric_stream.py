@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Final
 
+from miles_tui.core.pacing import Pacer
 from miles_tui.core.tail import BLOCK_SIZE, ReadHook, TailFile, TailRead
 from miles_tui.core.telemetry import metric_cache
 from miles_tui.core.telemetry.metric_batch import MetricRow, decode_metric_record
@@ -52,7 +52,9 @@ LONG_BLOCK_BYTES: Final = 4 << 20
 YIELD_SHARE: Final = 1.0
 YIELD_MAX: Final = 0.25
 """Without ``headless``, after each long block the read pauses YIELD_SHARE times as long as the block took (at
-most YIELD_MAX seconds): the UI's thread gets the GIL at least half of the time."""
+most YIELD_MAX seconds): a long read shares the process with a UI, and the block's batch assembly and append
+hold the GIL; without a pause they took half of every slice the UI's thread asked for (keys 100-280 ms while 2M
+lines load, against 30-40 ms)."""
 
 RESAVE_BYTES: Final = 32 << 20
 """New bytes (at least) after which the cache entry is written again."""
@@ -91,8 +93,8 @@ class MetricStream:
         self._saved_end = 0
         self._size: int | None = None
         self._appender: ThreadPoolExecutor | None = None
-        self._worked: float | None = None
-        """When this poll's last pause ended (None: no block yet)."""
+        self._pacer = Pacer(YIELD_SHARE, YIELD_MAX)
+        """Pauses a long read between blocks (not ``headless``)."""
         self._appending: Future[None] | None = None
 
     def poll(self) -> TailRead:
@@ -102,7 +104,7 @@ class MetricStream:
             self._started = True
             self._restore()
         self._size = None  # stat'ed when a block arrives: a poll that finds nothing costs the tail's one stat
-        self._worked = time.perf_counter()
+        self._pacer.restart()
         try:
             read = self.tail.poll(self._append, self._on_reset)
             self._appended()
@@ -128,7 +130,7 @@ class MetricStream:
         if not (self.headless and long):
             self.store.append_batch(records, ahead)
             if long:
-                self._yield()
+                self._pacer.pause()
             return
         # A long read's block is copied into the store by a thread while the next block is decoded (the copies
         # release the GIL); one block at a time, in order, and all of them before the poll returns.
@@ -136,15 +138,6 @@ class MetricStream:
         if self._appender is None:
             self._appender = ThreadPoolExecutor(1, "metrics store append")
         self._appending = self._appender.submit(self.store.append_batch, records, ahead)
-
-    def _yield(self) -> None:
-        """Sleep as long as this block's work took (at most :data:`YIELD_MAX` s): a long read shares the process
-        with a UI, and the block's batch assembly and append hold the GIL; without a pause they took half of
-        every slice the UI's thread asked for (keys 100-280 ms while 2M lines load, against 30-40 ms)."""
-        now = time.perf_counter()
-        if self._worked is not None:
-            time.sleep(min(YIELD_MAX, (now - self._worked) * YIELD_SHARE))
-        self._worked = time.perf_counter()
 
     def _appended(self) -> None:
         """Wait for the block being appended, if any (its error, if it failed, is raised here)."""

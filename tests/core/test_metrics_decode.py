@@ -334,11 +334,12 @@ def test_a_reader_appending_behind_holds_what_a_plain_reader_holds(
 def test_a_long_read_beside_a_ui_pauses_between_blocks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, headless: bool
 ) -> None:
+    from miles_tui.core import pacing
     from miles_tui.core.telemetry import metric_stream
 
     monkeypatch.setattr(metric_stream, "LONG_BLOCK_BYTES", 1)
     pauses: list[float] = []
-    monkeypatch.setattr(metric_stream.time, "sleep", pauses.append)
+    monkeypatch.setattr(pacing.time, "sleep", pauses.append)
     dash = tmp_path / "dashboard"
     dash.mkdir()
     (dash / "metrics.jsonl").write_bytes(b"\n".join(_line(float(i), "t", i, loss=i / 7) for i in range(400)) + b"\n")
