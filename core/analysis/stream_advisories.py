@@ -275,17 +275,18 @@ def _rank(value: float, tag: int) -> Any:
     return None if tag == TAG_NONE else int(value) if tag == TAG_INT else value
 
 
-def mfu_summary(values: Sequence[float], peak_tflops: float | None = None) -> MfuSummary | None:
+def mfu_summary(values: Sequence[float] | FloatArray, peak_tflops: float | None = None) -> MfuSummary | None:
     """MFU per step in log order -> its summary without the first (warm-up) step; None without steps.
 
     Values above 1 mean the series is in percent; the summary is in fractions.
     """
-    finite = [float(v) for v in values if math.isfinite(v)]
-    steady = [float(v) for v in values[1:] if math.isfinite(v)]
-    if not steady:
+    every = np.asarray(values, dtype=np.float64)
+    finite = every[np.isfinite(every)]
+    steady = every[1:][np.isfinite(every[1:])]  # numpy: a long run logs MFU per step, and this runs every poll
+    if not len(steady):
         return None
-    scale = 100.0 if max(finite) > 1.0 else 1.0
-    return MfuSummary(steady[-1] / scale, sum(steady) / len(steady) / scale, len(steady), peak_tflops)
+    scale = 100.0 if float(finite.max()) > 1.0 else 1.0
+    return MfuSummary(float(steady[-1]) / scale, float(steady.mean()) / scale, len(steady), peak_tflops)
 
 
 def low_mfu(summary: MfuSummary | None, threshold: float = LOW_MFU) -> list[Advisory]:
@@ -399,9 +400,9 @@ def run_mfu(store: MetricStore, args: Mapping[str, Any]) -> MfuSummary | None:
     if series is None:
         return None
     peaks = store.series(MFU_PEAK_KEY)
-    logged = [p for p in (peaks.value.tolist() if peaks is not None else []) if math.isfinite(p) and p > 0]
-    peak = logged[-1] if logged else _number(args.get("mfu_peak_tflops"))
-    return mfu_summary(series.value.tolist(), peak)
+    logged = peaks.value[np.isfinite(peaks.value) & (peaks.value > 0)] if peaks is not None else np.zeros(0)
+    peak = float(logged[-1]) if len(logged) else _number(args.get("mfu_peak_tflops"))
+    return mfu_summary(series.value, peak)
 
 
 def stream_advisories(

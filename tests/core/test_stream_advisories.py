@@ -98,6 +98,24 @@ def test_low_mfu_fires_with_the_average_steps_and_peak() -> None:
     assert low_mfu(mfu_summary([5.0, 10.0, 11.0, 12.0], 989.0)) == [advisory]
 
 
+def test_mfu_summary_skips_the_warm_up_step_and_non_finite_values_in_lists_and_arrays() -> None:
+    """The run's series comes as a numpy array (a long run logs MFU every step, and this runs after every poll:
+    converting a million values to a list held the GIL for 160 ms); lists and arrays give the same summary."""
+    rng = np.random.default_rng(7)
+    for size in (1, 2, 5, 200):
+        values = rng.uniform(0.0, 0.6, size)
+        values[rng.random(size) < 0.2] = np.nan
+        values[rng.random(size) < 0.1] = np.inf
+        steady = [float(v) for v in values[1:] if np.isfinite(v)]
+        want = None if not steady else (steady[-1], sum(steady) / len(steady), len(steady))
+        for given in (values, values.tolist()):
+            got = mfu_summary(given, 500.0)
+            assert (got and (got.latest, pytest.approx(got.mean), got.steps)) == (want and (want[0], want[1], want[2]))
+    # percent: judged on every finite value, the warm-up step included
+    assert mfu_summary(np.array([50.0, 0.4, np.nan]), None) == MfuSummary(0.004, 0.004, 1, None)
+    assert mfu_summary(np.array([np.inf, np.nan]), None) is None
+
+
 def test_low_mfu_quiet_when_healthy_short_or_absent() -> None:
     assert low_mfu(mfu_summary([0.2, 0.45, 0.5, 0.48], 989.0)) == []
     assert low_mfu(mfu_summary([0.02, 0.05, 0.05], 989.0)) == []  # 2 steps after the warm-up one
