@@ -71,6 +71,9 @@ HELPER_REPOLL_SECONDS = 0.25
 VIEWS_WAIT_SECONDS = 3.0
 """The first telemetry poll waits this long at most for the views' imports (:meth:`Navigation.preload_views`)."""
 
+IDLE_TICK_SECONDS = 1.0
+"""How often the app asks its :class:`~miles_tui.tui.gc_policy.IdleCollector` whether a full collection is due."""
+
 
 class MilesApp(Navigation):
     """Monitor one miles run directory."""
@@ -133,6 +136,8 @@ class MilesApp(Navigation):
         self._inert_filter = InertLineFilter()
         self.terminal = TerminalDiff()
         """What the terminal shows: only changed cells are written to it."""
+        self.collector = gc_policy.IdleCollector()
+        """Full collections when no key came for a while, not when a threshold says (a key would wait for them)."""
 
     @property
     def live(self) -> bool:
@@ -169,6 +174,8 @@ class MilesApp(Navigation):
             self._poll_timer = self.set_interval(self.poll_seconds, self.poll_now, name="poll")
         self.call_after_refresh(self.preload_views)
         self.set_interval(gc_policy.TRIM_SECONDS, self._trim_memory, name="trim")
+        self.collector.hold()
+        self.set_interval(IDLE_TICK_SECONDS, self.collector.tick, name="collect")
 
     def _trim_memory(self) -> None:
         """Hand freed memory back to the system, off the event loop (the call releases the GIL)."""
@@ -185,8 +192,10 @@ class MilesApp(Navigation):
 
     async def on_event(self, event: events.Event) -> None:
         """Drop keys and clicks that arrive once exit has begun (``q`` then ``u`` typed quickly)."""
-        if self.exiting and isinstance(event, events.InputEvent):
-            return
+        if isinstance(event, events.InputEvent):
+            if self.exiting:
+                return
+            self.collector.last_input = time.monotonic()
         await super().on_event(event)
 
     async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
@@ -204,6 +213,7 @@ class MilesApp(Navigation):
         return super().push_screen(*args, **kwargs)
 
     def on_unmount(self) -> None:
+        self.collector.release()
         self.watcher.close()
 
     def poll_now(self) -> None:
