@@ -39,8 +39,20 @@ MIN_AGE_SECONDS = 10.0
 STILL_WRITING_SECONDS = 60.0
 """A .pt that fails to load and is younger than this is retried, not called corrupt."""
 
-_ROLLOUT_RE = re.compile(r"^(eval_)?(\d+)\.pt$")
-_TRAIN_RE = re.compile(r"^(\d+)_(\d+)\.pt$")
+_ROLLOUT_RE = re.compile(r"^(eval_)?(\d+)\.pt$", re.ASCII)  # ASCII: "٣.pt" is not step 3
+_TRAIN_RE = re.compile(r"^(\d+)_(\d+)\.pt$", re.ASCII)
+
+
+def rollout_key(name: str) -> tuple[int, bool] | None:
+    """The step a rollout file's name holds, ``(rollout_id, evaluation)``; None for any other name."""
+    match = _ROLLOUT_RE.match(name)
+    return None if match is None else (int(match.group(2)), match.group(1) is not None)
+
+
+def train_key(name: str) -> tuple[int, int] | None:
+    """The ``(rollout_id, rank)`` a train shard's name holds; None for any other name."""
+    match = _TRAIN_RE.match(name)
+    return None if match is None else (int(match.group(1)), int(match.group(2)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,19 +216,18 @@ class RunDir:
         rollouts: dict[tuple[int, bool], FileStat] = {}
         rollout_dir, train_dir = self.rollout_dir, self.train_dir
         for entry in _scan(rollout_dir):
-            match = _ROLLOUT_RE.match(entry.name)
-            if not match:
+            key = rollout_key(entry.name)
+            if key is None:
                 continue
-            key = (int(match.group(2)), match.group(1) is not None)
             st = _stat(entry) if only is None or key == only else None
             if st is not None:
                 rollouts[key] = FileStat(rollout_dir, entry.name, st.st_size, st.st_mtime)
         train: dict[int, list[TrainFile]] = {}
         for entry in _scan(train_dir):
-            match = _TRAIN_RE.match(entry.name)
-            if not match:
+            shard = train_key(entry.name)
+            if shard is None:
                 continue
-            rid, rank = int(match.group(1)), int(match.group(2))
+            rid, rank = shard
             st = _stat(entry) if only is None or only == (rid, False) else None
             if st is not None:
                 train.setdefault(rid, []).append(TrainFile(train_dir, entry.name, st.st_size, st.st_mtime, rank))

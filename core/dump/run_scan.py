@@ -25,7 +25,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from miles_tui.core.dump.run_dir import _ROLLOUT_RE, _TRAIN_RE, FileStat, RunDir, StepFiles, TrainFile, _scan, _stat
+from miles_tui.core.dump.run_dir import (
+    FileStat,
+    RunDir,
+    StepFiles,
+    TrainFile,
+    _scan,
+    _stat,
+    rollout_key,
+    train_key,
+)
 
 HOT_SECONDS = 120.0
 """Files modified this recently are re-stat'ed on every scan (a step being written)."""
@@ -101,14 +110,13 @@ class RunScanner:
         touched: set[Key] = set()
         rollout_dir, train_dir = self._dirs
         for entry in _scan(rollout_dir):
-            match = _ROLLOUT_RE.match(entry.name)
-            if match:
-                key = (int(match.group(2)), match.group(1) is not None)
+            key = rollout_key(entry.name)
+            if key is not None:
                 self._keep(seen, by_key, touched, rollout_dir, entry, key, None)
         for entry in _scan(train_dir):
-            match = _TRAIN_RE.match(entry.name)
-            if match:
-                self._keep(seen, by_key, touched, train_dir, entry, (int(match.group(1)), False), int(match.group(2)))
+            shard = train_key(entry.name)
+            if shard is not None:
+                self._keep(seen, by_key, touched, train_dir, entry, (shard[0], False), shard[1])
         touched |= {_step_key(file) for name, file in self._files.items() if name not in seen}
         self._files = seen
         self._hot = {name for name, file in seen.items() if now - file.mtime < HOT_SECONDS}
@@ -210,12 +218,12 @@ def _file(old: FileStat | None, folder: Path, name: str, rank: int | None, st: o
 def _step_key(file: FileStat) -> Key:
     """The step of a listed file, from its name (which matched its folder's pattern when it was listed)."""
     if isinstance(file, TrainFile):
-        train = _TRAIN_RE.match(file.name)
-        assert train is not None  # only names that match are listed
-        return (int(train.group(1)), False)
-    rollout = _ROLLOUT_RE.match(file.name)
-    assert rollout is not None  # only names that match are listed
-    return (int(rollout.group(2)), rollout.group(1) is not None)
+        shard = train_key(file.name)
+        assert shard is not None  # only names that match are listed
+        return (shard[0], False)
+    key = rollout_key(file.name)
+    assert key is not None  # only names that match are listed
+    return key
 
 
 def _dir_stamp(directory: Path) -> tuple[int, int] | None:

@@ -35,6 +35,29 @@ def test_visibility_rule(tmp_path: Path) -> None:
     assert later.train == (1, 2, 3) and later.evaluation == (0, 3)
 
 
+def test_only_ascii_step_names_are_steps(tmp_path: Path) -> None:
+    """int() reads other scripts' digits: a stray "٣.pt" (or "3_٠.pt") read as step 3 (rank 0) beside the real
+    one, and which of the two was shown depended on listing order."""
+    from miles_tui.core.dump.run_dir import rollout_key, train_key
+    from miles_tui.core.dump.run_scan import RunScanner
+
+    assert rollout_key("eval_12.pt") == (12, True) and rollout_key("7.pt") == (7, False)
+    assert train_key("7_15.pt") == (7, 15)
+    for name in ("\u0663.pt", "eval_\u0663.pt", "\uff13.pt", "3.pt.tmp", "-3.pt", "3_0.pt"):
+        assert rollout_key(name) is None, name
+    for name in ("3_\u0660.pt", "\u0663_0.pt", "3.pt", "3__0.pt"):
+        assert train_key(name) is None, name
+    now = 1_000_000.0
+    _touch(tmp_path / "rollout_data" / "3.pt", now - 100, b"real")
+    _touch(tmp_path / "rollout_data" / "\u0663.pt", now - 100, b"stray, longer")
+    _touch(tmp_path / "train_data" / "3_0.pt", now - 100)
+    _touch(tmp_path / "train_data" / "3_\u0660.pt", now - 100, b"stray")
+    [step] = RunDir(tmp_path).scan().values()
+    assert step.rollout.name == "3.pt" and [f.name for f in step.train] == ["3_0.pt"]
+    [scanned] = RunScanner(RunDir(tmp_path)).scan(now).steps.values()
+    assert scanned.rollout.name == "3.pt" and [f.name for f in scanned.train] == ["3_0.pt"]
+
+
 def test_load_failures_are_classified_by_age(tmp_path: Path) -> None:
     now = 1_000_000.0
     young, old = tmp_path / "train_data" / "1_0.pt", tmp_path / "train_data" / "1_1.pt"
