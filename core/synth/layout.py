@@ -71,7 +71,7 @@ class ParallelLayout:
         sizes: dict[str, int] = {}
         for part in spec.replace(",", " ").replace("-", " ").split():
             name, digits = part[:2].lower(), part[2:]
-            if name not in ("tp", "pp", "cp", "dp") or not digits.isdigit():
+            if name not in ("tp", "pp", "cp", "dp") or not (digits.isascii() and digits.isdigit()):
                 raise ValueError(f"cannot read layout part {part!r} of {spec!r}: expected e.g. 'dp2 cp2 tp2 pp2'")
             sizes[name] = int(digits)
         return cls(**sizes)

@@ -27,13 +27,13 @@ IntArray: TypeAlias = npt.NDArray[np.int64]
 Lane: TypeAlias = tuple[str, Any]
 """(node, gpu index on the node)."""
 
-_DIGITS = re.compile(r"(\d+)")
+_DIGITS = re.compile(r"([0-9]+)")  # ASCII digits: int() fails on "²", which str.isdigit() accepts
 
 
 def natural_key(value: Any) -> tuple[tuple[int, int | str], ...]:
     """Sort key that orders ``10.0.0.9`` before ``10.0.0.10`` and gpu 2 before gpu 10."""
     parts = _DIGITS.split(str(value))
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+    return tuple((0, int(p)) if "0" <= p[0] <= "9" else (1, p) for p in parts if p)
 
 
 def lane_key(lane: Lane) -> tuple[tuple[tuple[int, int | str], ...], ...]:

@@ -92,7 +92,8 @@ class Partition:
 def hour_of(name: str) -> float | None:
     """``20260820_10.jsonl`` -> the epoch second 2026-08-20T10:00Z; None for any other name."""
     stem, ext = name[:11], name[11:]
-    if ext != ".jsonl" or stem[8:9] != "_" or not (stem[:8] + stem[9:]).isdigit():
+    digits = stem[:8] + stem[9:]
+    if ext != ".jsonl" or stem[8:9] != "_" or not (digits.isascii() and digits.isdigit()):
         return None
     try:
         hour = datetime(int(stem[:4]), int(stem[4:6]), int(stem[6:8]), int(stem[9:11]), tzinfo=timezone.utc)

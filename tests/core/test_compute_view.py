@@ -84,6 +84,15 @@ def test_every_known_lane_gets_a_row_in_natural_order() -> None:
     assert natural_key("gpu-2") < natural_key("gpu-10")
 
 
+def test_natural_order_takes_any_name_a_run_writes() -> None:
+    """A node named "²" (str.isdigit() says yes, int() says no) made the sort raise; other scripts' digits
+    are text, so "٣" is not node 3."""
+    names = ["\u00b2", "node\u00b2", "\u0663", "3", "gpu\uff11", "gpu1", "", "10.0.0.9", "10.0.0.10"]
+    ordered = sorted(names, key=natural_key)
+    assert ordered.index("10.0.0.9") < ordered.index("10.0.0.10")
+    assert natural_key("\u0663") == ((1, "\u0663"),) and natural_key("\u00b2") == ((1, "\u00b2"),)
+
+
 def test_bin_count_never_makes_bins_narrower_than_the_sampling_interval() -> None:
     assert bin_count(900, 10, 120) == 90
     assert bin_count(3600, 10, 120) == 120

@@ -383,3 +383,11 @@ def test_phases_of_a_rank_share_one_gpu_list() -> None:
     assert type(floats.gpus[0]) is float and type(ints.gpus[0]) is int
     assert decode_phase({**line, "gpus": [[1], {"a": 2}]}).gpus == ([1], {"a": 2})
     assert decode_phase({**line, "gpus": None}).gpus == ()
+
+
+def test_only_ascii_hour_names_are_partitions() -> None:
+    from miles_tui.core.telemetry.partitions import hour_of
+
+    assert hour_of("20260820_10.jsonl") == 1787220000.0
+    for name in ("2026\uff10820_10.jsonl", "\u0662\u0660260820_10.jsonl", "20260820_1\u00b2.jsonl", "20260820-10.jsonl"):
+        assert hour_of(name) is None, name

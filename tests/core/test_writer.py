@@ -134,6 +134,8 @@ def test_parse_layout() -> None:
     assert ParallelLayout.parse("tp4-dp1,cp2") == ParallelLayout(tp=4, cp=2)
     with pytest.raises(ValueError, match="xx2"):
         ParallelLayout.parse("dp2 xx2")
+    with pytest.raises(ValueError, match="cannot read layout part 'dp\u00b2'"):  # isdigit() took it; int() failed
+        ParallelLayout.parse("dp\u00b2")
     with pytest.raises(ValueError):
         ParallelLayout(tp=0)
 
