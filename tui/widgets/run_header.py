@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 class RunHeader(Widget):
-    """Run name · latest step · LIVE/PAUSED · data age (a warning when the run goes quiet)."""
+    """Run name · latest step · LIVE/FOLLOWING/PAUSED/STATIC · data age (a warning when the run goes quiet)."""
 
     DEFAULT_CSS = """
     RunHeader { height: 1; background: $panel; padding: 0 1; }
@@ -54,6 +54,8 @@ class RunHeader(Widget):
         text.append("  ")
         if not self.live:
             text.append("■ STATIC", style="dim")
+        elif self.following and self.quiet:  # following a run that stopped writing: not "live" (a copy 103 days old was)
+            text.append("○ FOLLOWING", style="yellow")
         elif self.following:
             text.append("● LIVE", style="bold green")
         else:
