@@ -389,5 +389,6 @@ def test_only_ascii_hour_names_are_partitions() -> None:
     from miles_tui.core.telemetry.partitions import hour_of
 
     assert hour_of("20260820_10.jsonl") == 1787220000.0
-    for name in ("2026\uff10820_10.jsonl", "\u0662\u0660260820_10.jsonl", "20260820_1\u00b2.jsonl", "20260820-10.jsonl"):
+    names = ("2026\uff10820_10.jsonl", "\u0662\u0660260820_10.jsonl", "20260820_1\u00b2.jsonl", "20260820-10.jsonl")
+    for name in names:
         assert hour_of(name) is None, name

@@ -54,7 +54,7 @@ class RunHeader(Widget):
         text.append("  ")
         if not self.live:
             text.append("■ STATIC", style="dim")
-        elif self.following and self.quiet:  # following a run that stopped writing: not "live" (a copy 103 days old was)
+        elif self.following and self.quiet:  # a run that stopped writing is not "live"
             text.append("○ FOLLOWING", style="yellow")
         elif self.following:
             text.append("● LIVE", style="bold green")
