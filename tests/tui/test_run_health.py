@@ -77,7 +77,7 @@ async def test_every_header_follows_the_run_without_its_screen(demo_run: Path) -
         await settle(pilot)
         header = _header(app)
         assert "renamed-run" in header and "data 12m00s old" in header, header
-        assert "○ FOLLOWING" in header and "no new data" in header and "LIVE" not in header, header
+        assert "○ IDLE" in header and "no new data" in header and "LIVE" not in header, header
         await pilot.press("f")
         await settle(pilot)
         assert "PAUSED" in _header(app)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 class RunHeader(Widget):
-    """Run name · latest step · LIVE/FOLLOWING/PAUSED/STATIC · data age (a warning when the run goes quiet)."""
+    """Run name · latest step · LIVE/IDLE/PAUSED/STATIC · data age (a warning when the run goes quiet)."""
 
     DEFAULT_CSS = """
     RunHeader { height: 1; background: $panel; padding: 0 1; }
@@ -55,7 +55,7 @@ class RunHeader(Widget):
         if not self.live:
             text.append("■ STATIC", style="dim")
         elif self.following and self.quiet:  # a run that stopped writing is not "live"
-            text.append("○ FOLLOWING", style="yellow")
+            text.append("○ IDLE", style="yellow")
         elif self.following:
             text.append("● LIVE", style="bold green")
         else:
