@@ -172,8 +172,12 @@ class IdleCollector:
         idle = now - self.last_input >= IDLE_SECONDS
         if not (idle and since >= FULL_SPACING_SECONDS) and since < FULL_AT_MOST_SECONDS:
             return False
-        with _lock:
+        if not _lock.acquire(blocking=False):  # a read is settling (collecting, freezing): not now, on the UI's thread
+            return False
+        try:
             gc.collect()
+        finally:
+            _lock.release()
         self.last_full = self.clock()
         self.collections += 1
         return True
