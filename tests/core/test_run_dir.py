@@ -38,8 +38,8 @@ def test_visibility_rule(tmp_path: Path) -> None:
 def test_only_ascii_step_names_are_steps(tmp_path: Path) -> None:
     """int() reads other scripts' digits: a stray "٣.pt" (or "3_٠.pt") read as step 3 (rank 0) beside the real
     one, and which of the two was shown depended on listing order."""
+    from miles_tui.core.dump import RunScanner
     from miles_tui.core.dump.run_dir import rollout_key, train_key
-    from miles_tui.core.dump.run_scan import RunScanner
 
     assert rollout_key("eval_12.pt") == (12, True) and rollout_key("7.pt") == (7, False)
     assert train_key("7_15.pt") == (7, 15)
