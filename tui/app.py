@@ -191,7 +191,8 @@ class MilesApp(Navigation):
         super().exit(result, return_code, message)
 
     async def on_event(self, event: events.Event) -> None:
-        """Drop keys and clicks that arrive once exit has begun (``q`` then ``u`` typed quickly)."""
+        """Note when each key or click came (the idle collector waits for a pause); drop those that arrive once
+        exit has begun (``q`` then ``u`` typed quickly)."""
         if isinstance(event, events.InputEvent):
             if self.exiting:
                 return

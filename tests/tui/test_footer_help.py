@@ -59,3 +59,29 @@ async def test_help_names_places_and_lists_each_key_once(demo_run: Path) -> None
         await settle(pilot)
         text = screen_text(app)
         assert "Filter (/)" in text and text.count(" Back ") == 1, text
+
+
+def test_the_key_list_aligns_its_columns_and_wraps_a_long_action_under_itself() -> None:
+    import io
+
+    from rich.console import Console
+
+    from miles_tui.tui.screens.help_screen import GAP, KeyList
+
+    rows = [("a", "Advisories", "overview"), ("/ s o g", "Keys of a step's view: open one with enter first", "tables")]
+    keys = KeyList(rows)
+
+    def lines(width: int) -> list[str]:
+        console = Console(file=io.StringIO(), width=width, color_system=None, legacy_windows=False)
+        console.print(keys)
+        return console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+
+    wide = lines(100)
+    assert len(wide) == 3 and [line.split()[0] for line in wide] == ["key", "a", "/"]
+    assert len({line.rstrip().rfind(" ") for line in wide}) == 1, wide  # "where" starts in one column
+    narrow = lines(50)
+    assert all(len(line) <= 50 for line in narrow), narrow
+    action_at = len("/ s o g") + GAP
+    continued = [line for line in narrow if not line[:action_at].strip()]
+    assert continued and all(line[action_at] != " " for line in continued), narrow
+    assert " ".join(" ".join(line[action_at:].split()) for line in narrow[2:]).startswith("Keys of a step's view")

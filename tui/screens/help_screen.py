@@ -67,6 +67,13 @@ def _own_bindings(node: object) -> list[Binding]:
     return found
 
 
+GAP = 2
+"""Spaces between the help's columns."""
+
+MIN_ACTION = 12
+"""The action column never gets narrower than this (a narrow terminal wraps the whole line instead)."""
+
+
 class KeyList:
     """The help's rows in three aligned columns, key · action · where; an action too long for its column wraps
     under itself. (A rich Table was measured and rendered two or three times per `?`: 25 ms of a 45 ms key.)"""
@@ -96,13 +103,6 @@ class KeyList:
                 if number == 0:
                     line.append(place, "bold" if index == 0 else "dim")
                 yield line
-
-
-GAP = 2
-"""Spaces between the help's columns."""
-
-MIN_ACTION = 12
-"""The action column never gets narrower than this (a narrow terminal wraps the whole line instead)."""
 
 
 def _pad(text: str, width: int) -> str:
