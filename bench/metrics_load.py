@@ -454,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
             text = f"max {max(times) * 1e3:.0f}, median {statistics.median(times) * 1e3:.0f} ms"
             rows.append(_row(f"  {key} -> its screen painted", text, f"<= {GOAL_KEY_MS:.0f} ms",
                              max(times) * 1e3 <= GOAL_KEY_MS))  # fmt: skip
-        rows.extend(_row(f"    slow: {line}", "", "", None) for line in slow)
+        for line in slow:
+            rows.append(_row(f"    slow: {line}", "", "", None))
         ok = ok and ok_keys
     if args.tmux:
         tmux_cache = Path(tempfile.mkdtemp(prefix="tmux-cache-", dir=scratch.name))
