@@ -21,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -31,19 +32,28 @@ GOAL_FULL_MS = 50.0
 
 
 class Pauses:
-    """Every collection: (time since start, generation, pause in ms, objects collected)."""
+    """Every collection: (time since start at its end, generation, pause in ms, objects collected, thread)."""
 
     def __init__(self) -> None:
         self.start = time.perf_counter()
         self.began = 0.0
-        self.seen: list[tuple[float, int, float, int]] = []
+        self.seen: list[tuple[float, int, float, int, str]] = []
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         now = time.perf_counter()
         if phase == "start":
             self.began = now
         else:
-            self.seen.append((now - self.start, info["generation"], (now - self.began) * 1000, info["collected"]))
+            pause = (now - self.began) * 1000
+            self.seen.append(
+                (now - self.start, info["generation"], pause, info["collected"], threading.current_thread().name)
+            )
+
+    def during(self, start: float, end: float, least_ms: float = 10.0) -> str:
+        """The collections of ``least_ms`` or more that overlapped ``[start, end]`` (``perf_counter`` seconds)."""
+        found = [f"gen {g} {ms:.0f} ms ({thread})" for at, g, ms, _, thread in self.seen
+                 if ms >= least_ms and self.start + at - ms / 1000 < end and self.start + at > start]  # fmt: skip
+        return ", ".join(found) or f"none of {least_ms:.0f} ms or more"
 
 
 async def run(run_dir: Path, minutes: float) -> Pauses:
@@ -82,10 +92,10 @@ def main() -> int:
             writer.wait()
     print(f"demo, {args.minutes:g} min, a step every {args.interval:g} s; gc thresholds {gc.get_threshold()}")
     for generation in range(3):
-        times = [ms for _, g, ms, _ in pauses.seen if g == generation]
+        times = [ms for _, g, ms, _, _ in pauses.seen if g == generation]
         if times:
             print(f"  generation {generation}: {len(times):5d} collections, longest {max(times):7.1f} ms")
-    full = [(at, ms, freed) for at, g, ms, freed in pauses.seen if g == 2 and at > 60]
+    full = [(at, ms, freed) for at, g, ms, freed, _ in pauses.seen if g == 2 and at > 60]
     worst = max((ms for _, ms, _ in full), default=0.0)
     median = statistics.median(ms for _, ms, _ in full) if full else 0.0
     verdict = "ok" if worst <= GOAL_FULL_MS else "MISSED"

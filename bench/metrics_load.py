@@ -49,7 +49,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-import telemetry_gen  # noqa: E402  (bench/ is the script's own folder)
+import gc_pauses  # noqa: E402  (bench/ is the script's own folder)
+import telemetry_gen  # noqa: E402
 
 GOAL_COLD = 0.3
 GOAL_REOPEN = 0.05
@@ -226,25 +227,6 @@ PLAN = (("m", "MetricsScreen"), ("escape", "OverviewScreen"), ("question_mark", 
 """Keys pressed in turn, each with the screen it must bring up."""
 
 
-class _Collections:
-    """Every garbage collection of 10 ms or more: (start, end, generation, thread), to explain a slow key."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[float, float, int, str]] = []
-        self.began = 0.0
-
-    def __call__(self, phase: str, info: dict[str, int]) -> None:
-        now = time.perf_counter()
-        if phase == "start":
-            self.began = now
-        elif now - self.began >= 0.01:
-            self.seen.append((self.began, now, info["generation"], threading.current_thread().name))
-
-    def during(self, start: float, end: float) -> str:
-        found = [f"gen {g} {(b - a) * 1e3:.0f} ms ({name})" for a, b, g, name in self.seen if a < end and b > start]
-        return ", ".join(found) or "none of 10 ms or more"
-
-
 async def key_latency(run: Path, presses: int, records: int) -> tuple[dict[str, list[float]], float, int, list[str]]:
     """(key -> press-to-frame-showing-its-screen seconds; the app's load time; presses made during the load;
     a line per press over the goal, with the collections that ran meanwhile).
@@ -258,7 +240,7 @@ async def key_latency(run: Path, presses: int, records: int) -> tuple[dict[str, 
     latencies: dict[str, list[float]] = {}
     during = 0
     slow: list[str] = []
-    collections = _Collections()
+    collections = gc_pauses.Pauses()
     gc.callbacks.append(collections)
     async with app.run_test(size=(120, 40)) as pilot:
         display = app._display
