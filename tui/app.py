@@ -196,7 +196,7 @@ class MilesApp(Navigation):
         if isinstance(event, events.InputEvent):
             if self.exiting:
                 return
-            self.collector.last_input = time.monotonic()
+            self.collector.note_input()
         await super().on_event(event)
 
     async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:

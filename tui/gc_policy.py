@@ -149,11 +149,15 @@ class IdleCollector:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self.last_input = clock()
-        """When the last key or click came (the app sets it)."""
+        """When the last key or click came (:meth:`note_input`)."""
         self.last_full = clock()
         self.collections = 0
         """Full collections this collector ran."""
         self._held = contextlib.ExitStack()
+
+    def note_input(self) -> None:
+        """A key or click came now."""
+        self.last_input = self.clock()
 
     def hold(self) -> None:
         """From now until :meth:`release`, no full collection starts by itself."""
