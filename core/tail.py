@@ -455,5 +455,28 @@ def _parse_checked(line: str | bytes) -> Any:
     return json.loads(line, parse_int=checked_int)
 
 
+def parse_line(line: str | bytes, *, checked: bool = False) -> Any:
+    """One line as the tail parses it: ``json.loads``, refusing integers no float can hold when ``checked``
+    (for a block :func:`needs_checked_parse` says may hold one)."""
+    return _parse_checked(line) if checked else _parse(line)
+
+
+def needs_checked_parse(block: bytes) -> bool:
+    """Whether a block's lines must be parsed with the integer check (see :func:`parse_line`)."""
+    return _has_float_overflow_digits(block)
+
+
+def malformed_reason(err: BaseException) -> str:
+    """What a decoding error says about a line (``not valid JSON (...)``, ``missing field 'ts'`` ...)."""
+    return _reason(err)
+
+
+DECODE_ERRORS: Final = _DECODE_ERRORS
+"""The errors a line's parse or decoder may raise that make it malformed."""
+
+EXCERPT_BYTES: Final = _EXCERPT_BYTES
+"""Bytes of a malformed line kept in its error."""
+
+
 def _utf8_size(line: str) -> int:
     return len(line.encode("utf-8"))

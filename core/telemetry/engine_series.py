@@ -130,6 +130,31 @@ class EngineTable:
                 columns = raw[key] = ([], [])
             columns[0].append(sample.ts)
             columns[1].append(value)
+        self._group(raw, odd)
+
+    @classmethod
+    def from_groups(
+        cls, groups: Iterable[tuple[str, str | None, Mapping[str, Any] | None, list[float], list[float]]], skipped: int
+    ) -> EngineTable:
+        """A table from samples already grouped by (metric, addr, labels) as logged, each group's times and
+        finite values in file order (what a columnar reader has), equal to one built from the records."""
+        table = cls(())
+        table.skipped = skipped
+        raw: dict[Any, tuple[list[float], list[float]]] = {}
+        odd: list[tuple[EngineSample, float]] = []
+        for metric, addr, labels, ts, values in groups:
+            try:
+                key = (metric, addr, tuple(labels.items()) if labels else ())
+                into = raw.setdefault(key, ([], []))
+            except (TypeError, AttributeError):
+                odd += [(EngineSample(t, addr, metric, labels or {}, v), float(v)) for t, v in zip(ts, values)]
+                continue
+            into[0].extend(ts)
+            into[1].extend(values)
+        table._group(raw, odd)
+        return table
+
+    def _group(self, raw: dict[Any, tuple[list[float], list[float]]], odd: list[tuple[EngineSample, float]]) -> None:
         groups: dict[str, dict[_Key, tuple[list[float], list[float]]]] = {}
 
         def add(metric: str, addr: str | None, labels: Any, ts: list[float], values: list[float]) -> None:

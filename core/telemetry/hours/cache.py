@@ -1,0 +1,250 @@
+"""A partition file's decoded columns (and its summaries), kept in the user's cache: a settled hour is parsed once.
+
+Contract:
+
+- An entry is the folder ``partitions/KEY/`` under :func:`miles_tui.core.cache_dir.cache_root`
+  (never in the run): ``manifest.json`` and one ``.npy`` per array. KEY hashes
+  the file's identity (absolute path, ``st_dev``, ``st_ino``) and the format.
+- An entry covers the bytes ``[0, end)`` of its file (``end`` just after a
+  newline): their records as :class:`~.columns.Columns`, the malformed lines
+  among them (at most :data:`KEPT_MALFORMED`, and their count), and any extra
+  arrays the caller adds (a GPU stream's bucket summaries). Before use, the
+  first and last :data:`~miles_tui.core.telemetry.metric_workers.WINDOW` bytes
+  of ``[0, end)`` are hashed and compared: a file that shrank below ``end`` or
+  whose covered bytes changed drops the entry.
+- Arrays are stored in the narrowest exact type (an int column as int8..int32,
+  a float column that float32 holds exactly as float32) and widened back to
+  float64 on load, so a loaded entry equals the decode it was saved from.
+- Loading never runs code: ``np.load(allow_pickle=False)`` and JSON, every
+  array's type, shape and codes are checked; an entry that fails any check is
+  dropped, never trusted. Writes are atomic (a temporary folder renamed into
+  place), best effort, count against the cache's cap, and nothing is read or
+  written when caching is off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from miles_tui.core import cache_dir
+from miles_tui.core.telemetry.hours.columns import SPECS, Columns
+from miles_tui.core.telemetry.metric_workers import WINDOW, Fingerprint
+from miles_tui.core.telemetry.record_table import TAG_OTHER
+
+FORMAT: Final = 1
+"""Bump when the layout changes: entries of another format are misses."""
+
+KIND: Final = "partitions"
+"""The cache's folder under the root."""
+
+KEPT_MALFORMED: Final = 100
+"""Malformed lines of a partition remembered with their offsets (all are counted)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Entry:
+    """What an entry holds."""
+
+    columns: Columns
+    """The records of ``[0, end)``."""
+    end: int
+    """Bytes covered."""
+    ino: int
+    """The file's inode when saved."""
+    malformed: tuple[tuple[int, str], ...]
+    """(offset, reason) of the first malformed lines."""
+    malformed_count: int
+    """Malformed lines in ``[0, end)``."""
+    extra: Mapping[str, npt.NDArray[Any]]
+    """The caller's other arrays."""
+    extra_meta: Mapping[str, Any]
+    """The caller's JSON."""
+
+
+def _key(path: Path, st: os.stat_result) -> Path:
+    identity = json.dumps([FORMAT, str(path.absolute()), st.st_dev, st.st_ino]).encode()
+    return cache_dir.cache_root() / KIND / hashlib.sha256(identity).hexdigest()[:40]
+
+
+def fingerprint(path: Path, end: int) -> Fingerprint:
+    """The fingerprint of ``path``'s bytes ``[0, end)``, read now."""
+    with open(path, "rb") as handle:
+        head = handle.read(min(WINDOW, end))
+        handle.seek(max(0, end - WINDOW))
+        tail = handle.read(end - max(0, end - WINDOW))
+    return Fingerprint.of(head, tail, end)
+
+
+def load(path: Path, stream: str) -> Entry | None:
+    """The cached entry of ``path`` when it still covers the file's bytes; None otherwise (or caching off)."""
+    if not cache_dir.enabled():
+        return None
+    try:
+        st = os.stat(path)
+        folder = _key(path, st)
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    try:
+        entry = _read(folder, manifest, stream, st)
+        if fingerprint(path, entry.end) != Fingerprint(entry.end, manifest["head"], manifest["tail"]):
+            raise ValueError("the covered bytes changed")
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    cache_dir.touch(folder)
+    return entry
+
+
+def _array(folder: Path, name: str) -> npt.NDArray[Any]:
+    array: npt.NDArray[Any] = np.load(folder / f"{name}.npy", allow_pickle=False)
+    if array.dtype.kind not in "biuf" or array.dtype.hasobject:
+        raise ValueError(f"{name}: unexpected array")
+    return array
+
+
+def _read(folder: Path, manifest: dict[str, Any], stream: str, st: os.stat_result) -> Entry:
+    if manifest["format"] != FORMAT or manifest["stream"] != stream:
+        raise ValueError("another format")
+    end, size = int(manifest["end"]), int(manifest["size"])
+    if not 0 < end <= st.st_size or size < 0:
+        raise ValueError("stale")
+    spec = SPECS[stream]
+    values = tuple(manifest["values"])
+    numbers, tags, other, codes = {}, {}, {}, {}
+    for name in spec.numbers:
+        column = _array(folder, f"n.{name}")
+        tag = manifest["tags"][name]
+        tag_array = np.full(size, int(tag), np.uint8) if isinstance(tag, int) else _array(folder, f"t.{name}")
+        if column.shape != (size,) or tag_array.shape != (size,) or tag_array.dtype != np.uint8:
+            raise ValueError(f"{name}: wrong shape")
+        numbers[name], tags[name] = column.astype(np.float64), tag_array
+        other[name] = {int(row): value for row, value in manifest["other"][name]}
+        if any(not 0 <= r < size or tag_array[r] != TAG_OTHER for r in other[name]):
+            raise ValueError(f"{name}: stray value")
+    for name in spec.shared:
+        code = _array(folder, f"c.{name}")
+        if (
+            code.shape != (size,)
+            or code.dtype.kind not in "iu"
+            or (size and not 0 <= code.min() <= code.max() < len(values))
+        ):
+            raise ValueError(f"{name}: bad codes")
+        codes[name] = code.astype(np.int32)
+    extra = {name: _array(folder, f"x.{name}") for name in manifest["extra"]}
+    malformed = tuple((int(o), str(r)) for o, r in manifest["malformed"])
+    columns = Columns(stream, size, numbers, tags, other, codes, values)
+    return Entry(columns, end, st.st_ino, malformed, int(manifest["malformed_count"]), extra, manifest["extra_meta"])
+
+
+def _narrow(column: npt.NDArray[np.float64], tags: npt.NDArray[np.uint8]) -> npt.NDArray[Any]:
+    """The narrowest type that holds every value of a float64 column exactly."""
+    if not len(column):
+        return column
+    if np.array_equal(column, np.round(column)) and np.isfinite(column).all():
+        lo, hi = column.min(), column.max()
+        for kind in (np.int8, np.int16, np.int32):
+            info = np.iinfo(kind)
+            if info.min <= lo and hi <= info.max:
+                return column.astype(kind)
+    single = column.astype(np.float32)
+    same = np.array_equal(single.astype(np.float64), column, equal_nan=True)
+    if same and np.array_equal(np.signbit(single), np.signbit(column)):
+        return single
+    return column
+
+
+def save(
+    path: Path,
+    entry: Entry,
+    *,
+    extra: Mapping[str, npt.NDArray[Any]] | None = None,
+    extra_meta: Mapping[str, Any] | None = None,
+) -> bool:
+    """Write ``entry`` for ``path`` (whose bytes ``[0, entry.end)`` it holds); False when it could not be."""
+    if not cache_dir.enabled():
+        return False
+    try:
+        st = os.stat(path)
+        if st.st_ino != entry.ino or st.st_size < entry.end:
+            return False
+        mark = fingerprint(path, entry.end)
+        folder = _key(path, st)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        temp = folder.parent / f".{folder.name}.{secrets.token_hex(4)}"
+        temp.mkdir()
+    except OSError:
+        return False
+    try:
+        written = _write(temp, path, entry, mark, extra or {}, extra_meta or {})
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(folder)
+        os.rename(temp, folder)
+    except (OSError, ValueError, TypeError):
+        shutil.rmtree(temp, ignore_errors=True)
+        return False
+    cache_dir.note_write(written, folder)
+    return True
+
+
+def _write(
+    temp: Path,
+    path: Path,
+    entry: Entry,
+    mark: Fingerprint,
+    extra: Mapping[str, npt.NDArray[Any]],
+    extra_meta: Mapping[str, Any],
+) -> int:
+    columns = entry.columns
+    written = 0
+
+    def put(name: str, array: npt.NDArray[Any]) -> None:
+        nonlocal written
+        np.save(temp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
+        written += array.nbytes
+
+    tags: dict[str, Any] = {}
+    for name, column in columns.numbers.items():
+        tag = columns.tags[name]
+        put(f"n.{name}", _narrow(column, tag))
+        if len(tag) and (tag == tag[0]).all():
+            tags[name] = int(tag[0])
+        else:
+            tags[name] = None
+            put(f"t.{name}", tag)
+    for name, code in columns.codes.items():
+        top = int(code.max()) if len(code) else 0
+        put(f"c.{name}", code.astype(np.uint8 if top < 256 else np.uint16 if top < 65536 else np.int32))
+    for name, array in extra.items():
+        put(f"x.{name}", array)
+    manifest = {
+        "format": FORMAT,
+        "stream": columns.stream,
+        "path": str(path),
+        "end": entry.end,
+        "size": columns.size,
+        "head": mark.head,
+        "tail": mark.tail,
+        "tags": tags,
+        "values": list(columns.values),
+        "other": {name: sorted(rows.items()) for name, rows in columns.other.items()},
+        "malformed": [list(m) for m in entry.malformed[:KEPT_MALFORMED]],
+        "malformed_count": entry.malformed_count,
+        "extra": sorted(extra),
+        "extra_meta": dict(extra_meta),
+    }
+    text = json.dumps(manifest, allow_nan=True)
+    (temp / "manifest.json").write_text(text, encoding="utf-8")
+    return written + len(text)

@@ -1,0 +1,280 @@
+"""One partitioned telemetry stream of a run, read as columns, each file once: from the cache, then only new bytes.
+
+Contract:
+
+- :class:`HourStore` follows the files of one stream of :data:`~.columns.SPECS`
+  (``{stream}/{YYYYMMDD_HH}.jsonl`` hours and an older flat ``{stream}.jsonl``,
+  which reads as one partition covering all time). :meth:`HourStore.refresh`
+  lists them and brings the partitions asked for up to date: all of them, the
+  ones a time window touches, or the newest only. Nothing else is read: a
+  partition outside the request is known by its name, never opened.
+- A partition is restored from its cache entry (:mod:`.cache`) when the entry
+  still covers the file's bytes, then followed with the tail rule
+  (:class:`~miles_tui.core.tail.TailFile`: complete lines only, rewrites reset
+  it); only the bytes after what is known are decoded (:func:`.columns.decode`).
+  A partition that grew is saved again once it grew by :data:`RESAVE_BYTES` (or
+  an eighth), or at once when settled (an hour before its stream's newest).
+- ``gpu_util`` partitions also hold their bucket summaries
+  (:mod:`.gpu_buckets`, cached with the hour); with ``keep_columns=False`` their
+  raw columns are dropped once summarised and read again (from the cache) only
+  when a window asks for them, so memory follows the window, not the run.
+- Problems are values: malformed lines (file and offset) and unreadable files
+  come back from :meth:`refresh`, each once. Not thread-safe: one caller at a
+  time (the caller's lock). Never writes into the run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from miles_tui.core.errors import StreamError
+from miles_tui.core.run_files import os_error_message
+from miles_tui.core.tail import MalformedLineError, ReadHook, TailFile
+from miles_tui.core.telemetry.hours import cache
+from miles_tui.core.telemetry.hours.columns import Columns, concat, decode, empty
+from miles_tui.core.telemetry.hours.gpu_buckets import WIDTHS, GpuBuckets, from_arrays, gpu_buckets, merge
+from miles_tui.core.telemetry.partitions import HOUR_SECONDS, hour_of
+
+RESAVE_BYTES: Final = 8 << 20
+"""A followed partition's cache entry is rewritten after this many new bytes (or an eighth of what it covers)."""
+
+GPU_STREAM: Final = "gpu_util"
+
+
+@dataclass
+class _Part:
+    path: Path
+    hour: float | None
+    tail: TailFile[Columns]
+    columns: Columns | None = None
+    """The records known (None: dropped from memory, in the cache)."""
+    size: int = 0
+    """Records known."""
+    span: tuple[float, float] | None = None
+    buckets: dict[float, GpuBuckets] = field(default_factory=dict)
+    restored: bool = False
+    """Whether its cache entry was looked for."""
+    saved_end: int = 0
+    malformed: list[tuple[int, str]] = field(default_factory=list)
+    malformed_count: int = 0
+    end: int = 0
+
+    def overlaps(self, since: float | None, until: float | None) -> bool:
+        if self.hour is None:
+            return True
+        return (since is None or self.hour + HOUR_SECONDS > since) and (until is None or self.hour <= until)
+
+
+class HourStore:
+    """See the module docstring."""
+
+    def __init__(
+        self, dashboard: Path | str, stream: str, *, keep_columns: bool = True, read_hook: ReadHook | None = None
+    ) -> None:
+        self.dashboard = Path(dashboard)
+        self.stream = stream
+        self.keep_columns = keep_columns
+        self._read_hook = read_hook
+        self._parts: dict[str, _Part] = {}
+        self._said: set[str] = set()
+
+    # -- listing ---------------------------------------------------------------------------------------------
+
+    def _list(self, problems: list[StreamError]) -> list[_Part]:
+        found: dict[str, float | None] = {}
+        flat = self.dashboard / f"{self.stream}.jsonl"
+        if flat.is_file():
+            found[str(flat)] = None
+        folder = self.dashboard / self.stream
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    hour = hour_of(entry.name)
+                    if hour is not None:
+                        found[entry.path] = hour
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError as err:
+            if str(folder) not in self._said:
+                self._said.add(str(folder))
+                problems.append(StreamError(f"{os_error_message(folder, err)}; the stream is skipped", folder))
+        for gone in set(self._parts) - set(found):
+            del self._parts[gone]
+        for path, hour in found.items():
+            if path not in self._parts:
+                tail: TailFile[Columns] = TailFile(
+                    path, _unused, read_hook=self._read_hook, decode_block=self._decoder(Path(path))
+                )
+                self._parts[path] = _Part(Path(path), hour, tail)
+        return sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+
+    def _decoder(self, path: Path) -> Any:
+        stream = self.stream
+
+        def decode_block(block: bytes, base: int) -> tuple[list[Columns], list[MalformedLineError]]:
+            columns, bad = decode(stream, block, base, path)
+            return [columns], bad
+
+        return decode_block
+
+    def partitions(self) -> list[tuple[Path, float | None, bool]]:
+        """(file, hour, read) of every partition known, flat file first, then by hour."""
+        parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        return [(p.path, p.hour, p.restored) for p in parts]
+
+    # -- reading ---------------------------------------------------------------------------------------------
+
+    def refresh(
+        self, since: float | None = None, until: float | None = None, *, newest: bool = False
+    ) -> list[StreamError]:
+        """List the files; bring those asked for up to date (the window [since, until], or the newest hour and
+        the flat file with ``newest``); return the problems found in them since the last refresh."""
+        problems: list[StreamError] = []
+        parts = self._list(problems)
+        if newest:
+            hours = [p for p in parts if p.hour is not None]
+            wanted = [p for p in parts if p.hour is None] + hours[-1:]
+        else:
+            wanted = [p for p in parts if p.overlaps(since, until)]
+        settled_before = parts[-1].hour if parts and parts[-1].hour is not None else None
+        for part in wanted:
+            self._sync(
+                part,
+                problems,
+                settled=settled_before is not None and part.hour is not None and part.hour < settled_before,
+            )
+        return problems
+
+    def _sync(self, part: _Part, problems: list[StreamError], *, settled: bool) -> None:
+        if not part.restored:
+            part.restored = True
+            self._restore(part)
+        chunks: list[Columns] = []
+
+        def consume(batch: Sequence[Columns]) -> None:
+            chunks.extend(batch)
+
+        def on_reset() -> None:
+            part.columns, part.size, part.span, part.buckets = empty(self.stream), 0, None, {}
+            part.malformed, part.malformed_count, part.saved_end, part.end = [], 0, 0, 0
+            chunks.clear()
+
+        read = part.tail.poll(consume, on_reset)
+        if read.error is not None:
+            problems.append(read.error)
+        for bad in read.malformed:
+            part.malformed_count += 1
+            if len(part.malformed) < cache.KEPT_MALFORMED:
+                part.malformed.append((bad.offset or 0, bad.reason))
+            problems.append(bad)
+        if chunks:
+            known = self._columns(part)  # what was known before this poll (part.end is still its end)
+            part.columns = concat([known, *chunks], self.stream)
+            part.size = part.columns.size
+            part.span = part.columns.span()
+            if self.stream == GPU_STREAM:
+                part.buckets = {w: gpu_buckets(part.columns, w) for w in WIDTHS}
+        part.end = part.tail.offset
+        if part.end > part.saved_end and (
+            settled or part.end - part.saved_end >= max(RESAVE_BYTES, part.saved_end // 8)
+        ):
+            self._save(part)
+        if not self.keep_columns and part.columns is not None:
+            part.columns = None
+
+    def _restore(self, part: _Part) -> None:
+        entry = cache.load(part.path, self.stream)
+        if entry is None:
+            return
+        part.columns, part.size, part.span = entry.columns, entry.columns.size, entry.columns.span()
+        part.malformed, part.malformed_count = list(entry.malformed), entry.malformed_count
+        part.saved_end = part.end = entry.end
+        if self.stream == GPU_STREAM:
+            try:
+                lanes = entry.extra_meta["lanes"]
+                part.buckets = {
+                    w: from_arrays(
+                        w, lanes, {k.split(":", 1)[1]: v for k, v in entry.extra.items() if k.startswith(f"{w:g}:")}
+                    )
+                    for w in WIDTHS
+                }
+            except (KeyError, ValueError, TypeError, IndexError):
+                part.buckets = {w: gpu_buckets(entry.columns, w) for w in WIDTHS}
+        part.tail.resume(entry.end, entry.ino)
+
+    def _save(self, part: _Part) -> None:
+        columns = self._columns(part)
+        try:
+            ino = os.stat(part.path).st_ino
+        except OSError:
+            return
+        entry = cache.Entry(columns, part.end, ino, tuple(part.malformed), part.malformed_count, {}, {})
+        extra: dict[str, Any] = {}
+        meta: dict[str, Any] = {}
+        if self.stream == GPU_STREAM and part.buckets:
+            for width, buckets in part.buckets.items():
+                extra.update({f"{width:g}:{k}": v for k, v in buckets.arrays().items()})
+            meta["lanes"] = [list(lane) for lane in part.buckets[WIDTHS[0]].lanes]
+        if cache.save(part.path, entry, extra=extra, extra_meta=meta):
+            part.saved_end = part.end
+
+    def _columns(self, part: _Part) -> Columns:
+        """The records known of a partition, from the cache when they were dropped from memory."""
+        if part.columns is not None:
+            return part.columns
+        if not part.end:
+            return empty(self.stream)
+        entry = cache.load(part.path, self.stream)
+        if entry is not None and entry.end == part.end:
+            return entry.columns
+        # not (or no longer) cached: read the file again up to what was known
+        tail: TailFile[Columns] = TailFile(part.path, _unused, decode_block=self._decoder(part.path))
+        chunks: list[Columns] = []
+        tail.poll(chunks.extend)
+        columns = concat(chunks, self.stream)
+        return columns
+
+    # -- answers ---------------------------------------------------------------------------------------------
+
+    def columns(self, since: float | None = None, until: float | None = None) -> Columns:
+        """The records of the partitions refreshed so far that the window touches (the whole of each: filter
+        by time yourself), in partition order."""
+        parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        chosen = [p for p in parts if p.restored and p.overlaps(since, until)]
+        return concat([self._columns(p) for p in chosen], self.stream)
+
+    def buckets(self, width: float, since: float | None = None, until: float | None = None) -> GpuBuckets:
+        """``gpu_util``'s bucket summaries of the partitions refreshed so far that the window touches."""
+        parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        return merge([p.buckets[width] for p in parts if p.restored and p.buckets and p.overlaps(since, until)], width)
+
+    def span(self) -> tuple[float, float] | None:
+        """Earliest and latest time in the partitions refreshed so far."""
+        spans = [p.span for p in self._parts.values() if p.span is not None]
+        return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+
+    def newest_mtime(self) -> float | None:
+        """Latest modification time among the partitions refreshed so far."""
+        times = [p.tail.mtime for p in self._parts.values() if p.restored and p.tail.mtime is not None]
+        return max(times, default=None)
+
+    def malformed_counts(self) -> dict[Path, int]:
+        """File -> malformed lines in it (files with none left out), over the partitions refreshed so far."""
+        return {p.path: p.malformed_count for p in self._parts.values() if p.malformed_count}
+
+    def records(self) -> int:
+        """Records held in the partitions refreshed so far."""
+        return sum(p.size for p in self._parts.values())
+
+
+def _unused(value: Any) -> Columns:  # the tail decodes whole blocks (decode_block); never called per line
+    raise TypeError("decoded by blocks")
+
+
+def stores(dashboard: Path, streams: Iterable[str], **options: Any) -> dict[str, HourStore]:
+    """One store per stream."""
+    return {stream: HourStore(dashboard, stream, **options) for stream in streams}
