@@ -115,7 +115,9 @@ def _metrics_reader(run_dir: Path, keys: list[str] | None, x_key: str | None) ->
     dashboard = RunDir(run_dir).dashboard_dir
     from miles_tui.core.telemetry import DashboardReader
 
-    reader = DashboardReader(dashboard, parse_workers=os.cpu_count() or 1, save_in_background=True, headless=True)
+    reader = DashboardReader(
+        dashboard, parse_workers=os.cpu_count() or 1, save_in_background=True, headless=True, streams=()
+    )
     if dashboard.is_dir():
         reader.poll()
     logged = reader.metrics.keys()

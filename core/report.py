@@ -19,11 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from miles_tui.core.analysis import LOW_MFU, Advisory, Level, RunHealth, UnreadableStep, dump_advisories, run_health
-from miles_tui.core.analysis.stream_advisories import stream_advisories
+from miles_tui.core.analysis.engine_advisories import engine_figures
+from miles_tui.core.analysis.stream_advisories import (
+    PHASE_NUMBERS,
+    PHASE_SHARED,
+    TelemetryFacts,
+    telemetry_advisories,
+)
 from miles_tui.core.dump import Run, StepSummary
-from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError
-from miles_tui.core.follow import RunFollower
+from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
 from miles_tui.core.inert_text import inert
+from miles_tui.core.tail import StreamReset
+from miles_tui.core.telemetry import DashboardReader, RunMeta
+from miles_tui.core.telemetry.hours.engine_columns import engine_table
+from miles_tui.core.telemetry.hours.store import HourStore
 
 
 @dataclass(frozen=True)
@@ -86,9 +95,8 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
     run = Run(run_dir)
     run.dir.require_dump_folder()
     # One telemetry read serves both meta.json (run name, arguments) and the stream advisories.
-    follower = RunFollower(run.dir) if run.dir.dashboard_dir.is_dir() else None
-    delta = follower.poll(now) if follower is not None else None
-    meta = follower.dashboard.meta if follower is not None else None
+    telemetry = read_telemetry(run.dir.dashboard_dir) if run.dir.dashboard_dir.is_dir() else None
+    meta = telemetry.meta if telemetry is not None else None
     visible = run.dir.visible_steps(now)
     train = [rid for rid, ev in visible if not ev]
     latest = max(train) if train else None
@@ -106,10 +114,11 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
         if (rid, evaluation) == (latest, False):
             summary = read
     streams: list[Advisory] = []
-    if follower is not None and delta is not None:
-        streams = stream_advisories(
-            follower, now, problems=delta.problems, resets=delta.resets, low_mfu_threshold=low_mfu_threshold
-        )
+    if telemetry is not None:
+        streams = telemetry_advisories(
+            telemetry.facts, now, problems=telemetry.problems, resets=telemetry.resets,
+            low_mfu_threshold=low_mfu_threshold,
+        )  # fmt: skip
     # The newest write in dump files and streams (the data-age rule's own input), else in the step files.
     writes = [files.newest_mtime for files in visible.values()]
     health = run_health(
@@ -119,10 +128,51 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
         [rid for rid, ev in visible if ev],
         dump=dump_advisories(summary, meta, unreadable),
         streams=streams,
-        newest_writes=[*writes, delta.newest_write if delta is not None else None],
+        newest_writes=[*writes, telemetry.facts.newest_write if telemetry is not None else None],
         now=now,
     )
     return Report(run_dir=run.path, health=health, latest_summary=summary, cache_notice=run.cache_notice)
+
+
+@dataclass(frozen=True, eq=False)
+class TelemetryRead:
+    """What ``report`` read of ``dashboard/``: only what the rules need."""
+
+    meta: RunMeta | None
+    """meta.json."""
+    facts: TelemetryFacts
+    """The rules' inputs."""
+    problems: tuple[StreamError, ...]
+    """Malformed lines and unreadable files met."""
+    resets: tuple[StreamReset, ...]
+    """Files found rewritten."""
+
+
+def read_telemetry(dashboard: Path) -> TelemetryRead:
+    """meta.json, metrics.jsonl, every phase and engine partition (each from the user cache when it still
+    covers the file: a settled hour is parsed once), and the newest GPU hour only (for the newest data time).
+    The GPU stream's older hours, trajectories, processes and snapshots are never opened: no rule reads them."""
+    reader = DashboardReader(dashboard, streams=(), headless=True)
+    delta = reader.poll()
+    phases = HourStore(dashboard, "phases")
+    engines = HourStore(dashboard, "engine_series")
+    gpus = HourStore(dashboard, "gpu_util", keep_columns=False)
+    problems = [*delta.problems, *phases.refresh(), *engines.refresh(), *gpus.refresh(newest=True)]
+    spans = [s for s in (reader.time_range(), phases.span(), engines.span(), gpus.span()) if s is not None]
+    writes = [t for t in (delta.newest_mtime, phases.newest_mtime(), engines.newest_mtime(), gpus.newest_mtime()) if t]
+    meta = reader.meta
+    facts = TelemetryFacts(
+        args=meta.args if meta is not None else {},
+        phases=phases.columns().table_arrays(PHASE_NUMBERS, PHASE_SHARED),
+        metrics=reader.metrics,
+        engines=engine_figures(engine_table(engines.columns())),
+        edge=max(s[1] for s in spans) if spans else None,
+        attempt_start=meta.start_ts if meta is not None else None,
+        newest_write=max(writes, default=None),
+        malformed={**reader.malformed_counts(), **phases.malformed_counts(), **engines.malformed_counts(),
+                   **gpus.malformed_counts()},
+    )  # fmt: skip
+    return TelemetryRead(meta, facts, tuple(problems), delta.resets)
 
 
 def _number(value: Any, digits: int = 3) -> str:

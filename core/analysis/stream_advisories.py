@@ -48,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core.analysis.advisories import Advisory, Level, ordered
-from miles_tui.core.analysis.engine_advisories import engine_alarms, engine_tuning, tiered
+from miles_tui.core.analysis.engine_advisories import EngineFigures, engine_alarms, engine_tuning, tiered
 from miles_tui.core.analysis.engine_feed import reader_engine_figures
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunFollower
@@ -405,6 +405,28 @@ def run_mfu(store: MetricStore, args: Mapping[str, Any]) -> MfuSummary | None:
     return mfu_summary(series.value, peak)
 
 
+@dataclass(frozen=True, eq=False)
+class TelemetryFacts:
+    """Everything the telemetry rules read, however it was read (a followed reader, a one-shot report)."""
+
+    args: Mapping[str, Any]
+    """meta.json's arguments."""
+    phases: TableArrays
+    """Every phase record of the run (:data:`PHASE_NUMBERS`, :data:`PHASE_SHARED`)."""
+    metrics: MetricStore
+    """metrics.jsonl."""
+    engines: EngineFigures
+    """The engine rules' inputs."""
+    edge: float | None
+    """The newest data timestamp of the run (stalls are judged there, never at the wall clock)."""
+    attempt_start: float | None
+    """meta.json's ``start_ts``."""
+    newest_write: float | None
+    """The newest modification time seen in dump files and streams."""
+    malformed: Mapping[Path, int]
+    """Stream file -> malformed lines skipped so far."""
+
+
 def stream_advisories(
     follower: RunFollower,
     now: float,
@@ -413,27 +435,48 @@ def stream_advisories(
     resets: Sequence[StreamReset] = (),
     low_mfu_threshold: float = LOW_MFU,
 ) -> list[Advisory]:
-    """Every telemetry rule over what ``follower`` holds after its last poll, alarms first; tuning advice
-    only while no alarm is active (:func:`~miles_tui.core.analysis.engine_advisories.tiered`).
-
-    ``problems`` and ``resets`` are what the caller's polls reported (a poll
-    reports each once); malformed-line counts come from the reader's totals.
-    ``low_mfu_threshold`` is ``--low-mfu-threshold`` (0: the MFU rule is off).
-    """
+    """Every telemetry rule over what ``follower`` holds after its last poll (see :func:`telemetry_advisories`)."""
     reader = follower.dashboard
     state = follower.state()
-    args = reader.meta.args if reader.meta is not None else {}
-    phases = reader.loaded_arrays("phases", PHASE_NUMBERS, PHASE_SHARED)
-    step_key, times = step_times(follower.metrics)
-    figures = reader_engine_figures(reader)
-    span = reader.time_range()  # stalls are judged at the newest data timestamp, never the wall clock
+    span = reader.time_range()
+    facts = TelemetryFacts(
+        args=reader.meta.args if reader.meta is not None else {},
+        phases=reader.loaded_arrays("phases", PHASE_NUMBERS, PHASE_SHARED),
+        metrics=follower.metrics,
+        engines=reader_engine_figures(reader),
+        edge=span[1] if span is not None else None,
+        attempt_start=state.attempt_start,
+        newest_write=state.newest_write,
+        malformed=reader.malformed_counts(),
+    )
+    return telemetry_advisories(facts, now, problems=problems, resets=resets, low_mfu_threshold=low_mfu_threshold)
+
+
+def telemetry_advisories(
+    facts: TelemetryFacts,
+    now: float,
+    *,
+    problems: Sequence[StreamError] = (),
+    resets: Sequence[StreamReset] = (),
+    low_mfu_threshold: float = LOW_MFU,
+) -> list[Advisory]:
+    """Every telemetry rule, alarms first; tuning advice only while no alarm is active
+    (:func:`~miles_tui.core.analysis.engine_advisories.tiered`).
+
+    ``problems`` and ``resets`` are what the caller's reads reported (each once); malformed-line counts come
+    from ``facts``. ``low_mfu_threshold`` is ``--low-mfu-threshold`` (0: the MFU rule is off).
+    """
+    step_key, times = step_times(facts.metrics)
     alarms = [
-        *stalled_phase_arrays(phases, state.attempt_start, span[1] if span is not None else now),
-        *engine_alarms(figures, args),
+        *stalled_phase_arrays(facts.phases, facts.attempt_start, facts.edge if facts.edge is not None else now),
+        *engine_alarms(facts.engines, facts.args),
     ]
     always = [
-        *no_new_data(state.newest_write, times, now, step_key),
-        *stream_corruption(problems, resets, reader.malformed_counts()),
+        *no_new_data(facts.newest_write, times, now, step_key),
+        *stream_corruption(problems, resets, facts.malformed),
     ]
-    tuning = [*low_mfu(run_mfu(follower.metrics, args), low_mfu_threshold), *engine_tuning(figures, args)]
+    tuning = [
+        *low_mfu(run_mfu(facts.metrics, facts.args), low_mfu_threshold),
+        *engine_tuning(facts.engines, facts.args),
+    ]
     return ordered(tiered(alarms, tuning, always))

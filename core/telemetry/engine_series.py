@@ -147,7 +147,9 @@ class EngineTable:
                 key = (metric, addr, tuple(labels.items()) if labels else ())
                 into = raw.setdefault(key, ([], []))
             except (TypeError, AttributeError):
-                odd += [(EngineSample(t, addr, metric, labels or {}, v), float(v)) for t, v in zip(ts, values)]
+                odd += [
+                    (EngineSample(t, addr, metric, labels or {}, v), float(v)) for t, v in zip(ts, values, strict=True)
+                ]
                 continue
             into[0].extend(ts)
             into[1].extend(values)

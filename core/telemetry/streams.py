@@ -34,6 +34,8 @@ Contract:
   same tail rule, decoded into columns (by ``parse_workers`` scanner threads
   for a long stretch, or as many processes when the scanner is not built, for
   that poll only) and cached in the user cache dir.
+- With ``streams`` only those telemetry streams (and always meta.json and
+  metrics.jsonl) are listed and read.
 - Never writes into the run; never sleeps or reads a clock but for a long
   metrics read's pauses between blocks (not ``headless``: see
   :mod:`~miles_tui.core.telemetry.metric_stream`); the only threads it
@@ -137,11 +139,15 @@ class DashboardReader:
         worker_nice: int = 0,
         save_in_background: bool = False,
         headless: bool = False,
+        streams: Sequence[str] | None = None,
     ) -> None:
         self.directory = Path(directory)
         """The dashboard folder (it may not exist yet)."""
         self.recent_hours = recent_hours
         """Hours of each partitioned stream the first poll parses (None: all)."""
+        self.streams: tuple[str, ...] = TELEMETRY_STREAMS if streams is None else tuple(streams)
+        """The telemetry streams followed besides metrics.jsonl and meta.json (the others are never listed or
+        read: ``export --metrics`` and ``report`` read what they need)."""
         self._read_hook = read_hook
         self._lock = threading.Lock()
         # metrics.jsonl: columns, decoded by worker processes when long, cached in the user cache dir
@@ -423,7 +429,7 @@ class DashboardReader:
             return  # unlistable (said once): keep what is known
         entries = {entry.name: entry for entry in listed}
         present: set[str] = set()
-        for stream in TELEMETRY_STREAMS:
+        for stream in self.streams:
             flat = entries.get(f"{stream}.jsonl")
             if flat is not None:
                 present.add(flat.path)
@@ -431,6 +437,8 @@ class DashboardReader:
                     self._known.add(flat.path)
                     self._add(stream, flat.path, None, hot=True)
         for stream in PARTITIONED_STREAMS:
+            if stream not in self.streams:
+                continue
             entry = entries.get(stream)
             if entry is None or not self._is_dir(entry, problems):
                 continue

@@ -231,10 +231,23 @@ class Columns:
         """The fields as :class:`~miles_tui.core.telemetry.record_table.TableArrays` (what the stall rule reads)."""
         return TableArrays(
             self.size,
-            {k: (self.numbers[k], self.tags[k], dict(self.other[k])) for k in numeric},
+            {k: self._numeric(k) for k in numeric},
             {k: self.codes[k].astype(np.int64) for k in shared},
             list(self.values),
         )
+
+
+    def _numeric(self, field: str) -> tuple[FloatArray, TagArray, dict[int, Any]]:
+        """A field as (float64s, tags, other values); a shared field (a rank) through its value table."""
+        if field in self.numbers:
+            return self.numbers[field], self.tags[field], dict(self.other[field])
+        table = self.values
+        kinds = [_TAG_OF.get(type(v), TAG_OTHER) for v in table]
+        floats = np.array([float(v) if k <= TAG_INT else 0.0 for v, k in zip(table, kinds, strict=True)])
+        codes = self.codes[field]
+        tags = np.array(kinds, np.uint8)[codes] if table else np.zeros(0, np.uint8)
+        other = {int(row): table[int(codes[row])] for row in np.flatnonzero(tags == TAG_OTHER).tolist()}
+        return (floats[codes] if table else np.zeros(0)), tags, other
 
 
 def empty(stream: str) -> Columns:
@@ -319,9 +332,9 @@ class _Rows:
         self.offsets: list[npt.NDArray[np.int64]] = []
 
     def add_structs(self, records: Sequence[msgspec.Struct], offsets: npt.NDArray[np.int64]) -> None:
-        for name, values in self.fields.items():
+        for name, known in self.fields.items():
             got = list(map(attrgetter(name), records))
-            values += [bytes(v) for v in got] if name in self.spec.raw else got
+            known.extend([bytes(v) for v in got] if name in self.spec.raw else got)
         self.offsets.append(offsets)
 
     def add_line(self, record: Mapping[str, Any], offset: int) -> None:

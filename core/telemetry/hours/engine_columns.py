@@ -40,7 +40,7 @@ def engine_table(columns: Columns) -> EngineTable:
     for group in np.argsort(first, kind="stable").tolist():
         picked = order[cuts[group] : cuts[group + 1]]
         row = int(picked[0])
-        group_values = [int(v) if i else v for v, i in zip(values[picked].tolist(), ints[picked].tolist())]
+        group_values = [int(v) if i else v for v, i in zip(values[picked].tolist(), ints[picked].tolist(), strict=True)]
         groups.append(
             (names[int(metric[row])], names[int(addr[row])], names[int(labels[row])], ts[picked].tolist(), group_values)
         )

@@ -235,8 +235,7 @@ class HourStore:
         tail: TailFile[Columns] = TailFile(part.path, _unused, decode_block=self._decoder(part.path))
         chunks: list[Columns] = []
         tail.poll(chunks.extend)
-        columns = concat(chunks, self.stream)
-        return columns
+        return concat(chunks, self.stream)
 
     # -- answers ---------------------------------------------------------------------------------------------
 
