@@ -20,12 +20,7 @@ from typing import Any
 
 from miles_tui.core.analysis import LOW_MFU, Advisory, Level, RunHealth, UnreadableStep, dump_advisories, run_health
 from miles_tui.core.analysis.engine_advisories import engine_figures
-from miles_tui.core.analysis.stream_advisories import (
-    PHASE_NUMBERS,
-    PHASE_SHARED,
-    TelemetryFacts,
-    telemetry_advisories,
-)
+from miles_tui.core.analysis.stream_advisories import TelemetryFacts, telemetry_advisories
 from miles_tui.core.dump import Run, StepSummary
 from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
 from miles_tui.core.inert_text import inert
@@ -154,7 +149,7 @@ def read_telemetry(dashboard: Path) -> TelemetryRead:
     The GPU stream's older hours, trajectories, processes and snapshots are never opened: no rule reads them."""
     reader = DashboardReader(dashboard, streams=(), headless=True)
     delta = reader.poll()
-    phases = HourStore(dashboard, "phases")
+    phases = HourStore(dashboard, "phases", keep_columns=False)
     engines = HourStore(dashboard, "engine_series")
     gpus = HourStore(dashboard, "gpu_util", keep_columns=False)
     problems = [*delta.problems, *phases.refresh(), *engines.refresh(), *gpus.refresh(newest=True)]
@@ -163,7 +158,7 @@ def read_telemetry(dashboard: Path) -> TelemetryRead:
     meta = reader.meta
     facts = TelemetryFacts(
         args=meta.args if meta is not None else {},
-        phases=phases.columns().table_arrays(PHASE_NUMBERS, PHASE_SHARED),
+        phases=phases.phase_digests(),
         metrics=reader.metrics,
         engines=engine_figures(engine_table(engines.columns())),
         edge=max(s[1] for s in spans) if spans else None,

@@ -54,6 +54,7 @@ from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.tail import MalformedLineError, StreamReset
 from miles_tui.core.telemetry import OPEN_T1, TAG_INT, TAG_NONE, TAG_OTHER, MetricStore, Phase, TableArrays
+from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -411,8 +412,8 @@ class TelemetryFacts:
 
     args: Mapping[str, Any]
     """meta.json's arguments."""
-    phases: TableArrays
-    """Every phase record of the run (:data:`PHASE_NUMBERS`, :data:`PHASE_SHARED`)."""
+    phases: TableArrays | Sequence[PhaseDigest]
+    """Every phase record of the run (:data:`PHASE_NUMBERS`, :data:`PHASE_SHARED`), or each partition's digest."""
     metrics: MetricStore
     """metrics.jsonl."""
     engines: EngineFigures
@@ -452,6 +453,12 @@ def stream_advisories(
     return telemetry_advisories(facts, now, problems=problems, resets=resets, low_mfu_threshold=low_mfu_threshold)
 
 
+def _stalls(phases: TableArrays | Sequence[PhaseDigest], attempt_start: float | None, at: float) -> list[Advisory]:
+    if isinstance(phases, TableArrays):
+        return stalled_phase_arrays(phases, attempt_start, at)
+    return stalled_from_digests(phases, attempt_start, at)
+
+
 def telemetry_advisories(
     facts: TelemetryFacts,
     now: float,
@@ -468,7 +475,7 @@ def telemetry_advisories(
     """
     step_key, times = step_times(facts.metrics)
     alarms = [
-        *stalled_phase_arrays(facts.phases, facts.attempt_start, facts.edge if facts.edge is not None else now),
+        *_stalls(facts.phases, facts.attempt_start, facts.edge if facts.edge is not None else now),
         *engine_alarms(facts.engines, facts.args),
     ]
     always = [
@@ -480,3 +487,48 @@ def telemetry_advisories(
         *engine_tuning(facts.engines, facts.args),
     ]
     return ordered(tiered(alarms, tuning, always))
+
+
+def stalled_from_digests(digests: Sequence[PhaseDigest], attempt_start: float | None, at: float) -> list[Advisory]:
+    """:func:`stalled_phases` over per-partition digests (:mod:`~miles_tui.core.telemetry.hours.phase_digest`).
+
+    An open marker is open when no closing record anywhere has its key: the
+    markers no record of their own partition closes, less those whose key is
+    among the other partitions' unmatched closing records. Only when one is
+    open past :data:`STALL_MIN_OPEN_S` are the closed durations of its phase
+    read: the same answer as over every record.
+    """
+    closes = {(k[0], _key_part(k[1]), _key_part(k[2]), k[3]) for d in digests for k in d.closes}
+    current = attempt_start if attempt_start is not None else -math.inf
+    markers = [
+        r for d in digests for r in d.opens
+        if r[1] >= current and (r[0], _key_part(r[2]), _key_part(r[3]), r[1]) not in closes
+    ]  # fmt: skip
+    if not any(at - r[1] > STALL_MIN_OPEN_S for r in markers):
+        return []
+    unique: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    for r in markers:  # one marker per key, in order of first sight, holding its last record
+        unique[(r[0], _key_part(r[2]), _key_part(r[3]), r[1])] = r
+    out = []
+    for phase in sorted({r[0] for r in unique.values()}):
+        spans = _closed_durations(digests, phase, current)
+        if len(spans) < STALL_MIN_CLOSED:
+            continue
+        usual = float(np.median(spans))
+        limit = max(STALL_FACTOR * usual, STALL_MIN_OPEN_S)
+        stuck = sorted((r for r in unique.values() if r[0] == phase and at - r[1] > limit), key=itemgetter(1))
+        if stuck:
+            where = [(r[2], r[3], r[4]) for r in stuck[:3]]
+            out.append(_stall(phase, len(spans), usual, at - stuck[0][1], where, len(stuck)))
+    return out
+
+
+def _closed_durations(digests: Sequence[PhaseDigest], phase: str, since: float) -> FloatArray:
+    """Durations of the closed records of ``phase`` that started at or after ``since``."""
+    parts = []
+    for digest in digests:
+        for code, name in enumerate(digest.names):
+            if name == phase:
+                pick = (digest.closed_name == code) & (digest.closed_t0 >= since)
+                parts.append(np.maximum(digest.closed_t1[pick] - digest.closed_t0[pick], 0.0))
+    return np.concatenate(parts) if parts else np.zeros(0)

@@ -57,8 +57,12 @@ KEPT_MALFORMED: Final = 100
 class Entry:
     """What an entry holds."""
 
-    columns: Columns
-    """The records of ``[0, end)``."""
+    columns: Columns | None
+    """The records of ``[0, end)`` (None when loaded without them)."""
+    size: int
+    """Records."""
+    span: tuple[float, float] | None
+    """Earliest and latest time the records mention."""
     end: int
     """Bytes covered."""
     ino: int
@@ -87,7 +91,7 @@ def fingerprint(path: Path, end: int) -> Fingerprint:
     return Fingerprint.of(head, tail, end)
 
 
-def load(path: Path, stream: str) -> Entry | None:
+def load(path: Path, stream: str, *, with_columns: bool = True) -> Entry | None:
     """The cached entry of ``path`` when it still covers the file's bytes; None otherwise (or caching off)."""
     if not cache_dir.enabled():
         return None
@@ -98,7 +102,7 @@ def load(path: Path, stream: str) -> Entry | None:
     except (OSError, ValueError):
         return None
     try:
-        entry = _read(folder, manifest, stream, st)
+        entry = _read(folder, manifest, stream, st, with_columns)
         if fingerprint(path, entry.end) != Fingerprint(entry.end, manifest["head"], manifest["tail"]):
             raise ValueError("the covered bytes changed")
     except (OSError, ValueError, KeyError, TypeError, IndexError):
@@ -115,12 +119,19 @@ def _array(folder: Path, name: str) -> npt.NDArray[Any]:
     return array
 
 
-def _read(folder: Path, manifest: dict[str, Any], stream: str, st: os.stat_result) -> Entry:
+def _read(folder: Path, manifest: dict[str, Any], stream: str, st: os.stat_result, with_columns: bool) -> Entry:
     if manifest["format"] != FORMAT or manifest["stream"] != stream:
         raise ValueError("another format")
     end, size = int(manifest["end"]), int(manifest["size"])
     if not 0 < end <= st.st_size or size < 0:
         raise ValueError("stale")
+    span = manifest["span"]
+    span = None if span is None else (float(span[0]), float(span[1]))
+    extra = {name: _array(folder, f"x.{name}") for name in manifest["extra"]}
+    malformed = tuple((int(o), str(r)) for o, r in manifest["malformed"])
+    count = int(manifest["malformed_count"])
+    if not with_columns:
+        return Entry(None, size, span, end, st.st_ino, malformed, count, extra, manifest["extra_meta"])
     spec = SPECS[stream]
     values = tuple(manifest["values"])
     numbers, tags, other, codes = {}, {}, {}, {}
@@ -143,10 +154,8 @@ def _read(folder: Path, manifest: dict[str, Any], stream: str, st: os.stat_resul
         ):
             raise ValueError(f"{name}: bad codes")
         codes[name] = code.astype(np.int32)
-    extra = {name: _array(folder, f"x.{name}") for name in manifest["extra"]}
-    malformed = tuple((int(o), str(r)) for o, r in manifest["malformed"])
     columns = Columns(stream, size, numbers, tags, other, codes, values)
-    return Entry(columns, end, st.st_ino, malformed, int(manifest["malformed_count"]), extra, manifest["extra_meta"])
+    return Entry(columns, size, span, end, st.st_ino, malformed, count, extra, manifest["extra_meta"])
 
 
 def _narrow(column: npt.NDArray[np.float64], tags: npt.NDArray[np.uint8]) -> npt.NDArray[Any]:
@@ -208,6 +217,8 @@ def _write(
     extra_meta: Mapping[str, Any],
 ) -> int:
     columns = entry.columns
+    if columns is None:
+        raise ValueError("an entry is saved with its columns")
     written = 0
 
     def put(name: str, array: npt.NDArray[Any]) -> None:
@@ -235,6 +246,7 @@ def _write(
         "path": str(path),
         "end": entry.end,
         "size": columns.size,
+        "span": entry.span,
         "head": mark.head,
         "tail": mark.tail,
         "tags": tags,

@@ -236,7 +236,6 @@ class Columns:
             list(self.values),
         )
 
-
     def _numeric(self, field: str) -> tuple[FloatArray, TagArray, dict[int, Any]]:
         """A field as (float64s, tags, other values); a shared field (a rank) through its value table."""
         if field in self.numbers:

@@ -26,7 +26,7 @@ Contract:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -37,12 +37,18 @@ from miles_tui.core.tail import MalformedLineError, ReadHook, TailFile
 from miles_tui.core.telemetry.hours import cache
 from miles_tui.core.telemetry.hours.columns import Columns, concat, decode, empty
 from miles_tui.core.telemetry.hours.gpu_buckets import WIDTHS, GpuBuckets, from_arrays, gpu_buckets, merge
+from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, from_cache, phase_digest
 from miles_tui.core.telemetry.partitions import HOUR_SECONDS, hour_of
 
 RESAVE_BYTES: Final = 8 << 20
 """A followed partition's cache entry is rewritten after this many new bytes (or an eighth of what it covers)."""
 
 GPU_STREAM: Final = "gpu_util"
+PHASE_STREAM: Final = "phases"
+
+
+def _prefixed(arrays: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    return {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
 
 
 @dataclass
@@ -56,6 +62,8 @@ class _Part:
     """Records known."""
     span: tuple[float, float] | None = None
     buckets: dict[float, GpuBuckets] = field(default_factory=dict)
+    digest: PhaseDigest | None = None
+    """A ``phases`` partition's digest for the stall rule."""
     restored: bool = False
     """Whether its cache entry was looked for."""
     saved_end: int = 0
@@ -160,6 +168,7 @@ class HourStore:
 
         def on_reset() -> None:
             part.columns, part.size, part.span, part.buckets = empty(self.stream), 0, None, {}
+            part.digest = None
             part.malformed, part.malformed_count, part.saved_end, part.end = [], 0, 0, 0
             chunks.clear()
 
@@ -178,6 +187,8 @@ class HourStore:
             part.span = part.columns.span()
             if self.stream == GPU_STREAM:
                 part.buckets = {w: gpu_buckets(part.columns, w) for w in WIDTHS}
+            if self.stream == PHASE_STREAM:
+                part.digest = phase_digest(part.columns)
         part.end = part.tail.offset
         if part.end > part.saved_end and (
             settled or part.end - part.saved_end >= max(RESAVE_BYTES, part.saved_end // 8)
@@ -187,23 +198,22 @@ class HourStore:
             part.columns = None
 
     def _restore(self, part: _Part) -> None:
-        entry = cache.load(part.path, self.stream)
+        entry = cache.load(part.path, self.stream, with_columns=self.keep_columns)
         if entry is None:
             return
-        part.columns, part.size, part.span = entry.columns, entry.columns.size, entry.columns.span()
+        part.columns, part.size, part.span = entry.columns, entry.size, entry.span
         part.malformed, part.malformed_count = list(entry.malformed), entry.malformed_count
         part.saved_end = part.end = entry.end
-        if self.stream == GPU_STREAM:
-            try:
+        try:
+            if self.stream == GPU_STREAM:
                 lanes = entry.extra_meta["lanes"]
-                part.buckets = {
-                    w: from_arrays(
-                        w, lanes, {k.split(":", 1)[1]: v for k, v in entry.extra.items() if k.startswith(f"{w:g}:")}
-                    )
-                    for w in WIDTHS
-                }
-            except (KeyError, ValueError, TypeError, IndexError):
-                part.buckets = {w: gpu_buckets(entry.columns, w) for w in WIDTHS}
+                part.buckets = {w: from_arrays(w, lanes, _prefixed(entry.extra, f"{w:g}:")) for w in WIDTHS}
+            if self.stream == PHASE_STREAM:
+                part.digest = from_cache(_prefixed(entry.extra, "p:"), entry.extra_meta["phases"])
+        except (KeyError, ValueError, TypeError, IndexError):  # an entry without its summaries: read the file
+            part.columns, part.size, part.span, part.buckets, part.digest = None, 0, None, {}, None
+            part.malformed, part.malformed_count, part.saved_end, part.end = [], 0, 0, 0
+            return
         part.tail.resume(entry.end, entry.ino)
 
     def _save(self, part: _Part) -> None:
@@ -212,13 +222,18 @@ class HourStore:
             ino = os.stat(part.path).st_ino
         except OSError:
             return
-        entry = cache.Entry(columns, part.end, ino, tuple(part.malformed), part.malformed_count, {}, {})
+        entry = cache.Entry(
+            columns, columns.size, columns.span(), part.end, ino, tuple(part.malformed), part.malformed_count, {}, {}
+        )
         extra: dict[str, Any] = {}
         meta: dict[str, Any] = {}
         if self.stream == GPU_STREAM and part.buckets:
             for width, buckets in part.buckets.items():
                 extra.update({f"{width:g}:{k}": v for k, v in buckets.arrays().items()})
             meta["lanes"] = [list(lane) for lane in part.buckets[WIDTHS[0]].lanes]
+        if self.stream == PHASE_STREAM and part.digest is not None:
+            arrays, meta["phases"] = part.digest.to_cache()
+            extra.update({f"p:{k}": v for k, v in arrays.items()})
         if cache.save(part.path, entry, extra=extra, extra_meta=meta):
             part.saved_end = part.end
 
@@ -229,7 +244,7 @@ class HourStore:
         if not part.end:
             return empty(self.stream)
         entry = cache.load(part.path, self.stream)
-        if entry is not None and entry.end == part.end:
+        if entry is not None and entry.end == part.end and entry.columns is not None:
             return entry.columns
         # not (or no longer) cached: read the file again up to what was known
         tail: TailFile[Columns] = TailFile(part.path, _unused, decode_block=self._decoder(part.path))
@@ -250,6 +265,11 @@ class HourStore:
         """``gpu_util``'s bucket summaries of the partitions refreshed so far that the window touches."""
         parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
         return merge([p.buckets[width] for p in parts if p.restored and p.buckets and p.overlaps(since, until)], width)
+
+    def phase_digests(self) -> list[PhaseDigest]:
+        """``phases``' digests of the partitions refreshed so far, in partition order."""
+        parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        return [p.digest for p in parts if p.digest is not None]
 
     def span(self) -> tuple[float, float] | None:
         """Earliest and latest time in the partitions refreshed so far."""

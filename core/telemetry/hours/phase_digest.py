@@ -1,0 +1,103 @@
+"""What the stall rule needs of one ``phases`` partition, small enough to read for every hour of a long run.
+
+Contract: :func:`phase_digest` reduces a partition's columns to its open
+markers that no closing record *in that partition* closes, the keys (name,
+host, rank, start) of its closing records that close no marker in it, and
+each closed phase's name, start and end. miles writes a phase's open marker
+into the hour it started and its closing record into the hour it ended, so
+a marker and its closing record are in one partition unless the phase crossed
+an hour: the two key lists stay a few hundred a day. The digest round-trips
+through JSON and arrays (:meth:`PhaseDigest.to_cache`, :func:`from_cache`).
+Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from miles_tui.core.telemetry.hours.columns import Columns
+from miles_tui.core.telemetry.record_table import TAG_NONE
+
+OpenRow = tuple[str, float, Any, Any, Any]
+"""(name, t0, host, rank, role) of an open marker."""
+CloseKey = tuple[str, Any, Any, float]
+"""(name, host, rank, t0) of a closing record."""
+
+
+@dataclass(frozen=True, eq=False)
+class PhaseDigest:
+    """See the module docstring."""
+
+    opens: tuple[OpenRow, ...]
+    """Open markers no closing record of the partition closes, in file order."""
+    closes: tuple[CloseKey, ...]
+    """Closing records that close no marker of the partition."""
+    names: tuple[str, ...]
+    """Code -> phase name, for :attr:`closed_name`."""
+    closed_name: npt.NDArray[np.int32]
+    """Per closed record: its name's code."""
+    closed_t0: npt.NDArray[np.float64]
+    """Per closed record: start."""
+    closed_t1: npt.NDArray[np.float64]
+    """Per closed record: end."""
+
+    def to_cache(self) -> tuple[dict[str, npt.NDArray[Any]], dict[str, Any]]:
+        arrays = {"closed_name": self.closed_name, "closed_t0": self.closed_t0, "closed_t1": self.closed_t1}
+        return arrays, {"opens": [list(r) for r in self.opens], "closes": [list(k) for k in self.closes],
+                        "names": list(self.names)}  # fmt: skip
+
+
+def from_cache(arrays: Mapping[str, npt.NDArray[Any]], meta: Mapping[str, Any]) -> PhaseDigest:
+    """Rebuild a digest (checked: a cache entry is not trusted)."""
+    names = tuple(str(n) for n in meta["names"])
+    name = arrays["closed_name"].astype(np.int32)
+    t0, t1 = arrays["closed_t0"].astype(np.float64), arrays["closed_t1"].astype(np.float64)
+    if not len(name) == len(t0) == len(t1) or (len(name) and not 0 <= name.min() <= name.max() < len(names)):
+        raise ValueError("phase digest arrays do not fit")
+    opens = tuple((str(r[0]), float(r[1]), r[2], r[3], r[4]) for r in meta["opens"])
+    closes = tuple((str(k[0]), k[1], k[2], float(k[3])) for k in meta["closes"])
+    return PhaseDigest(opens, closes, names, name, t0, t1)
+
+
+def _rows(columns: Columns) -> npt.NDArray[Any]:
+    """Each record's (name, host, rank, start) as one comparable value."""
+    rank, tags, _ = columns.table_arrays(("rank",), ()).numbers["rank"]
+    none = tags == TAG_NONE
+    keys = np.column_stack(
+        [
+            columns.codes["name"],
+            columns.codes["node"],
+            np.where(none, 0.0, rank + 0.0),
+            none,
+            columns.numbers["t0"] + 0.0,
+        ]
+    ).astype(np.float64)
+    return np.ascontiguousarray(keys).view(np.dtype((np.void, keys.shape[1] * 8))).ravel()
+
+
+def phase_digest(columns: Columns) -> PhaseDigest:
+    """See the module docstring."""
+    if not columns.size:
+        empty = np.zeros(0)
+        return PhaseDigest((), (), (), np.zeros(0, np.int32), empty, empty)
+    t0, t1 = columns.numbers["t0"], columns.numbers["t1"]
+    is_open = t1 == -1
+    rows = _rows(columns)
+    opened, closed = np.flatnonzero(is_open), np.flatnonzero(~is_open)
+    lone_opens = opened[~np.isin(rows[opened], rows[closed])]
+    lone_closes = closed[~np.isin(rows[closed], rows[opened])]
+    value = columns.value_of
+    opens = tuple(
+        (value("name", r), float(t0[r]), value("node", r), value("rank", r), value("role", r))
+        for r in lone_opens.tolist()
+    )
+    closes = tuple((value("name", r), value("node", r), value("rank", r), float(t0[r])) for r in lone_closes.tolist())
+    codes = columns.codes["name"][closed]
+    used, local = np.unique(codes, return_inverse=True)
+    names = tuple(columns.values[int(c)] for c in used.tolist())
+    return PhaseDigest(opens, closes, names, local.ravel().astype(np.int32), t0[closed].copy(), t1[closed].copy())

@@ -1,0 +1,276 @@
+"""Partition files as cached columns: a cached read equals a fresh parse of the same bytes, whatever the bytes.
+
+Each property writes a stream's partition files as a writer (or an attacker) would, reads them through
+:class:`HourStore` with an empty cache, again from the cache, and again with caching off, and compares every
+field with what ``json.loads`` makes of each line, line by line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import hypothesis.strategies as st
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+
+from miles_tui.core import cache_dir
+from miles_tui.core.analysis.stream_advisories import (
+    PHASE_NUMBERS,
+    PHASE_SHARED,
+    stalled_from_digests,
+    stalled_phase_arrays,
+)
+from miles_tui.core.telemetry.hours.columns import SPECS, decode
+from miles_tui.core.telemetry.hours.gpu_buckets import gpu_buckets
+from miles_tui.core.telemetry.hours.store import HourStore
+
+HOUR = 1_787_220_000.0
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+number = st.one_of(st.integers(-(2**60), 2**60), finite, st.none(), st.just(float("nan")))
+names = st.sampled_from(["actor_train", "rollout", "train_wait", "update_weights", "ẞ-phase"])
+hosts = st.sampled_from(["10.0.0.1", "10.0.0.2", "node-3"])
+
+
+def gpu_record(draw: st.DrawFn) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "ts": draw(st.floats(HOUR, HOUR + 3599)),
+        "node": draw(hosts),
+        "gpu": draw(st.integers(0, 7)),
+        "util": draw(number),
+        "mem_mb": draw(number),
+        "power_w": draw(number),
+    }
+    if draw(st.booleans()):
+        record["temp_c"] = draw(st.integers(20, 90))  # an AMD-style extra field
+    return record
+
+
+def phase_record(draw: st.DrawFn) -> dict[str, Any]:
+    t0 = draw(st.floats(HOUR, HOUR + 3000))
+    return {
+        "name": draw(names),
+        "t0": t0,
+        "t1": draw(st.one_of(st.just(-1), st.floats(t0, t0 + 500))),
+        "node": draw(st.one_of(hosts, st.none())),
+        "gpus": draw(st.one_of(st.lists(st.integers(0, 7), max_size=4), st.none())),
+        "rank": draw(st.one_of(st.integers(-1, 64), st.none())),
+        "role": draw(st.sampled_from(["train", "rollout_manager", None])),
+    }
+
+
+def engine_record(draw: st.DrawFn) -> dict[str, Any]:
+    labels = draw(st.one_of(st.none(), st.fixed_dictionaries({"dp_rank": st.sampled_from(["0", "1"])})))
+    return {
+        "ts": draw(st.floats(HOUR, HOUR + 3599)),
+        "addr": draw(st.sampled_from(["http://a:1", "http://b:2", None])),
+        "metric": draw(st.sampled_from(["sglang_num_running_reqs", "sglang:token_usage"])),
+        "labels": labels,
+        "value": draw(number),
+    }
+
+
+MAKERS = {"gpu_util": gpu_record, "phases": phase_record, "engine_series": engine_record}
+
+hostile_lines = st.sampled_from(
+    [
+        "",
+        "   ",
+        "not json",
+        "[1, 2]",
+        '{"ts": NaN, "node": "a", "gpu": 1}',
+        '{"ts": 1e400, "node": "a", "gpu": 1}',
+        '{"ts": 5, "node": ["x"], "gpu": 1}',
+        '{"ts": 5, "node": "a", "gpu": 1152921504606846975}',
+        '{"name": {"a": 1}, "t0": 1, "t1": 2}',
+        '{"name": "x", "t0": Infinity, "t1": 2}',
+        '{"ts": 5, "metric": ["m"], "addr": "a"}',
+        '{"ts": 5, "metric": "m", "labels": {"k": [1]}}',
+        '{"ts": 5, "node": "a", "gpu": 1, "util": 1' + "0" * 400 + "}",
+    ]
+)
+
+
+@st.composite
+def stream_file(draw: st.DrawFn, stream: str) -> bytes:
+    """A partition's bytes: records in any of json.dumps' styles, some hostile lines, maybe a torn last line."""
+    lines = []
+    for _ in range(draw(st.integers(0, 40))):
+        if draw(st.integers(0, 9)) == 0:
+            lines.append(draw(hostile_lines))
+            continue
+        record = MAKERS[stream](draw)
+        compact = draw(st.booleans())
+        lines.append(json.dumps(record, separators=(",", ":") if compact else None, ensure_ascii=draw(st.booleans())))
+    data = "".join(line + "\n" for line in lines).encode()
+    if draw(st.booleans()):
+        data += b'{"ts": 17872'  # a writer cut mid-line
+    return data
+
+
+def expected(stream: str, data: bytes) -> list[dict[str, Any]]:
+    """What each complete line holds, for the lines :func:`decode` keeps (it alone judges validity here)."""
+    end = data.rfind(b"\n") + 1
+    columns, _ = decode(stream, data[: max(end - 1, 0)], 0, "x") if end else (None, [])
+    return [] if columns is None else [{f: columns.value_of(f, r) for f in SPECS[stream].fields} for r in range(columns.size)]
+
+
+def rows(store: HourStore) -> list[dict[str, Any]]:
+    columns = store.columns()
+    return [{f: columns.value_of(f, r) for f in SPECS[store.stream].fields} for r in range(columns.size)]
+
+
+def same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    return json.dumps(a, sort_keys=True, allow_nan=True) == json.dumps(b, sort_keys=True, allow_nan=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), stream=st.sampled_from(sorted(MAKERS)))
+def test_cached_columns_equal_a_fresh_parse(tmp_path: Path, data: st.DataObject, stream: str) -> None:
+    run = Path(tempfile.mkdtemp(dir=tmp_path))
+    folder = run / stream
+    folder.mkdir(parents=True)
+    files = [data.draw(stream_file(stream)) for _ in range(data.draw(st.integers(1, 3)))]
+    for hour, content in enumerate(files):
+        (folder / f"20260820_{hour:02d}.jsonl").write_bytes(content)
+    first = HourStore(run, stream)
+    first.refresh()
+    fresh = rows(first)
+    truth = [r for content in files for r in expected(stream, content)]
+    assert same(fresh, truth)
+    cached = HourStore(run, stream)  # settled hours come back from the cache
+    cached.refresh()
+    assert same(rows(cached), truth)
+    assert cached.malformed_counts() == first.malformed_counts()
+    with cache_dir.configured(off=True):
+        uncached = HourStore(run, stream)
+        uncached.refresh()
+        assert same(rows(uncached), truth)
+
+
+def test_a_torn_line_counts_once_when_its_newline_comes(tmp_path: Path) -> None:
+    folder = tmp_path / "gpu_util"
+    folder.mkdir()
+    part = folder / "20260820_10.jsonl"
+    part.write_bytes(b'{"ts": 1787220000, "node": "a", "gpu": 0, "util": 5}\n{"ts": 1787220001, "node": "a", "gp')
+    store = HourStore(tmp_path, "gpu_util")
+    store.refresh()
+    assert store.records() == 1
+    with open(part, "ab") as handle:
+        handle.write(b'u": 1, "util": 7}\n')
+    store.refresh()
+    assert store.columns().column("util") == [5, 7]
+    again = HourStore(tmp_path, "gpu_util")
+    again.refresh()
+    assert again.columns().column("util") == [5, 7]
+
+
+def test_a_partition_rewritten_in_place_is_not_read_from_its_stale_entry(tmp_path: Path) -> None:
+    folder = tmp_path / "phases"
+    folder.mkdir()
+    old = folder / "20260820_10.jsonl"
+    newest = folder / "20260820_12.jsonl"
+    line = '{{"name": "{}", "t0": 1787220000.5, "t1": 1787220010.5, "node": "a", "rank": 0, "role": "train"}}\n'
+    old.write_text(line.format("rollout") * 50)
+    newest.write_text(line.format("rollout"))
+    store = HourStore(tmp_path, "phases")
+    store.refresh()  # the settled hour is cached
+    assert any(cache_dir.cache_root().rglob("manifest.json"))
+    stat = old.stat()
+    with open(old, "r+b") as handle:  # the same length, other bytes, the same inode
+        handle.write(line.format("actor_t").encode() * 50)
+    os.utime(old, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    reread = HourStore(tmp_path, "phases")
+    reread.refresh()
+    assert set(reread.columns().column("name")) == {"actor_t", "rollout"}
+
+
+def test_a_vanished_partition_is_forgotten(tmp_path: Path) -> None:
+    folder = tmp_path / "engine_series"
+    folder.mkdir()
+    for hour in (10, 11):
+        line = {"ts": HOUR + hour * 3600, "addr": "a", "metric": "m", "value": hour}
+        (folder / f"20260820_{hour}.jsonl").write_text(json.dumps(line) + "\n")
+    store = HourStore(tmp_path, "engine_series")
+    store.refresh()
+    assert store.columns().column("value") == [10, 11]
+    (folder / "20260820_10.jsonl").unlink()
+    store.refresh()
+    assert store.columns().column("value") == [11]
+
+
+def test_no_cache_writes_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "run" / "gpu_util"
+    folder.mkdir(parents=True)
+    for hour in (10, 11):
+        (folder / f"20260820_{hour}.jsonl").write_text('{"ts": 1787220000, "node": "a", "gpu": 0}\n')
+    with cache_dir.configured(off=True):
+        HourStore(tmp_path / "run", "gpu_util").refresh()
+    assert not list(cache_dir.cache_root().rglob("*.npy"))
+
+
+def test_only_the_hours_asked_for_are_read(tmp_path: Path) -> None:
+    folder = tmp_path / "gpu_util"
+    folder.mkdir()
+    for hour in range(10, 14):
+        (folder / f"20260820_{hour}.jsonl").write_text('{"ts": 1787220000, "node": "a", "gpu": 0}\n')
+    (folder / "20260820_10.jsonl").chmod(0)  # a file a read would fail on (root reads it anyway)
+    store = HourStore(tmp_path, "gpu_util", keep_columns=False)
+    problems = store.refresh(newest=True)
+    assert problems == []
+    assert [read for _, _, read in store.partitions()] == [False, False, False, True]
+
+
+def test_buckets_hold_the_exact_extremes_and_means_of_their_samples() -> None:
+    lines = [
+        json.dumps({"ts": HOUR + s, "node": "n", "gpu": s % 2, "util": float(s % 97), "mem_mb": s, "power_w": None})
+        for s in range(0, 3600, 7)
+    ]
+    columns, bad = decode("gpu_util", "\n".join(lines).encode(), 0, "x")
+    assert not bad
+    buckets = gpu_buckets(columns, 600.0)
+    ts, util, gpu = columns.numbers["ts"], columns.numbers["util"], columns.value_of
+    for cell in range(buckets.cells):
+        lane = buckets.lanes[int(buckets.lane[cell])]
+        start = float(buckets.bucket[cell]) * 600.0
+        mine = [r for r in range(columns.size) if gpu("gpu", r) == lane[1] and start <= ts[r] < start + 600.0]
+        assert buckets.samples[cell] == len(mine)
+        assert buckets.stats["util.max"][cell] == max(util[mine])
+        assert buckets.stats["util.min"][cell] == min(util[mine])
+        assert math.isclose(buckets.stats["util.sum"][cell] / buckets.stats["util.n"][cell], float(np.mean(util[mine])))
+        assert buckets.stats["power_w.n"][cell] == 0 and math.isnan(buckets.stats["power_w.max"][cell])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_stall_rule_over_digests_equals_it_over_every_record(tmp_path: Path, data: st.DataObject) -> None:
+    run = Path(tempfile.mkdtemp(dir=tmp_path))
+    folder = run / "phases"
+    folder.mkdir(parents=True)
+    phases = []
+    for _ in range(data.draw(st.integers(3, 40))):
+        t0 = data.draw(st.sampled_from([HOUR + k * 1000.0 for k in range(10)]))
+        name, rank = data.draw(st.sampled_from(["a", "b"])), data.draw(st.integers(0, 3))
+        phases.append({"name": name, "t0": t0, "t1": -1, "node": "h", "rank": rank, "role": "train"})
+        if data.draw(st.integers(0, 3)):
+            t1 = t0 + data.draw(st.sampled_from([5.0, 60.0, 4000.0]))
+            phases.append({"name": name, "t0": t0, "t1": t1, "node": "h", "rank": rank, "role": "train"})
+    by_hour: dict[int, list[str]] = {}
+    for phase in phases:  # the open marker in its start hour, the closing record in its end hour
+        when = phase["t0"] if phase["t1"] == -1 else phase["t1"]
+        by_hour.setdefault(int((when - HOUR) // 3600), []).append(json.dumps(phase))
+    for hour, lines in by_hour.items():
+        (folder / f"20260820_{10 + hour:02d}.jsonl").write_text("\n".join(lines) + "\n")
+    digests = HourStore(run, "phases", keep_columns=False)
+    digests.refresh()
+    records = HourStore(run, "phases")
+    records.refresh()
+    arrays = records.columns().table_arrays(PHASE_NUMBERS, PHASE_SHARED)
+    at = HOUR + data.draw(st.sampled_from([3000.0, 20_000.0, 200_000.0]))
+    start = data.draw(st.sampled_from([None, HOUR + 2500.0]))
+    assert stalled_from_digests(digests.phase_digests(), start, at) == stalled_phase_arrays(arrays, start, at)
