@@ -117,7 +117,9 @@ def expected(stream: str, data: bytes) -> list[dict[str, Any]]:
     """What each complete line holds, for the lines :func:`decode` keeps (it alone judges validity here)."""
     end = data.rfind(b"\n") + 1
     columns, _ = decode(stream, data[: max(end - 1, 0)], 0, "x") if end else (None, [])
-    return [] if columns is None else [{f: columns.value_of(f, r) for f in SPECS[stream].fields} for r in range(columns.size)]
+    if columns is None:
+        return []
+    return [{f: columns.value_of(f, r) for f in SPECS[stream].fields} for r in range(columns.size)]
 
 
 def rows(store: HourStore) -> list[dict[str, Any]]:
