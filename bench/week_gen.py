@@ -40,6 +40,7 @@ reuses a folder whose marker (``week_params.json``) names the same parameters.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -499,9 +500,10 @@ def write_topology(params: Params, dash: Path, start: float, end: float, gen: Ge
 
 def write_steps(run: Path, first: int, count: int, stamp: float) -> None:
     """The newest ``count`` steps as small dumps (8 samples, dp1) with the project's writer."""
-    from miles_tui.core.synth.dump_files import make_sample
-    from miles_tui.core.synth.layout import ParallelLayout
-    from miles_tui.core.synth.writer import write_step
+    # imported by name: the editable install's import hook is invisible to mypy
+    make_sample = importlib.import_module("miles_tui.core.synth.dump_files").make_sample
+    parallel_layout = importlib.import_module("miles_tui.core.synth.layout").ParallelLayout
+    write_step = importlib.import_module("miles_tui.core.synth.writer").write_step
 
     for rid in range(first, first + count):
         rng = np.random.default_rng(rid)
@@ -521,7 +523,7 @@ def write_steps(run: Path, first: int, count: int, stamp: float) -> None:
             per_token["entropy"].append(rng.random(length).astype(np.float32))
             per_token["advantages"].append(np.zeros(length, np.float32))
             per_token["returns"].append(np.zeros(length, np.float32))
-        write_step(run, rid, samples, per_token, ParallelLayout.parse("dp1 cp1 tp1 pp1"))
+        write_step(run, rid, samples, per_token, parallel_layout.parse("dp1 cp1 tp1 pp1"))
     for folder in ("rollout_data", "train_data"):
         for path in (run / folder).rglob("*"):
             os.utime(path, (stamp, stamp))
