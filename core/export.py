@@ -226,6 +226,8 @@ def tokens_export(
 
     view = find_view(opened, sample_index)
     payload: dict[str, Any] = clean(token_payload(view, run.detokenizer, start, end))
+    if payload["token_text_notice"] is not None and warn is not None:
+        warn(payload["token_text_notice"])
     unreadable = [name for name in SERIES if view.states.get(name) is FieldState.UNREADABLE]
     if unreadable and warn is not None:
         warn(
