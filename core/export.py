@@ -249,7 +249,9 @@ def conversation_export(run: Run, rollout_id: int, evaluation: bool, sample_inde
     screen's conversation view shows), from ``trajectory/{rid}.jsonl``.
 
     A step that is not visible, a step without a sidecar and a sample the sidecar does not hold each raise
-    :class:`~miles_tui.core.errors.StepNotFoundError` naming what is missing.
+    :class:`~miles_tui.core.errors.StepNotFoundError` naming what is missing; a sidecar that cannot be read
+    (permissions, not a regular file, over its cap) raises :class:`~miles_tui.core.errors.UnreadableFileError`
+    saying why, never "no conversation recorded".
     """
     from miles_tui.core.dump import conversation_document, read_sidecar, sidecar_path
     from miles_tui.core.errors import StepNotFoundError
@@ -263,6 +265,12 @@ def conversation_export(run: Run, rollout_id: int, evaluation: bool, sample_inde
         path = sidecar_path(run.path, rollout_id, evaluation)
         raise StepNotFoundError("no such file: the run recorded no conversations for this step", path)
     conversation = sidecar.conversations.get(sample_index)
+    if conversation is None and sidecar.problem is not None:  # unreadable is not "none recorded"
+        from miles_tui.core.errors import UnreadableFileError
+
+        prefix = f"{sidecar.path}: "
+        problem = sidecar.problem[len(prefix) :] if sidecar.problem.startswith(prefix) else sidecar.problem
+        raise UnreadableFileError(f"the step's conversations cannot be read: {problem}", sidecar.path)
     if conversation is None:
         held = sorted(sidecar.conversations)
         some = ", ".join(map(str, held[:8])) + (" …" if len(held) > 8 else "")
