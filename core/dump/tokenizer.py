@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from miles_tui.core.errors import UnreadableFileError
-from miles_tui.core.run_files import os_error_message, stat_regular
+from miles_tui.core.run_files import TOKENIZER_MAX_BYTES, os_error_message, stat_regular
 
 LOAD_SECONDS: Final = 60.0
 """Starting the child and parsing tokenizer.json (a 124 MB one takes ~10 s on a busy login node)."""
@@ -169,7 +169,14 @@ class Detokenizer:
         self._refused: str | None = None
         self.status = TokenizerStatus(False, "the run has no tokenizer/ folder: showing token ids")
         try:
-            stat_regular(self._path)
+            st = stat_regular(self._path)
+            if st.st_size > TOKENIZER_MAX_BYTES:  # refused now, as reading it would be: no child for it
+                cap = TOKENIZER_MAX_BYTES >> 20
+                raise UnreadableFileError(
+                    f"larger than a tokenizer file can be ({st.st_size / 2**20:.0f} MiB, the cap is {cap} MiB),"
+                    " so it was not read",
+                    self._path,
+                )
         except (FileNotFoundError, NotADirectoryError):
             return
         except UnreadableFileError as err:
