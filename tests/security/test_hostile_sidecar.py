@@ -83,3 +83,85 @@ def test_an_unreadable_sidecar_says_why_not_none_recorded(tmp_path: Path, kind: 
     (line,) = done.stderr.splitlines()
     assert str(path) in line and "cannot be read" in line and kind.replace("fifo", "FIFO") in line
     assert "no conversation recorded" not in line
+
+
+# --- 8: lines of empty objects: an allocation budget per line -------------------------------------
+
+
+def _append_lines(path: Path, lines: list[bytes]) -> None:
+    with open(path, "ab") as handle:
+        handle.write(b"".join(line + b"\n" for line in lines))
+
+
+def _hostile_then_real(root: Path, rid: int, hostile: list[bytes]) -> int:
+    """Put ``hostile`` lines before the step's real ones; returns a sample whose real line comes last."""
+    path = root / "trajectory" / f"{rid}.jsonl"
+    real = path.read_bytes()
+    path.write_bytes(b"")
+    _append_lines(path, hostile)
+    path.write_bytes(path.read_bytes() + real)
+    return _sample_of_last(path)
+
+
+def _sample_of_last(path: Path) -> int:
+    return int(json.loads(path.read_bytes().splitlines()[-1])["sample_index"])
+
+
+EMPTY_MESSAGES = 200_000
+"""Empty message objects per hostile line (600 KB a line; ~48 bytes of memory per byte, unbudgeted)."""
+
+
+def test_lines_of_empty_messages_are_refused_within_a_memory_budget(tmp_path: Path) -> None:
+    root = _run(tmp_path)
+    line = b'{"sample_index": 1, "messages": [' + b",".join([b"{}"] * EMPTY_MESSAGES) + b"]}"
+    hostile = [line.replace(b'"sample_index": 1', f'"sample_index": {900_000 + i}'.encode()) for i in range(34)]
+    sample = _hostile_then_real(root, 2, hostile)
+    assert (root / "trajectory" / "2.jsonl").stat().st_size > 20_000_000
+    started = time.monotonic()
+    done = _export(root, "--step", "2", "--sample", str(sample), "--conversation", mem_mb=700, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert time.monotonic() - started < 30
+    document = json.loads(done.stdout)
+    assert document["sample_index"] == sample and len(document["malformed_lines"]) == len(hostile)
+
+
+def test_a_line_of_empty_objects_is_malformed_and_named(tmp_path: Path) -> None:
+    (tmp_path / "trajectory").mkdir()
+    path = tmp_path / "trajectory" / "1.jsonl"
+    good = {"sample_index": 7, "messages": [{"role": "user", "content": "hi {[x]}"}]}
+    line = b'{"sample_index": 5, "messages": [' + b",".join([b"{}"] * 5_000) + b"]}"
+    _append_lines(path, [line, json.dumps(good).encode()])
+    sidecar = read_sidecar(tmp_path, 1, False)
+    assert sidecar is not None and sorted(sidecar.conversations) == [7]
+    assert sidecar.bad_lines == (0,)
+
+
+def test_real_conversations_fit_the_budget(tmp_path: Path) -> None:
+    """Tool calls, nested arguments, braces in content: a demo run's sidecars read whole."""
+    root = _run(tmp_path)
+    for rid in range(3):
+        sidecar = read_sidecar(root, rid, False)
+        assert sidecar is not None and sidecar.bad_lines == () and sidecar.conversations
+
+
+# --- 9: sample indices that hash alike ------------------------------------------------------------
+
+
+COLLIDING = 75_760
+"""Lines whose sample_index is k·(2**61 − 1): all hash to 0, so a dict of them is quadratic (~30 s)."""
+
+
+def test_sample_indices_that_hash_alike_do_not_stall_a_conversation(tmp_path: Path) -> None:
+    root = _run(tmp_path)
+    assert len({hash(k * MERSENNE) for k in range(1, 100)}) == 1
+    hostile = [f'{{"sample_index": {k * MERSENNE}, "messages": []}}'.encode() for k in range(1, COLLIDING + 1)]
+    sample = _hostile_then_real(root, 2, hostile)
+    started = time.monotonic()
+    done = _export(root, "--step", "2", "--sample", str(sample), "--conversation", timeout=120)
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert elapsed < 10, elapsed
+    document = json.loads(done.stdout)
+    assert document["sample_index"] == sample
+    # at most the few multiples that fit 64 bits are kept; the rest are malformed, not keys
+    assert len(document["malformed_lines"]) >= COLLIDING - 8
