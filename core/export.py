@@ -4,6 +4,11 @@ Contract: the shapes of ``../shared/spec/cli.md``, exactly; keys may be added,
 never renamed or dropped. Values are raw (None for a value that does not
 exist, never 0 or NaN). Reading goes through :class:`miles_tui.core.dump.run.Run`, and the
 metric series through :class:`miles_tui.core.telemetry.streams.DashboardReader`.
+
+CSV (:func:`rows_csv`, also what the monitor's ctrl+s writes) is made safe to open in a spreadsheet: a text
+cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, which a spreadsheet would run as
+a formula, gets a leading ``'`` (OWASP's rule); numbers, and text that is exactly a plain decimal number,
+are written as they are, so a negative reward stays a number.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import difflib
 import io
 import os
 import platform
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
@@ -222,6 +228,8 @@ def tokens_export(
 
     view = find_view(opened, sample_index)
     payload: dict[str, Any] = clean(token_payload(view, run.detokenizer, start, end))
+    if payload["token_text_notice"] is not None and warn is not None:
+        warn(payload["token_text_notice"])
     unreadable = [name for name in SERIES if view.states.get(name) is FieldState.UNREADABLE]
     if unreadable and warn is not None:
         warn(
@@ -243,7 +251,9 @@ def conversation_export(run: Run, rollout_id: int, evaluation: bool, sample_inde
     screen's conversation view shows), from ``trajectory/{rid}.jsonl``.
 
     A step that is not visible, a step without a sidecar and a sample the sidecar does not hold each raise
-    :class:`~miles_tui.core.errors.StepNotFoundError` naming what is missing.
+    :class:`~miles_tui.core.errors.StepNotFoundError` naming what is missing; a sidecar that cannot be read
+    (permissions, not a regular file, over its cap) raises :class:`~miles_tui.core.errors.UnreadableFileError`
+    saying why, never "no conversation recorded".
     """
     from miles_tui.core.dump import conversation_document, read_sidecar, sidecar_path
     from miles_tui.core.errors import StepNotFoundError
@@ -257,6 +267,12 @@ def conversation_export(run: Run, rollout_id: int, evaluation: bool, sample_inde
         path = sidecar_path(run.path, rollout_id, evaluation)
         raise StepNotFoundError("no such file: the run recorded no conversations for this step", path)
     conversation = sidecar.conversations.get(sample_index)
+    if conversation is None and sidecar.problem is not None:  # unreadable is not "none recorded"
+        from miles_tui.core.errors import UnreadableFileError
+
+        prefix = f"{sidecar.path}: "
+        problem = sidecar.problem[len(prefix) :] if sidecar.problem.startswith(prefix) else sidecar.problem
+        raise UnreadableFileError(f"the step's conversations cannot be read: {problem}", sidecar.path)
     if conversation is None:
         held = sorted(sidecar.conversations)
         some = ", ".join(map(str, held[:8])) + (" …" if len(held) > 8 else "")
@@ -275,20 +291,31 @@ def conversation_export(run: Run, rollout_id: int, evaluation: bool, sample_inde
     return document
 
 
+FORMULA_STARTS: Final = ("=", "+", "-", "@", "\t", "\r")
+"""First characters that make a spreadsheet read a CSV cell as a formula."""
+_PLAIN_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def csv_cell(value: Any) -> str:
+    """One CSV cell: "" for None, true/false, a number as written, text made inert and never a formula."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    text = str(value)
+    if text.startswith(FORMULA_STARTS) and _PLAIN_NUMBER.fullmatch(text) is None:
+        text = "'" + text
+    return inert(text)
+
+
 def rows_csv(document: dict[str, Any]) -> str:
-    """ROW columns of a step document as CSV, one line per sample (empty cell for null; text made inert)."""
+    """ROW columns of a step document as CSV, one line per sample (empty cell for null; text made inert and
+    never a spreadsheet formula: :func:`csv_cell`)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(ROW_COLUMNS)
     for sample in document["samples"]:
-        cells = []
-        for column in ROW_COLUMNS:
-            value = sample.get(column)
-            if value is None:
-                cells.append("")
-            elif isinstance(value, bool):
-                cells.append("true" if value else "false")
-            else:
-                cells.append(inert(str(value)))
-        writer.writerow(cells)
+        writer.writerow([csv_cell(sample.get(column)) for column in ROW_COLUMNS])
     return out.getvalue()

@@ -28,6 +28,10 @@ EXIT_USAGE = 2
 """argparse's status for a command line it cannot parse (unknown option, bad value)."""
 EXIT_STILL_WRITING = 75
 """sysexits' EX_TEMPFAIL: the step is still being written; try again shortly."""
+EXIT_INTERNAL = 70
+"""sysexits' EX_SOFTWARE: a bug in miles-tui, never the run's fault. Distinct from every status a script acts
+on (``report``'s 0-3 run health, 1 an error about the input, 2 usage, 75 still writing), so a cron job never
+reads a crash as "warning"."""
 
 SUBCOMMANDS = ("export", "report")
 MIN_POLL_SECONDS = 0.2
@@ -123,7 +127,12 @@ def _export_parser() -> argparse.ArgumentParser:
 
 
 def _report_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="miles-tui report", description="Summarize a run's health.")
+    parser = _Parser(
+        prog="miles-tui report",
+        description="Summarize a run's health.",
+        epilog="Exit status: 0 ok, 1 warning, 2 critical, 3 RUN_DIR unreadable or not a dump, 75 still writing, "
+        "70 internal error (a bug: rerun with --debug and report it).",
+    )
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     _add_mfu_threshold(parser)
@@ -354,7 +363,7 @@ def _guarded(action: Callable[[argparse.Namespace], int], args: argparse.Namespa
             inert(f"miles-tui: internal error: {type(err).__name__}: {err} (rerun with --debug and report it)"),
             file=sys.stderr,
         )
-        return EXIT_ERROR
+        return EXIT_INTERNAL
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace | int:

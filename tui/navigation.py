@@ -115,6 +115,7 @@ class Navigation(App[None]):
         cursor: int | Callable[[OpenStep], int | None] | None,
         busy: Widget | None,
     ) -> None:
+        from miles_tui.tui.sample_tracks import SampleTracks
         from miles_tui.tui.screens.sample_screen import SampleScreen
 
         cold = self.reader.cached_open(rollout_id, evaluation) is None
@@ -125,7 +126,9 @@ class Navigation(App[None]):
         try:
             context = await self.watcher.sample_context(rollout_id, evaluation, sample_index, cursor)
             shown = context.step, context.sample_index, context.detokenizer, context.sidecar
-            screen = SampleScreen(*shown, cursor=context.cursor)
+            # the token texts are decoded here, off the event loop (up to the detokenizer's time budget)
+            tracks = await asyncio.to_thread(SampleTracks.load, *shown[:3])
+            screen = SampleScreen(*shown, cursor=context.cursor, tracks=tracks)
         except asyncio.CancelledError:
             raise
         except Exception as err:  # a bad file or a vanished sample: say so, keep the current screen

@@ -189,6 +189,8 @@ def cursor_line(sample: SampleTracks, window: TokenWindow, detokenizer: Detokeni
     if sample.texts is not None:
         parts.append("\n")
         parts += context(sample.texts, view.prompt_length, position, view.trained(), width - 2)
+    elif sample.text_notice is not None:
+        parts += ["\n", (inert(sample.text_notice), "$text-warning")]
     elif detokenizer is not None and detokenizer.status.reason:
         parts += ["\n", (inert(detokenizer.status.reason), "$text-muted")]
     rows = value_rows(sample, width)

@@ -6,7 +6,9 @@ the detokenizer, and holds the sample's row, its core
 every token position (NaN on prompt and loss-masked positions, never 0), the
 band of each position (prompt / trained / masked), the outlier order and the
 token texts. It reads nothing but the step it is given (and the
-detokenizer's vocabulary); unknown samples raise core's errors.
+detokenizer's vocabulary); unknown samples raise core's errors. Loading
+decodes the token texts (in the detokenizer's child, up to its time budget):
+never call :meth:`SampleTracks.load` on the event loop.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class SampleTracks:
     """Response positions by |lp diff|, largest first."""
     texts: list[str] | None
     """Each token's text (None without a tokenizer)."""
+    text_notice: str | None
+    """Why ``texts`` is None although the run has a tokenizer (refused, too slow, an id outside it)."""
     unreadable_note: str
     """Why an UNREADABLE series of this sample has no values."""
 
@@ -55,13 +59,14 @@ class SampleTracks:
                 values: FloatArray = np.full(view.total_length, np.nan)
                 values[view.prompt_length :] = masked
                 tracks[name] = TokenSeries(values, bands)
-        texts = detokenizer.texts(view.token_ids) if detokenizer is not None else None
+        decoded = detokenizer.decode(view.token_ids) if detokenizer is not None else None
         note = (
             "UNREADABLE: its train file could not be loaded"
             if sample_index in step.unreadable
             else "UNREADABLE: dumped, but its slices could not be placed"
         )
-        return cls(row, view, tracks, bands, view.outlier_positions(), texts, note)
+        texts, notice = (None, None) if decoded is None else (decoded.texts, decoded.notice)
+        return cls(row, view, tracks, bands, view.outlier_positions(), texts, notice, note)
 
     def value(self, name: str, response_position: int) -> float | None:
         """A series at a response position; None where it has no value."""

@@ -14,8 +14,14 @@ Contract:
   values (the caller shows that sample unreadable and goes on), a train
   file's as a :class:`CorruptFileError` naming the file and the field (the
   caller treats the file as unreadable and goes on). After a record passed,
-  the ``int()``/``float()``/``len()`` that core applies to its fields cannot
-  raise.
+  the ``int()``/``float()``/``str()``/``len()`` that core applies to its fields
+  cannot raise.
+- A value is checked for what it will be used as, not only for its type: a
+  pickle holds integers of any size (LONG4), so an int that core reads as an
+  int (an index, a length, a weight version) must fit in 64 bits (``str()`` of
+  one over 4,300 digits raises, numpy cannot hold one), and an int that
+  becomes a float (a reward, a time, the counts of ``spec_info`` and
+  ``prefix_cache_info``) must fit in a float.
 - None is accepted wherever the spec allows a field to be missing. Booleans
   are not integers here (``rank = True`` is a wrong type), except in loss
   masks and flags.
@@ -67,20 +73,46 @@ class Expected:
     """Whether None is accepted."""
     elements_when_read: bool = False
     """A long per-token list: its elements are checked when it is read (:func:`field_array`), not on entry."""
+    as_float: bool = False
+    """Whether core reads a number of this field as a float (an int must fit a float, not 64 bits)."""
+    number_keys: tuple[str, ...] = ()
+    """When a dict is accepted: the keys whose numbers core reads as floats (each must fit a float)."""
 
 
 def _type_name(value: Any) -> str:
     return "None" if value is None else type(value).__name__
 
 
+INT_BOUND = 2**63
+"""Python ints read as ints must lie in [-INT_BOUND, INT_BOUND): what numpy's int64 holds."""
+
+
+def int_problem(value: int, as_float: bool) -> str | None:
+    """Why a Python int cannot be used as an int (64 bits) or, ``as_float``, as a float (None: it can)."""
+    if -INT_BOUND <= value < INT_BOUND:
+        return None
+    if as_float:
+        try:
+            float(value)
+        except OverflowError:
+            return f"got an int of {value.bit_length()} bits, more than a float holds"
+        return None
+    return f"got an int of {value.bit_length()} bits, more than 64"
+
+
 def _list_problem(values: list[Any] | tuple[Any, ...], allowed: frozenset[type]) -> str | None:
-    """Why a list's elements do not fit (None when every element's type is allowed)."""
-    if not allowed or set(map(type, values)) <= allowed:
+    """Why a list's elements do not fit (None when every element's type is allowed and every int fits 64 bits)."""
+    types = set(map(type, values))
+    if not allowed or (types <= allowed and int not in types):
         return None
     for position, value in enumerate(values):
-        if type(value) not in allowed:
+        if allowed and type(value) not in allowed:
             return f"got {_type_name(value)} at position {position}"
-    return None  # pragma: no cover - the set said otherwise
+        if type(value) is int:
+            reason = int_problem(value, as_float=False)
+            if reason is not None:
+                return f"{reason} at position {position}"
+    return None
 
 
 def value_problem(value: Any, expected: Expected) -> str | None:
@@ -88,8 +120,12 @@ def value_problem(value: Any, expected: Expected) -> str | None:
     if value is None:
         return None if expected.optional else "got None"
     kind = type(value)
-    if kind in expected.scalars or (expected.containers and isinstance(value, expected.containers)):
+    if kind is int and kind in expected.scalars:
+        return int_problem(value, expected.as_float)
+    if kind in expected.scalars:
         return None
+    if expected.containers and isinstance(value, expected.containers):
+        return _number_keys_problem(value, expected.number_keys) if expected.number_keys else None
     if expected.elements is not None and kind in (list, tuple):
         return None if expected.elements_when_read else _list_problem(value, expected.elements)
     if expected.array_kinds and isinstance(value, np.ndarray):
@@ -97,6 +133,17 @@ def value_problem(value: Any, expected: Expected) -> str | None:
             return f"got an array of {value.dtype}"
         return None
     return f"got {_type_name(value)}"
+
+
+def _number_keys_problem(record: Any, keys: tuple[str, ...]) -> str | None:
+    """Why a dict's numbers at ``keys`` cannot be read as floats (None: they can, or are not numbers)."""
+    for key in keys:
+        number = record.get(key)
+        if type(number) is int:
+            reason = int_problem(number, as_float=True)
+            if reason is not None:
+                return f"{reason} at {key!r}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -116,7 +163,7 @@ class FieldProblem:
 
 INT = Expected("an int", _INTS, optional=False)
 INT_OR_NONE = Expected("an int or None", _INTS)
-NUMBER_OR_NONE = Expected("a number or None", _NUMBERS)
+NUMBER_OR_NONE = Expected("a number or None", _NUMBERS, as_float=True)
 FLAG_OR_NONE = Expected("a bool or None", _FLAGS)
 STR_OR_NONE = Expected("a string or None", frozenset({str}))
 DICT_OR_NONE = Expected("a dict or None", containers=(dict,))
@@ -132,15 +179,19 @@ SAMPLE_FIELDS: Mapping[str, Expected] = {
     "tokens": TOKEN_IDS,
     "response_length": INT_OR_NONE,
     "total_length": INT_OR_NONE,
-    "reward": Expected("a number, a dict or None", _NUMBERS, containers=(dict,)),
+    "reward": Expected("a number, a dict or None", _NUMBERS, containers=(dict,), as_float=True),
     "loss_mask": MASK_LIST,
     "weight_versions": VERSION_LIST,
     "rollout_log_probs": FLOAT_LIST,
     "status": STR_OR_NONE,
     "remove_sample": FLAG_OR_NONE,
     "non_generation_time": NUMBER_OR_NONE,
-    "spec_info": DICT_OR_NONE,
-    "prefix_cache_info": DICT_OR_NONE,
+    "spec_info": Expected(
+        "a dict or None", containers=(dict,), number_keys=("spec_accept_token_num", "spec_draft_token_num")
+    ),
+    "prefix_cache_info": Expected(
+        "a dict or None", containers=(dict,), number_keys=("cached_tokens", "total_prompt_tokens")
+    ),
 }
 """Every sample field core reads, with its type (spec: "rollout_data/{rid}.pt")."""
 
@@ -263,9 +314,15 @@ def _scalar_column_problem(values: Any, kind: str) -> str | None:
     if type(values) not in (list, tuple):
         return f"got {_type_name(values)}"
     allowed = _CELL_TYPES[kind]
-    if set(map(type, values)) <= allowed:
+    types = set(map(type, values))
+    if types <= allowed and int not in types:
         return None
     for row, cell in enumerate(values):
+        if type(cell) is int:
+            reason = int_problem(cell, as_float=kind == "numbers")
+            if reason is not None:
+                return f"{reason} at row {row}"
+            continue
         if type(cell) in allowed:
             continue
         if isinstance(cell, np.ndarray) and cell.size == 1 and cell.dtype.kind in kinds:

@@ -127,7 +127,7 @@ def _sample_problem(files: StepFiles, samples: _RolloutSamples) -> StepProblem |
     count = len(notes)
     shown = "; ".join(notes[:3]) + (f"; and {count - 3} more" if count > 3 else "")
     message = (
-        f"{count} sample{'s' if count > 1 else ''} with fields of the wrong type, shown unreadable"
+        f"{count} sample{'s' if count > 1 else ''} with fields of the wrong type or size, shown unreadable"
         f"{' (without an index: left out)' if samples.unplaced else ''}: {shown}"
     )
     return StepProblem(files.rollout.path, ProblemKind.CORRUPT, str(CorruptFileError(message, files.rollout.path)))

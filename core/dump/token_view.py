@@ -202,6 +202,7 @@ def token_payload(
     mask = None if view.loss_mask is None else np.asarray(view.loss_mask[r_lo:r_hi])
     keep = None if mask is None else mask > 0
     ids = list(view.token_ids[lo:hi])
+    decoded = detokenizer.decode(ids) if detokenizer is not None else None
     payload: dict[str, Any] = {
         "rollout_id": view.rollout_id,
         "sample_index": view.sample_index,
@@ -213,7 +214,8 @@ def token_payload(
         # where the response starts in token_ids: never past them when the window ends in the prompt
         "response_offset": min(max(prompt - lo, 0), hi - lo),
         "token_ids": ids,
-        "token_text": detokenizer.texts(ids) if detokenizer is not None else None,
+        "token_text": None if decoded is None else decoded.texts,
+        "token_text_notice": None if decoded is None else decoded.notice,
         "loss_mask": None if mask is None else mask.astype(np.int64).tolist(),
     }
     for name in SERIES:

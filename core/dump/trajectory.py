@@ -8,7 +8,14 @@ integer no float can hold) is counted and skipped. No file means the run
 recorded no conversations (None); a file that cannot be read (a FIFO, a link
 loop, over ``TRAJECTORY_MAX_BYTES``) is an empty sidecar whose ``problem`` says why.
 A line whose fields do not have the spec's types (``record_schema.conversation_problems``)
-is malformed like one that does not parse. :func:`tool_call` reads a tool call in either shape
+is malformed like one that does not parse; so is a ``sample_index`` beyond 64 bits (CPython's int hash is
+not randomised: k·(2**61−1) all hash alike, so unbounded keys would make the sidecar's dict quadratic).
+
+Memory is budgeted as the unpickler's is (:func:`line_cost`): before a line is parsed, what parsing and
+keeping it will allocate is charged (its bytes, and :data:`CONTAINER_COST` per JSON object or array, counted
+outside strings), and a line that costs more than :data:`LINE_FACTOR` × its size + :data:`LINE_SLACK` (a
+line of 200,000 empty messages), or that would take the sidecar past :data:`LINE_FACTOR` × the file's size
++ :data:`SIDECAR_SLACK`, is malformed, never parsed. :func:`tool_call` reads a tool call in either shape
 a run records (OpenAI's ``{"function": {"name", "arguments"}}`` or a flat ``{"name", "arguments"}``);
 :func:`conversation_document` is one conversation as plain JSON values, in the order and with the
 parts the sample screen's conversation view shows.
@@ -17,6 +24,7 @@ parts the sample screen's conversation view shows.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +32,28 @@ from typing import Any, Final
 
 from miles_tui.core.dump.record_schema import conversation_problems
 from miles_tui.core.errors import UnreadableFileError
-from miles_tui.core.run_files import MAX_JSON_DEPTH, os_error_message, stat_regular, too_deep
-from miles_tui.core.tail import TailFile
+from miles_tui.core.run_files import MAX_JSON_DEPTH, checked_int, os_error_message, stat_regular, too_deep
+from miles_tui.core.tail import MalformedLineError, TailFile
 
 TRAJECTORY_MAX_BYTES: Final = 1 << 30
 """A step's sidecar holds every sample's conversation; one larger than this is refused, not read."""
+CONTAINER_COST: Final = 120
+"""Bytes charged per JSON object or array of a line: an empty message costs 72 parsed and 120 kept."""
+LINE_FACTOR: Final = 8
+"""Bytes of memory a line (and the sidecar) may cost per byte of it, as the unpickler allows."""
+LINE_SLACK: Final = 2048
+"""Bytes every line may cost beyond its factor (a short line of a few messages)."""
+SIDECAR_SLACK: Final = 32 << 20
+"""Bytes the whole sidecar may cost beyond its factor."""
+_EXCERPT: Final = 160
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+"""A JSON string literal (unrolled: linear time on any line)."""
+
+
+def line_cost(line: bytes) -> int:
+    """What parsing and keeping a sidecar line allocates, at most: its bytes and each container outside strings."""
+    bare = _STRING.sub(b"", line)
+    return len(line) + CONTAINER_COST * (bare.count(b"{") + bare.count(b"["))
 
 
 @dataclass(frozen=True)
@@ -189,6 +214,45 @@ def read_sidecar(run_dir: Path, rollout_id: int, evaluation: bool) -> Sidecar | 
     def keep(batch: Sequence[Conversation]) -> None:
         conversations.update((c.sample_index, c) for c in batch)
 
-    read = TailFile(path, decode_conversation).poll(keep)
+    budget = _BudgetedLines(path, LINE_FACTOR * size + SIDECAR_SLACK)
+    read = TailFile(path, decode_conversation, decode_block=budget).poll(keep)
     problem = None if read.error is None else str(read.error)
     return Sidecar(path, conversations, tuple(m.offset or 0 for m in read.malformed), problem)
+
+
+class _BudgetedLines:
+    """The sidecar's block decoder: each line charged (:func:`line_cost`) before it is parsed."""
+
+    def __init__(self, path: Path, allowance: int) -> None:
+        self.path = path
+        self.left = allowance
+        """Bytes the lines not yet read may still cost."""
+
+    def __call__(self, block: bytes, base: int) -> tuple[Sequence[Conversation], Sequence[MalformedLineError]]:
+        records: list[Conversation] = []
+        bad: list[MalformedLineError] = []
+        position = base
+        for line in block.split(b"\n"):
+            start, position = position, position + len(line) + 1
+            if not line.strip():
+                continue
+            cost = line_cost(line)
+            if cost > LINE_FACTOR * len(line) + LINE_SLACK:
+                reason = f"it would take {cost >> 10} KiB to hold {len(line) >> 10} KiB (too many empty objects)"
+            elif cost > self.left:
+                reason = "the sidecar's memory allowance is used up (it holds more objects than its size explains)"
+            else:
+                self.left -= cost
+                try:
+                    records.append(decode_conversation(json.loads(line.decode("utf-8"), parse_int=checked_int)))
+                    continue
+                except json.JSONDecodeError as err:
+                    reason = f"not valid JSON ({err.msg}, column {err.colno})"
+                except UnicodeDecodeError as err:
+                    reason = f"not valid UTF-8 (byte {err.start} of the line)"
+                except RecursionError:
+                    reason = "nested too deeply to parse"
+                except (ValueError, KeyError, TypeError, OverflowError) as err:
+                    reason = str(err) or type(err).__name__
+            bad.append(MalformedLineError(self.path, start, reason, line[:_EXCERPT]))
+        return records, bad

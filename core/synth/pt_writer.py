@@ -83,7 +83,10 @@ class _PickleWriter:
             self.out.write(b"J" + struct.pack("<i", value))
         else:
             data = value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
-            self.out.write(b"\x8a" + bytes([len(data)]) + data)
+            if len(data) < 256:
+                self.out.write(b"\x8a" + bytes([len(data)]) + data)  # LONG1
+            else:
+                self.out.write(b"\x8b" + struct.pack("<I", len(data)) + data)  # LONG4, as pickle writes it
 
     def _tensor(self, array: np.ndarray[Any, Any], storage_type: str | None = None) -> None:
         array = np.asarray(array)

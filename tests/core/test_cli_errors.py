@@ -242,3 +242,28 @@ def test_a_step_that_exists_only_as_the_other_kind_says_which_flag(
     assert code == 1 and "step 2 exists as a train step: drop --eval" in _one_line(err)
     code, out, err = _run(capsys, "export", str(root), "--step", "12")
     assert code == 1 and "exists as" not in _one_line(err)
+
+
+# --- an internal error ---------------------------------------------------------------------------
+
+
+def _broken(*_args: object, **_kwargs: object) -> None:
+    raise ZeroDivisionError("a bug in miles-tui")
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_an_internal_error_has_its_own_exit_status(
+    command: str, demo_run: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not 1 ("warning" to a script reading `report`), nor any other documented status."""
+    from miles_tui.core import export, report
+    from miles_tui.tui.cli import EXIT_INTERNAL
+
+    monkeypatch.setattr(report, "build_report", _broken)
+    monkeypatch.setattr(export, "step_list", _broken)
+    code, out, err = _run(capsys, command, str(demo_run))
+    assert code == EXIT_INTERNAL == 70
+    assert code not in (0, 1, 2, 3, 75, 130)
+    line = _one_line(err)
+    assert "internal error: ZeroDivisionError: a bug in miles-tui" in line and "--debug" in line
+    assert out == ""

@@ -162,7 +162,7 @@ def test_unreadable_token_ids_give_one_line_naming_the_file(tmp_path: Path) -> N
         ([1, "2"], "got str at position 1"),
         ([1, 2.5], "got float at position 1"),
         ([True, False], "got bool at position 0"),
-        ([1, 2**70], "not flat numbers"),
+        ([1, 2**70], "more than 64 at position 1"),
         ([[1, 2], [3]], "got list at position 0"),
         ([1, None], "got None at position 1"),
         (np.array([1.0, 2.0]), "got an array of float64"),

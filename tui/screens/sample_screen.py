@@ -20,11 +20,13 @@ by :class:`~miles_tui.tui.widgets.token_text.TokenText`), then hides it.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -97,14 +99,16 @@ class SampleScreen(Screen[None]):
         detokenizer: Detokenizer | None,
         sidecar: Sidecar | None,
         cursor: int | None = None,
+        tracks: SampleTracks | None = None,
     ) -> None:
+        """``tracks``: the sample prepared off the event loop (None: prepared here, as tests do)."""
         super().__init__()
         self._start_cursor = cursor
         """Response position to open on (None: the first response token)."""
         self.step = step
         self.detokenizer = detokenizer
         self.sidecar = sidecar
-        self.sample = SampleTracks.load(step, sample_index, detokenizer)
+        self.sample = tracks if tracks is not None else SampleTracks.load(step, sample_index, detokenizer)
         view = self.sample.view
         self.tokens = TokenWindow(view.prompt_length, view.response_length, self.sample.outliers)
         """The cursor and the visible window."""
@@ -114,6 +118,8 @@ class SampleScreen(Screen[None]):
         """What the token text is coloured by (None: the coloured text is hidden)."""
         self._source = TokenSource(view.token_ids, self.sample.texts)
         self._on_tokens_tab = True
+        self._sibling_target: int | None = None
+        """The sibling whose tracks are being prepared off the event loop (None: none)."""
 
     @property
     def sample_index(self) -> int:
@@ -310,21 +316,50 @@ class SampleScreen(Screen[None]):
         tabs.active = "conversation" if tabs.active == "tokens" else "tokens"
 
     def action_sibling(self, step: int) -> None:
-        """Show the previous/next sample of the same GRPO group, in place."""
+        """Show the previous/next sample of the same GRPO group, in place.
+
+        With a tokenizer, the sibling's token texts are decoded off the event loop (a decode may take the
+        detokenizer's whole budget); keys pressed meanwhile walk on from the sample being prepared.
+        """
         group = self.sample.row.group_index
         if group is None:
             self.notify("this sample has no group", timeout=2)
             return
         members = [row.sample_index for row in self.step.summary.rows if row.group_index == group]
-        index = members.index(self.sample_index) + step
+        current = self._sibling_target if self._sibling_target is not None else self.sample_index
+        index = members.index(current) + step
         if not 0 <= index < len(members):
             self.notify(f"{'first' if step < 0 else 'last'} sample of group {group}", timeout=2)
             return
-        try:
-            self.sample = SampleTracks.load(self.step, members[index], self.detokenizer)
-        except MilesTuiError as err:  # e.g. the sibling's token ids are unreadable
-            self.notify(inert(str(err)), severity="error", markup=False, timeout=8)
+        if self.detokenizer is None or not self.detokenizer.status.available:
+            self._shown_sibling(lambda: SampleTracks.load(self.step, members[index], None))
             return
+        self._sibling_target = members[index]
+        self._show_sibling(members[index])
+
+    @work(exclusive=True, group="sample-sibling", exit_on_error=False)
+    async def _show_sibling(self, sample_index: int) -> None:
+        tracks = await asyncio.to_thread(self._sibling_tracks, sample_index)
+        if self._sibling_target == sample_index:
+            self._sibling_target = None
+        self._shown_sibling(lambda: tracks)
+
+    def _sibling_tracks(self, sample_index: int) -> SampleTracks | MilesTuiError:
+        try:
+            return SampleTracks.load(self.step, sample_index, self.detokenizer)
+        except MilesTuiError as err:
+            return err
+
+    def _shown_sibling(self, load: Callable[[], SampleTracks | MilesTuiError]) -> None:
+        try:
+            tracks = load()
+        except MilesTuiError as err:
+            tracks = err
+        if isinstance(tracks, MilesTuiError):  # e.g. the sibling's token ids are unreadable
+            self._sibling_target = None
+            self.notify(inert(str(tracks)), severity="error", markup=False, timeout=8)
+            return
+        self.sample = tracks
         self._show_sample()
         summary = self.step.summary
         self.post_message(self.SampleShown(summary.rollout_id, summary.evaluation, self.sample_index))
