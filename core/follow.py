@@ -26,14 +26,16 @@ Contract:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from miles_tui.core.dump import RunDir, RunScanner, StepIds
 from miles_tui.core.errors import StreamError
 from miles_tui.core.tail import ReadHook, StreamReset
-from miles_tui.core.telemetry import DashboardReader, MetricStore, Phase, RunMeta, StreamRecord
+from miles_tui.core.telemetry import OPEN_T1, DashboardReader, MetricStore, Phase, RunMeta, StreamRecord
+from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, open_markers
+from miles_tui.core.telemetry.hours.store import HourStore
 
 StepKey = tuple[int, bool]
 """(rollout_id, evaluation)."""
@@ -125,6 +127,7 @@ class RunFollower:
         parse_workers: int = 0,
         worker_nice: int = 0,
         follow_steps: bool = True,
+        streams: Sequence[str] | None = None,
     ) -> None:
         self.run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
         """The run directory."""
@@ -134,8 +137,21 @@ class RunFollower:
             read_hook=read_hook,
             parse_workers=parse_workers,
             worker_nice=worker_nice,
+            streams=streams,
         )
         """The telemetry streams (query windows and metrics through it)."""
+        self.phases: HourStore | None = (
+            None
+            if "phases" in self.dashboard.streams
+            else HourStore(self.run_dir.dashboard_dir, "phases", keep_columns=False)
+        )
+        """When the reader does not follow ``phases``: every hour of it as digests (open markers, the stall rule)."""
+        self.gpu_newest: HourStore | None = (
+            None
+            if "gpu_util" in self.dashboard.streams
+            else HourStore(self.run_dir.dashboard_dir, "gpu_util", keep_columns=False)
+        )
+        """When the reader does not follow ``gpu_util``: its newest hour (the run's newest data time)."""
         self._lock = threading.Lock()
         self._signatures: dict[StepKey, tuple[tuple[str, int, float], ...]] = {}
         self._scanner = RunScanner(self.run_dir) if follow_steps else None
@@ -161,7 +177,13 @@ class RunFollower:
             previous_attempt = self._attempt_start
             meta = streams.meta
             self._attempt_start = meta.start_ts if meta is not None else None
-            if "phases" in streams.reset_streams:
+            phase_problems: list[StreamError] = []
+            if self.gpu_newest is not None:
+                phase_problems += self.gpu_newest.refresh(newest=True)
+            if self.phases is not None:
+                phase_problems += self.phases.refresh()
+                self._open = {p.key: p for p in self._digest_markers()}
+            elif "phases" in streams.reset_streams:  # the reader follows phases: track its records
                 self._open.clear()
                 self._track_phases(self.dashboard.loaded_records("phases"))
             else:
@@ -169,7 +191,9 @@ class RunFollower:
             if self._attempt_start is not None:  # markers a dead attempt left open never close
                 self._open = {k: p for k, p in self._open.items() if p.t0 >= self._attempt_start}
 
-            writes = [t for t in (self._newest_step_write, streams.newest_mtime, self._newest_write) if t is not None]
+            stores = [s for s in (self.phases, self.gpu_newest) if s is not None]
+            known = [self._newest_step_write, streams.newest_mtime, self._newest_write]
+            writes = [t for t in (*known, *(s.newest_mtime() for s in stores)) if t is not None]
             self._newest_write = max(writes, default=None)
             return RunDelta(
                 now=now,
@@ -185,7 +209,7 @@ class RunFollower:
                 attempt_start=self._attempt_start,
                 attempt_changed=previous_attempt is not None and self._attempt_start != previous_attempt,
                 open_phases=self._open_phases(),
-                problems=streams.problems,
+                problems=(*streams.problems, *phase_problems),
                 resets=streams.resets,
                 reset_streams=streams.reset_streams,
             )
@@ -247,10 +271,28 @@ class RunFollower:
                 attempt_start=self._attempt_start,
                 open_phases=self._open_phases(),
                 record_counts=self.dashboard.record_counts(),
-                time_range=self.dashboard.time_range(),
+                time_range=self._time_range(),
                 newest_write=self._newest_write,
                 malformed_lines=sum(self.dashboard.malformed_counts().values()),
             )
+
+    def _time_range(self) -> tuple[float, float] | None:
+        """Earliest and latest time of the records read (the reader's, the phase hours', the newest GPU hour's)."""
+        stores = (self.phases, self.gpu_newest)
+        spans = [s for s in (self.dashboard.time_range(), *(h.span() for h in stores if h is not None)) if s]
+        return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+
+    def _digest_markers(self) -> list[Phase]:
+        assert self.phases is not None
+        rows = open_markers(self.phases.phase_digests(), self._attempt_start)
+        return [
+            Phase(name, t0, OPEN_T1, node, tuple(gpus or ()), rank, role) for name, t0, node, rank, role, gpus in rows
+        ]
+
+    def phase_digests(self) -> list[PhaseDigest]:
+        """Every ``phases`` hour's digest (empty when the reader follows ``phases`` itself)."""
+        with self._lock:
+            return self.phases.phase_digests() if self.phases is not None else []
 
     def _track_phases(self, records: Iterable[StreamRecord]) -> None:
         for record in records:

@@ -37,9 +37,11 @@ from textual.signal import Signal
 from textual.timer import Timer
 
 from miles_tui.core.analysis import Advisory, Level, run_health
+from miles_tui.core.analysis.health import run_name
 from miles_tui.core.dump import Run
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import TelemetryColumns
+from miles_tui.core.telemetry.streams import read_meta
 from miles_tui.tui import gc_policy
 from miles_tui.tui.commands import RunCommands
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
@@ -117,7 +119,9 @@ class MilesApp(Navigation):
         """A deep link to open on: (step, eval, sample or None)."""
         self._poll_timer: Timer | None = None
         self.watcher = RunWatcher(run, clock)
-        self.model = RunModel(run_name=run.path.name, live=follow)
+        # meta.json alone names the run: the first frame has the name, before any stream is read.
+        self._first_meta = read_meta(run.dir.dashboard_dir)
+        self.model = RunModel(run_name=run_name(self._first_meta, run.path), live=follow)
         self.run_changed: Signal[RunModel] = Signal(self, "run_changed")
         """Published with :attr:`model` after every poll and follow toggle: headers and screens subscribe."""
         self.poll_seconds = poll_seconds
@@ -279,7 +283,7 @@ class MilesApp(Navigation):
         train, evaluation = self._polled_steps
         health = run_health(
             self.reader.path,
-            self.watcher.follower.dashboard.meta,
+            self.watcher.follower.dashboard.meta or self._first_meta,
             train,
             evaluation,
             dump=self._dump_advisories,

@@ -319,5 +319,7 @@ def title(view: ComputeView, picked: str) -> Text:
     text.append(f" · {len(grid.lanes)} GPUs on {nodes} node{'s' if nodes != 1 else ''}")
     if view.interval:
         text.append(f" · every {short_span(view.interval)}")
+    if view.resolution:
+        text.append(f" · {short_span(view.resolution)} buckets", style="dim")
     text.append(f" · {inert(picked)}", style="dim")
     return text

@@ -25,6 +25,11 @@ from miles_tui.tui import gc_policy
 STREAM_HOURS = 6
 """Hourly telemetry partitions parsed up front; older hours are parsed when a view asks for them."""
 
+FOLLOWED_STREAMS = ("engine_series", "trajectories", "topology", "data_buffer")
+"""Streams the reader follows record by record (the engines view reads them); ``gpu_util`` and ``phases``, the
+bulk of a long run, are read as cached hourly columns (the follower's digests, the GPU view's columns), and
+``gpu_processes`` is read by no view."""
+
 KEEP_PROBLEMS = 20
 """Stream problems and resets kept (a poll reports each once; the advisory stays up)."""
 
@@ -58,6 +63,7 @@ class StreamWatch:
             follow_steps=False,
             parse_workers=os.cpu_count() or 1,
             worker_nice=METRIC_WORKER_NICE,
+            streams=FOLLOWED_STREAMS,
         )
         """The telemetry follower (the step files are followed by the watcher); its own locks make it safe
         to read from the UI thread."""

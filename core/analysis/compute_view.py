@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import Final, Literal, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from miles_tui.core.telemetry import (
     FloatArray,
@@ -49,6 +50,8 @@ from miles_tui.core.telemetry import (
 )
 from miles_tui.core.telemetry.lane_phases import lane_phases
 from miles_tui.core.telemetry.phase_bands import phase_bands
+
+BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
 FLEET_LANES: Final = 64
 """Above this many lanes the fleet summary replaces the full lane list."""
@@ -125,6 +128,8 @@ def bin_lanes(samples: GpuSamples, bins: TimeBins) -> LaneGrid:
     size = len(order) * bins.count
     shape = (len(order), bins.count)
     util = samples.util[inside]
+    if samples.weight is not None:  # bucket summaries: each row a mean over its count
+        return _weighted_grid(samples, bins, order, rows, flat, inside)
     per_bin = np.bincount(flat, minlength=size)
     return LaneGrid(
         bins=bins,
@@ -133,6 +138,36 @@ def bin_lanes(samples: GpuSamples, bins: TimeBins) -> LaneGrid:
         mem_mb=_means(flat, samples.mem_mb[inside], size, per_bin).reshape(shape),
         samples=per_bin.reshape(shape).astype(np.int64),
         mean_util=_means(rows, util, len(order), np.bincount(rows, minlength=len(order))),
+    )
+
+
+def _weighted(flat: IntArray, means: FloatArray, counts: FloatArray, size: int) -> FloatArray:
+    """Mean per ``flat`` index of rows that are each the mean of ``counts`` values (NaN rows count nothing)."""
+    ok = counts > 0
+    totals = np.bincount(flat[ok], weights=means[ok] * counts[ok], minlength=size)
+    n = np.bincount(flat[ok], weights=counts[ok], minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, totals / n, np.nan)
+
+
+def _weighted_grid(
+    samples: GpuSamples, bins: TimeBins, order: tuple[int, ...], rows: IntArray, flat: IntArray, inside: BoolArray
+) -> LaneGrid:
+    """:func:`bin_lanes` of bucket summaries: a bin's mean is the mean of the samples of its buckets (exact when
+    the bins are whole buckets)."""
+    assert samples.weight is not None
+    util_n, mem_n, count = (w[inside] for w in samples.weight)
+    size = len(order) * bins.count
+    shape = (len(order), bins.count)
+    util = samples.util[inside]
+    per_bin = np.bincount(flat, weights=count, minlength=size)
+    return LaneGrid(
+        bins=bins,
+        lanes=tuple(samples.lanes[i] for i in order),
+        util=_weighted(flat, util, util_n, size).reshape(shape),
+        mem_mb=_weighted(flat, samples.mem_mb[inside], mem_n, size).reshape(shape),
+        samples=per_bin.reshape(shape).astype(np.int64),
+        mean_util=_weighted(rows, util, util_n, len(order)),
     )
 
 
@@ -322,6 +357,8 @@ class ComputeView:
     """Phases per bin."""
     lane_phases: LanePhases
     """Per lane of ``grid.lanes``: its own phase per bin, and the share of the window each phase took."""
+    resolution: float | None = None
+    """Drawn from bucket summaries of this many seconds (None: from the samples themselves)."""
 
     @property
     def span(self) -> float | None:
@@ -371,4 +408,5 @@ def compute_view(
         fleet=fleet_summary(grid, samples.newest),
         bands=phase_bands(spans, bins, now, time),
         lane_phases=lane_phases(spans, grid.lanes, bins, now, time),
+        resolution=samples.cell,
     )

@@ -37,10 +37,8 @@ Contract:
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final
 
@@ -50,20 +48,20 @@ import numpy.typing as npt
 from miles_tui.core.analysis.advisories import Advisory, Level, ordered
 from miles_tui.core.analysis.engine_advisories import EngineFigures, engine_alarms, engine_tuning, tiered
 from miles_tui.core.analysis.engine_feed import reader_engine_figures
+from miles_tui.core.analysis.stall_rule import (
+    PHASE_NUMBERS,
+    PHASE_SHARED,
+    duration_text,
+    stalled_from_digests,
+    stalled_phase_arrays,
+)
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.tail import MalformedLineError, StreamReset
-from miles_tui.core.telemetry import OPEN_T1, TAG_INT, TAG_NONE, TAG_OTHER, MetricStore, Phase, TableArrays
+from miles_tui.core.telemetry import MetricStore, TableArrays
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest
 
 FloatArray = npt.NDArray[np.float64]
-
-STALL_FACTOR: Final = 6.0
-"""An open phase is stalled past this many times the median duration of its closed runs ..."""
-STALL_MIN_OPEN_S: Final = 1800.0
-"""... and never before it has been open this long (short phases would false-positive)."""
-STALL_MIN_CLOSED: Final = 3
-"""Closed runs of a phase needed for a baseline; phases open by design never close and are not judged."""
 
 LOW_MFU: Final = 0.15
 """Mean MFU (fraction of the device peak) under which training is called slow."""
@@ -81,13 +79,6 @@ NO_DATA_MIN_INTERVALS: Final = 3
 STEP_KEYS: Final = ("train/step", "rollout/step")
 """Step keys whose record times give the usual interval, in order of preference."""
 
-_STALL_HINTS: Final = {
-    "train_wait": "training is starved of rollout data: check the engines and the data buffer",
-    "rollout": "check the inference engines (aborts, KV cache) and the reward / agent side",
-    "actor_train": "check the training ranks for a hung collective, an OOM or a lost node",
-    "update_weights": "weight sync is hanging: check the engines and the NCCL group between them and the trainer",
-}
-
 
 @dataclass(frozen=True)
 class MfuSummary:
@@ -103,177 +94,11 @@ class MfuSummary:
     """The device peak (TFLOP/s per GPU) the ratio is taken against, when logged."""
 
 
-def _duration(seconds: float) -> str:
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f}h"
-    if seconds >= 60:
-        return f"{seconds / 60:.0f}min"
-    return f"{seconds:.0f}s"
-
-
 def _number(value: Any) -> float | None:
     """A finite int/float (never a bool), else None."""
     if type(value) not in (int, float) or not math.isfinite(value):
         return None
     return float(value)
-
-
-PHASE_FIELDS: Final = ("name", "t0", "t1", "node", "rank", "role")
-"""The phase fields the stall rule reads, in the order :func:`stalled_phase_columns` takes them."""
-
-
-def _where(node: Any, rank: Any, role: Any) -> str:
-    node = node or "?"
-    if rank is None or rank == -1:
-        return f"{node} ({role})" if role else node
-    return f"{node} rank {rank}"
-
-
-def _key_part(value: Any) -> Any:
-    """A JSON value as part of a dict key (a list or object, never expected, by its repr)."""
-    return repr(value) if isinstance(value, (list, dict)) else value
-
-
-def stalled_phases(phases: Iterable[Phase], attempt_start: float | None, at: float) -> list[Advisory]:
-    """Phases open far beyond their usual duration at time ``at``, one critical advisory per phase name.
-
-    ``at`` is the newest data timestamp of the run (as miles judges it), not the
-    wall clock: a run that stopped an hour ago is not "stalled for an hour" in a
-    phase that was open for a minute when it stopped (``no_new_data`` says that).
-    ``phases`` are raw records: open markers (``t1 == -1``) and closing records.
-    A marker whose closing record (same name, node, rank, t0) is present is not
-    open. Only the current attempt counts: records that start before
-    ``attempt_start`` (meta.json's ``start_ts``) belong to an attempt that died
-    and are neither open nor part of the baseline.
-    """
-    rows = list(phases)
-    columns = tuple([getattr(p, name) for p in rows] for name in PHASE_FIELDS)
-    return stalled_phase_columns(columns, attempt_start, at)
-
-
-def _open_and_closed(
-    rows: Sequence[tuple[Any, ...]],
-) -> tuple[dict[str, list[float]], dict[tuple[Any, ...], tuple[Any, ...]]]:
-    """(closed durations by phase name, open markers without a closing record) of (name, t0, t1, node,
-    rank, role) rows."""
-    closed_keys = {(r[0], r[3], r[4], r[1]) for r in rows if r[2] != OPEN_T1}
-    durations: dict[str, list[float]] = {}
-    open_markers: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    for r in rows:
-        if r[2] != OPEN_T1:
-            durations.setdefault(r[0], []).append(max(r[2] - r[1], 0.0))
-        elif (marker := (r[0], r[3], r[4], r[1])) not in closed_keys:
-            open_markers[marker] = r
-    return durations, open_markers
-
-
-def stalled_phase_columns(columns: Sequence[Sequence[Any]], attempt_start: float | None, at: float) -> list[Advisory]:
-    """:func:`stalled_phases` over the records as columns (:data:`PHASE_FIELDS`, one list each): what a
-    reader holding a long run's phases as columns hands over without building a record per phase."""
-    rows = zip(*columns, strict=True)  # (name, t0, t1, node, rank, role)
-    current = list(rows) if attempt_start is None else [r for r in rows if r[1] >= attempt_start]
-    try:
-        durations, open_markers = _open_and_closed(current)
-    except TypeError:  # a node or rank that is a JSON list or object: keyed by its repr
-        current = [(r[0], r[1], r[2], _key_part(r[3]), _key_part(r[4]), r[5]) for r in current]
-        durations, open_markers = _open_and_closed(current)
-    out = []
-    for phase in sorted({r[0] for r in open_markers.values()}):
-        closed = durations.get(phase, [])
-        if len(closed) < STALL_MIN_CLOSED:
-            continue
-        usual = statistics.median(closed)
-        limit = max(STALL_FACTOR * usual, STALL_MIN_OPEN_S)
-        stuck = sorted((r for r in open_markers.values() if r[0] == phase and at - r[1] > limit), key=itemgetter(1))
-        if stuck:
-            out.append(
-                _stall(phase, len(closed), usual, at - stuck[0][1], [(r[3], r[4], r[5]) for r in stuck[:3]], len(stuck))
-            )
-    return out
-
-
-def _stall(
-    phase: str, closed: int, usual: float, age: float, where: Sequence[tuple[Any, Any, Any]], stuck: int
-) -> Advisory:
-    """The advisory for ``stuck`` open markers of ``phase``, the oldest ``age`` seconds old; ``where`` is
-    (node, rank, role) of the first three."""
-    places = ", ".join(_where(*w) for w in where) + (f" and {stuck - 3} more" if stuck > 3 else "")
-    times = f", {age / usual:.0f}× its usual {_duration(usual)}" if usual > 0 else ""
-    message = (
-        f"phase '{phase}' has been open for {_duration(age)} on {places}{times} "
-        f"(median of {closed} closed this attempt): the run is stalled there, not slow"
-    )
-    if phase in _STALL_HINTS:
-        message += f"; {_STALL_HINTS[phase]}"
-    return Advisory(Level.CRITICAL, "stalled_phase", message)
-
-
-PHASE_NUMBERS: Final = ("t0", "t1", "rank")
-PHASE_SHARED: Final = ("name", "node", "role")
-
-
-def stalled_phase_arrays(arrays: TableArrays, attempt_start: float | None, at: float) -> list[Advisory]:
-    """:func:`stalled_phases` over the phases as numpy arrays (:data:`PHASE_NUMBERS`, :data:`PHASE_SHARED`).
-
-    The rule runs every few seconds over every phase of a long run; built as Python objects, its
-    keys, tuples and floats (~10 a phase) were churn that fragmented the allocator's arenas (a live
-    demo held ~14 KB more per step with it). Here the records are matched as rows of float64 keys.
-    Records a float64 key cannot stand for exactly (a huge int, a NaN, a name that is not a string,
-    a rank that is a list) go through :func:`stalled_phase_columns` instead, with the same result.
-    """
-    t0, t0_tags, _ = arrays.numbers["t0"]
-    t1, t1_tags, _ = arrays.numbers["t1"]
-    rank, rank_tags, _ = arrays.numbers["rank"]
-    names, nodes, roles = arrays.codes["name"], arrays.codes["node"], arrays.codes["role"]
-    values = arrays.values
-    used_names = np.unique(names).tolist()
-    used_nodes = np.unique(nodes).tolist()
-    exact = (
-        bool((t0_tags <= TAG_INT).all() and (t1_tags <= TAG_INT).all() and (rank_tags != TAG_OTHER).all())
-        and bool(np.isfinite(t0).all() and np.isfinite(t1).all() and np.isfinite(rank).all())
-        and all(type(values[c]) is str for c in used_names)
-        and all(values[c] is None or type(values[c]) is str for c in used_nodes)
-    )
-    if not exact:
-        return stalled_phase_columns(tuple(arrays.column(name) for name in PHASE_FIELDS), attempt_start, at)
-    current = np.ones(arrays.size, bool) if attempt_start is None else t0 >= attempt_start
-    is_open = t1 == OPEN_T1
-    closed, opened = current & ~is_open, current & is_open
-    if not opened.any():
-        return []
-    none_rank = rank_tags == TAG_NONE
-    keys = np.column_stack([names, nodes, np.where(none_rank, 0.0, rank + 0.0), none_rank, t0 + 0.0]).astype(np.float64)
-    rows = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.shape[1] * 8))).ravel()
-    markers = np.flatnonzero(opened)
-    markers = markers[~np.isin(rows[markers], rows[closed])]
-    if not len(markers):
-        return []
-    # one marker per key, in order of first sight, holding its last record (what a dict of markers keeps)
-    _, first, inverse = np.unique(rows[markers], return_index=True, return_inverse=True)
-    last = np.zeros(len(first), np.int64)
-    np.maximum.at(last, inverse.ravel(), np.arange(len(markers)))
-    markers = markers[last[np.argsort(first, kind="stable")]]
-    durations = np.maximum(t1[closed] - t0[closed], 0.0)
-    closed_names = names[closed]
-    out = []
-    for code in sorted(set(names[markers].tolist()), key=values.__getitem__):
-        spans = durations[closed_names == code]
-        if len(spans) < STALL_MIN_CLOSED:
-            continue
-        usual = float(np.median(spans))
-        limit = max(STALL_FACTOR * usual, STALL_MIN_OPEN_S)
-        mine = markers[names[markers] == code]
-        stuck = mine[at - t0[mine] > limit]
-        if not len(stuck):
-            continue
-        stuck = stuck[np.argsort(t0[stuck], kind="stable")]
-        where = [(values[nodes[i]], _rank(rank[i], rank_tags[i]), values[roles[i]]) for i in stuck[:3].tolist()]
-        out.append(_stall(values[code], len(spans), usual, at - float(t0[stuck[0]]), where, len(stuck)))
-    return out
-
-
-def _rank(value: float, tag: int) -> Any:
-    return None if tag == TAG_NONE else int(value) if tag == TAG_INT else value
 
 
 def mfu_summary(values: Sequence[float] | FloatArray, peak_tflops: float | None = None) -> MfuSummary | None:
@@ -326,8 +151,8 @@ def no_new_data(
         return []
     critical = age > max(NO_DATA_CRITICAL_FACTOR * usual, NO_DATA_CRITICAL_MIN_S)
     message = (
-        f"nothing new has been written for {_duration(age)}, while {step_key} records usually come every "
-        f"{_duration(usual)}: the run has stopped, hung or lost its writer (expected only if it finished)"
+        f"nothing new has been written for {duration_text(age)}, while {step_key} records usually come every "
+        f"{duration_text(usual)}: the run has stopped, hung or lost its writer (expected only if it finished)"
     )
     return [Advisory(Level.CRITICAL if critical else Level.WARNING, "no_new_data", message)]
 
@@ -439,16 +264,20 @@ def stream_advisories(
     """Every telemetry rule over what ``follower`` holds after its last poll (see :func:`telemetry_advisories`)."""
     reader = follower.dashboard
     state = follower.state()
-    span = reader.time_range()
+    span = state.time_range
     facts = TelemetryFacts(
         args=reader.meta.args if reader.meta is not None else {},
-        phases=reader.loaded_arrays("phases", PHASE_NUMBERS, PHASE_SHARED),
+        phases=(
+            reader.loaded_arrays("phases", PHASE_NUMBERS, PHASE_SHARED)
+            if follower.phases is None
+            else follower.phase_digests()
+        ),
         metrics=follower.metrics,
         engines=reader_engine_figures(reader),
         edge=span[1] if span is not None else None,
         attempt_start=state.attempt_start,
         newest_write=state.newest_write,
-        malformed=reader.malformed_counts(),
+        malformed={**reader.malformed_counts(), **(follower.phases.malformed_counts() if follower.phases else {})},
     )
     return telemetry_advisories(facts, now, problems=problems, resets=resets, low_mfu_threshold=low_mfu_threshold)
 
@@ -487,48 +316,3 @@ def telemetry_advisories(
         *engine_tuning(facts.engines, facts.args),
     ]
     return ordered(tiered(alarms, tuning, always))
-
-
-def stalled_from_digests(digests: Sequence[PhaseDigest], attempt_start: float | None, at: float) -> list[Advisory]:
-    """:func:`stalled_phases` over per-partition digests (:mod:`~miles_tui.core.telemetry.hours.phase_digest`).
-
-    An open marker is open when no closing record anywhere has its key: the
-    markers no record of their own partition closes, less those whose key is
-    among the other partitions' unmatched closing records. Only when one is
-    open past :data:`STALL_MIN_OPEN_S` are the closed durations of its phase
-    read: the same answer as over every record.
-    """
-    closes = {(k[0], _key_part(k[1]), _key_part(k[2]), k[3]) for d in digests for k in d.closes}
-    current = attempt_start if attempt_start is not None else -math.inf
-    markers = [
-        r for d in digests for r in d.opens
-        if r[1] >= current and (r[0], _key_part(r[2]), _key_part(r[3]), r[1]) not in closes
-    ]  # fmt: skip
-    if not any(at - r[1] > STALL_MIN_OPEN_S for r in markers):
-        return []
-    unique: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    for r in markers:  # one marker per key, in order of first sight, holding its last record
-        unique[(r[0], _key_part(r[2]), _key_part(r[3]), r[1])] = r
-    out = []
-    for phase in sorted({r[0] for r in unique.values()}):
-        spans = _closed_durations(digests, phase, current)
-        if len(spans) < STALL_MIN_CLOSED:
-            continue
-        usual = float(np.median(spans))
-        limit = max(STALL_FACTOR * usual, STALL_MIN_OPEN_S)
-        stuck = sorted((r for r in unique.values() if r[0] == phase and at - r[1] > limit), key=itemgetter(1))
-        if stuck:
-            where = [(r[2], r[3], r[4]) for r in stuck[:3]]
-            out.append(_stall(phase, len(spans), usual, at - stuck[0][1], where, len(stuck)))
-    return out
-
-
-def _closed_durations(digests: Sequence[PhaseDigest], phase: str, since: float) -> FloatArray:
-    """Durations of the closed records of ``phase`` that started at or after ``since``."""
-    parts = []
-    for digest in digests:
-        for code, name in enumerate(digest.names):
-            if name == phase:
-                pick = (digest.closed_name == code) & (digest.closed_t0 >= since)
-                parts.append(np.maximum(digest.closed_t1[pick] - digest.closed_t0[pick], 0.0))
-    return np.concatenate(parts) if parts else np.zeros(0)

@@ -66,6 +66,11 @@ class GpuSamples:
     """Memory used, MB (NaN when not a number)."""
     last_seen: FloatArray
     """Per lane id: newest sample time known, which may lie outside these samples (NaN: none)."""
+    weight: tuple[FloatArray, FloatArray, FloatArray] | None = None
+    """For bucket summaries (each row a lane's bucket, its values the means): per row, how many utilisation
+    values, memory values and samples it stands for. None: each row is one sample."""
+    cell: float | None = None
+    """For bucket summaries: the bucket width, seconds (the resolution of the values)."""
 
     @property
     def newest(self) -> float | None:

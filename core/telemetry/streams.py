@@ -122,6 +122,15 @@ class StreamsDelta:
         return not (self.metric_records or self.records or self.meta_changed or self.problems or self.resets)
 
 
+def read_meta(directory: Path | str) -> RunMeta | None:
+    """``directory``'s meta.json as :class:`RunMeta`, read once and now (None when it is missing or is not a run
+    description): the run's name before any stream is read."""
+    try:
+        return decode_meta(read_json(Path(directory) / "meta.json", META_MAX_BYTES, "meta.json"))
+    except (OSError, UnreadableFileError, ValueError):
+        return None
+
+
 def _problems(read: TailRead) -> list[StreamError]:
     return [*read.malformed, read.error] if read.error is not None else list(read.malformed)
 

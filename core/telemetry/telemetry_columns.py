@@ -1,237 +1,232 @@
-"""Columnar copies of a run's ``gpu_util`` and ``phases`` streams, kept up to date partition by partition.
+"""A run's ``gpu_util`` and ``phases`` for the GPU view: columns of the hours a window touches, or their summaries.
 
 Contract:
 
-- :class:`TelemetryColumns` follows a :class:`~miles_tui.core.telemetry.streams.DashboardReader`
-  without polling it (the app's poll worker does that). Each call converts only
-  what the reader parsed since the previous call: per partition file, the records
-  past the count converted before, asked of the reader by position. A partition
-  whose records were replaced (a new generation: the file was rewritten) is
-  converted again; a vanished one is dropped. A call that finds every
-  partition's count unchanged converts nothing.
-- A window that needs hours the reader has not parsed yet has the reader parse
-  them (:meth:`DashboardReader.parse` with that window), never hours outside it.
+- :class:`TelemetryColumns` reads the two streams through
+  :class:`~miles_tui.core.telemetry.hours.store.HourStore` (each hour parsed
+  once, ever, with the user cache; memory follows the window asked for, not
+  the run). Every call brings the hours it needs up to date first (a file
+  that grew is read past what was read; one rewritten is read again).
+- :meth:`TelemetryColumns.gpu_samples` hands out the samples of the hours a
+  window touches (filter by time when binning); :meth:`~TelemetryColumns.gpu_cells`
+  the window's per-lane bucket summaries instead (one row per lane and
+  1- or 10-minute bucket, weighted by the samples in it): what a zoomed-out
+  view draws, at a cost that follows hours × lanes, never samples.
+- :meth:`TelemetryColumns.extent` gives the run's first and newest GPU times
+  without reading old hours (an hour not read is bounded by its name).
 - Open phase markers are not kept here: the caller passes the open phases (the
   follower tracks them, attempt by attempt) to :meth:`TelemetryColumns.phase_spans`.
 - Thread-safe (one lock); meant to be called from a worker thread. Reads no
-  clock, touches files only through the reader, never formats.
+  clock, never formats, never writes into the run.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
-from miles_tui.core.telemetry.gpu_samples import FloatArray, GpuSamples, Lane, gpu_columns, last_seen
-from miles_tui.core.telemetry.partitions import PartitionInfo
+from miles_tui.core.telemetry.gpu_samples import FloatArray, GpuSamples, IntArray, Lane, _hashable
+from miles_tui.core.telemetry.hours.columns import CodeArray, Columns
+from miles_tui.core.telemetry.hours.gpu_buckets import WIDTHS
+from miles_tui.core.telemetry.hours.store import HourStore
+from miles_tui.core.telemetry.partitions import HOUR_SECONDS
 from miles_tui.core.telemetry.phase_bands import Actor, BandKey, PhaseSpans, phase_columns
-from miles_tui.core.telemetry.stream_records import Phase, StreamRecord
+from miles_tui.core.telemetry.record_table import TAG_INT
+from miles_tui.core.telemetry.stream_records import Phase
 from miles_tui.core.telemetry.streams import DashboardReader
 
-SYNC_TRIES: Final = 4
-"""A partition rewritten between a sync's listing and its read is detected and the sync retried this many times."""
-
-Columns = tuple[np.ndarray[Any, Any], ...]
-
-
-@dataclass
-class _Chunk:
-    """The converted records of one partition file."""
-
-    count: int
-    """Records converted."""
-    generation: int
-    """The partition's generation they came from (a rewritten file has a new one)."""
-    columns: Columns
-    """The arrays, one row per kept record."""
-    lo: float = np.inf
-    """Earliest time in it."""
-    hi: float = -np.inf
-    """Latest time in it."""
-    extra: list[FloatArray] = field(default_factory=list)
-    """Per stream: gpu_util keeps each lane's newest sample time here."""
-
-
-class _Stream:
-    """One stream's chunks and the conversion that fills them."""
-
-    def __init__(
-        self, reader: DashboardReader, stream: str, convert: Callable[[Sequence[StreamRecord], int], _Chunk]
-    ) -> None:
-        self.reader = reader
-        self.stream = stream
-        self.convert = convert
-        self.chunks: dict[str, _Chunk] = {}
-        self.order: list[str] = []
-        self.seen: tuple[PartitionInfo, ...] = ()
-
-    def ensure(self, since: float | None, until: float | None) -> None:
-        """Have the reader parse the partitions the window touches that it has not parsed yet."""
-        self.reader.parse(self.stream, since, until)
-
-    def sync(self, merge: Callable[[_Chunk, _Chunk], _Chunk]) -> None:
-        """Convert what the reader parsed since the last sync."""
-        for _ in range(SYNC_TRIES):
-            infos = self.reader.partitions(self.stream)
-            if infos == self.seen:
-                return
-            chunks = self._convert(infos, merge)
-            if chunks is not None:
-                self.chunks, self.order, self.seen = chunks, list(chunks), infos
-                return
-        # rewritten under our feet every time: keep the previous (consistent) copy until the next call
-
-    def _convert(
-        self, infos: Sequence[PartitionInfo], merge: Callable[[_Chunk, _Chunk], _Chunk]
-    ) -> dict[str, _Chunk] | None:
-        """The chunks for ``infos``, reusing what is converted; None when a partition changed since listed."""
-        chunks: dict[str, _Chunk] = {}
-        for info in infos:
-            if not info.loaded:
-                continue
-            key, n = str(info.path), info.records
-            old = self.chunks.get(key)
-            start = old.count if old is not None and old.generation == info.generation and old.count <= n else 0
-            if old is not None and start == n and old.generation == info.generation:
-                chunks[key] = old
-                continue
-            records = self.reader.partition_records(self.stream, info.path, info.generation, start, n)
-            if records is None:
-                return None
-            new = self.convert(records, info.generation)
-            chunks[key] = merge(old, new) if old is not None and start else new
-        return chunks
-
-    def overlapping(self, since: float | None, until: float | None) -> list[_Chunk]:
-        return [
-            c for c in (self.chunks[k] for k in self.order)
-            if c.columns and len(c.columns[0]) and (since is None or c.hi >= since) and (until is None or c.lo <= until)
-        ]  # fmt: skip
-
-
-def _concat(chunks: Sequence[_Chunk], index: int, dtype: type[Any]) -> np.ndarray[Any, Any]:
-    parts = [c.columns[index] for c in chunks]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+CELL_WIDTHS: Final = WIDTHS
+"""Bucket widths a view can draw from (seconds)."""
 
 
 class TelemetryColumns:
-    """gpu_util and closed phases of a followed run as columns; see the module docstring."""
+    """See the module docstring."""
 
-    def __init__(self, reader: DashboardReader) -> None:
-        self.reader = reader
-        """The reader followed (polled by someone else)."""
+    def __init__(self, source: DashboardReader | Path | str) -> None:
+        directory = source.directory if isinstance(source, DashboardReader) else Path(source)
+        self.directory = directory
+        """The run's dashboard folder."""
         self._lock = threading.Lock()
+        self._gpu = HourStore(directory, "gpu_util", keep_columns=False)
+        self._phases = HourStore(directory, "phases", keep_columns=False)
         self._lanes: dict[Lane, int] = {}
         self._bands: dict[BandKey, int] = {}
         self._actors: dict[Actor, int] = {}
-        self._gpu = _Stream(reader, "gpu_util", self._convert_gpu)
-        self._phases = _Stream(reader, "phases", self._convert_phases)
+        self._state: tuple[tuple[int, int], tuple[int, int]] = ((-1, -1), (-1, -1))
+        """(gpu_util, phases) as last handed out: records held and files known."""
 
-    # -- conversion ---------------------------------------------------------------------------------------
-
-    def _convert_gpu(self, records: Sequence[StreamRecord], generation: int) -> _Chunk:
-        lane, ts, util, mem = gpu_columns(records, self._lanes)
-        chunk = _Chunk(len(records), generation, (lane, ts, util, mem))
-        if len(ts):
-            chunk.lo, chunk.hi = float(ts.min()), float(ts.max())
-        chunk.extra = [last_seen(lane, ts, len(self._lanes))]
-        return chunk
-
-    def _convert_phases(self, records: Sequence[StreamRecord], generation: int) -> _Chunk:
-        closed = [r for r in records if isinstance(r, Phase) and not r.is_open]
-        band, actor, t0, t1 = phase_columns(closed, self._bands, self._actors)
-        chunk = _Chunk(len(records), generation, (band, actor, t0, t1))
-        if len(t0):
-            chunk.lo, chunk.hi = float(t0.min()), float(t1.max())
-        return chunk
+    # -- state ----------------------------------------------------------------------------------------
 
     @staticmethod
-    def _merge(old: _Chunk, new: _Chunk) -> _Chunk:
-        columns = tuple(np.concatenate([a, b]) for a, b in zip(old.columns, new.columns, strict=True))
-        merged = _Chunk(old.count + new.count, new.generation, columns, min(old.lo, new.lo), max(old.hi, new.hi))
-        if old.extra and new.extra:
-            merged.extra = [_fmax(old.extra[0], new.extra[0])]
-        return merged
-
-    # -- queries ------------------------------------------------------------------------------------------
+    def _signature(store: HourStore) -> tuple[int, int]:
+        return store.records(), len(store.partitions())
 
     def has_news(self) -> bool:
-        """Whether the reader holds gpu_util or phases records not converted yet (touches no record)."""
+        """Whether the newest hours grew (or hours came or went) since the calls that last handed out samples
+        and phases."""
         with self._lock:
-            gpu, phases = self._gpu, self._phases
-            return (
-                self.reader.partitions(gpu.stream) != gpu.seen or self.reader.partitions(phases.stream) != phases.seen
-            )
+            self._gpu.refresh(newest=True)
+            self._phases.refresh(newest=True)
+            return (self._signature(self._gpu), self._signature(self._phases)) != self._state
 
     def time_range(self, *, everything: bool = False) -> tuple[float, float] | None:
-        """Earliest and newest gpu_util sample converted (``everything``: have the reader parse every hour first)."""
+        """Earliest and newest GPU sample of the hours read (``everything``: every hour read first)."""
         with self._lock:
             if everything:
-                self._gpu.ensure(None, None)
-            self._gpu.sync(self._merge)
-            spans = [(c.lo, c.hi) for c in self._gpu.overlapping(None, None)]
-            return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+                self._gpu.refresh()
+            else:
+                self._gpu.refresh(newest=True)
+            return self._gpu.span()
 
     def extent(self) -> tuple[float, float] | None:
-        """(earliest, newest) time of the run's gpu_util without parsing old hours: the earliest is the first
-        sample converted, or the start of an earlier hour the reader has not parsed yet (its first sample is
-        no earlier); the newest is the newest sample converted."""
+        """(earliest, newest) GPU time of the run without reading old hours: the earliest is the start of the
+        first hour (or a flat file's first sample), the newest the newest hour's newest sample."""
         with self._lock:
-            unread = [i.hour for i in self.reader.partitions(self._gpu.stream) if not i.loaded]
-            if None in unread:  # a flat file not parsed: nothing bounds it but its records
-                self._gpu.ensure(None, None)
-            self._gpu.sync(self._merge)
-            spans = [(c.lo, c.hi) for c in self._gpu.overlapping(None, None)]
-            if not spans:
+            self._gpu.refresh(newest=True)
+            newest = self._gpu.span()
+            if newest is None:
                 return None
-            hours = [hour for hour in unread if hour is not None]
-            return min([*hours, *(s[0] for s in spans)]), max(s[1] for s in spans)
+            hours = [hour for _, hour, _ in self._gpu.partitions() if hour is not None]
+            return min([*hours, newest[0]]), newest[1]
+
+    def hours_read(self, stream: str = "gpu_util") -> list[tuple[float | None, bool]]:
+        """(hour, read) of every file of ``gpu_util`` or ``phases`` known, flat file first, then by hour."""
+        with self._lock:
+            store = self._gpu if stream == "gpu_util" else self._phases
+            return [(hour, read) for _, hour, read in store.partitions()]
+
+    # -- samples --------------------------------------------------------------------------------------
 
     def gpu_samples(self, since: float | None, until: float | None) -> GpuSamples:
-        """Samples of the partitions overlapping the window (filter by time when binning) and every lane's newest."""
+        """Samples of the hours overlapping the window (filter by time when binning) and every known lane's
+        newest sample time."""
         with self._lock:
-            self._gpu.ensure(since, until)
-            self._gpu.sync(self._merge)
-            chunks = self._gpu.overlapping(since, until)
-            lanes = len(self._lanes)
-            newest = np.full(lanes, np.nan)
-            for chunk in self._gpu.chunks.values():
-                if chunk.extra:
-                    newest = _fmax(newest, chunk.extra[0])
+            self._gpu.refresh(since, until)
+            self._gpu.refresh(newest=True)
+            columns = self._gpu.columns(since, until)
+            self._state = (self._signature(self._gpu), self._state[1])
+            lane = self._lane_ids(columns.codes["node"], columns.codes["gpu"], columns.values)
             return GpuSamples(
                 lanes=tuple(self._lanes),
-                lane=_concat(chunks, 0, np.int64),
-                ts=_concat(chunks, 1, np.float64),
-                util=_concat(chunks, 2, np.float64),
-                mem_mb=_concat(chunks, 3, np.float64),
-                last_seen=newest,
+                lane=lane,
+                ts=columns.numbers["ts"],
+                util=_floats(columns, "util"),
+                mem_mb=_floats(columns, "mem_mb"),
+                last_seen=self._last_seen(),
             )
 
-    def phase_spans(self, since: float | None, until: float | None, open_phases: Iterable[Phase]) -> PhaseSpans:
-        """Closed phases of the partitions overlapping the window, plus ``open_phases`` (t1 NaN)."""
+    def gpu_cells(self, since: float | None, until: float | None, width: float) -> GpuSamples:
+        """The window's bucket summaries of ``width`` seconds (:data:`CELL_WIDTHS`) as weighted samples: one per
+        lane and bucket, at the bucket's start, holding the mean of its samples and their count."""
         with self._lock:
-            self._phases.ensure(since, None)  # a phase is filed by its end: later hours may hold this window's
-            self._phases.sync(self._merge)
-            chunks = self._phases.overlapping(since, until)
+            self._gpu.refresh(since, until)
+            self._gpu.refresh(newest=True)
+            self._state = (self._signature(self._gpu), self._state[1])
+            cells = self._gpu.buckets(width, since, until)
+            table = list(cells.lanes)
+            codes = np.array([self._lanes.setdefault(_key(lane), len(self._lanes)) for lane in table], np.int64)
+            lane = codes[cells.lane] if cells.cells else np.zeros(0, np.int64)
+            stats = cells.stats
+            with np.errstate(invalid="ignore", divide="ignore"):
+                util = stats["util.sum"] / stats["util.n"]
+                mem = stats["mem_mb.sum"] / stats["mem_mb.n"]
+            return GpuSamples(
+                lanes=tuple(self._lanes),
+                lane=lane,
+                ts=cells.start(),
+                util=util,
+                mem_mb=mem,
+                last_seen=self._last_seen(),
+                weight=(stats["util.n"], stats["mem_mb.n"], cells.samples.astype(np.float64)),
+                cell=width,
+            )
+
+    def _lane_ids(self, node: CodeArray, gpu: CodeArray, values: tuple[Any, ...]) -> IntArray:
+        if not len(node):
+            return np.zeros(0, np.int64)
+        pair = node.astype(np.int64) * (len(values) + 1) + gpu.astype(np.int64)
+        unique, inverse = np.unique(pair, return_inverse=True)
+        table = self._lanes
+        ids = [
+            table.setdefault(
+                _key((values[int(p) // (len(values) + 1)], values[int(p) % (len(values) + 1)])), len(table)
+            )
+            for p in unique.tolist()
+        ]
+        return np.array(ids, np.int64)[inverse.ravel()]
+
+    def _last_seen(self) -> FloatArray:
+        """Per lane id: its newest sample time in the hours read (NaN: none)."""
+        seen = {_key(lane): t for lane, t in self._gpu.lane_last_seen().items()}
+        for lane in seen:
+            self._lanes.setdefault(lane, len(self._lanes))
+        out = np.full(len(self._lanes), np.nan)
+        for lane, t in seen.items():
+            out[self._lanes[lane]] = t
+        return out
+
+    # -- phases ---------------------------------------------------------------------------------------
+
+    def phase_spans(self, since: float | None, until: float | None, open_phases: Iterable[Phase]) -> PhaseSpans:
+        """Closed phases of the hours the window touches (a phase is filed by its end: later hours too) that
+        overlap it, plus ``open_phases`` (t1 NaN)."""
+        with self._lock:
+            later = None if until is None else until + HOUR_SECONDS
+            self._phases.refresh(since, later)
+            self._phases.refresh(newest=True)
+            self._state = (self._state[0], self._signature(self._phases))
+            columns = self._phases.columns(since, later)
+            t0, t1 = columns.numbers["t0"], columns.numbers["t1"]
+            keep = t1 != -1
+            if since is not None:
+                keep &= t1 >= since
+            if until is not None:
+                keep &= t0 <= until
+            closed = columns.take(keep)
+            band, actor = self._phase_keys(closed)
             still = [p for p in open_phases if p.is_open]
-            band, actor, t0, t1 = phase_columns(still, self._bands, self._actors)
+            open_band, open_actor, open_t0, open_t1 = phase_columns(still, self._bands, self._actors)
             return PhaseSpans(
                 bands=tuple(self._bands),
                 actors=tuple(self._actors),
-                band=np.concatenate([_concat(chunks, 0, np.int64), band]),
-                actor=np.concatenate([_concat(chunks, 1, np.int64), actor]),
-                t0=np.concatenate([_concat(chunks, 2, np.float64), t0]),
-                t1=np.concatenate([_concat(chunks, 3, np.float64), t1]),
+                band=np.concatenate([band, open_band]),
+                actor=np.concatenate([actor, open_actor]),
+                t0=np.concatenate([closed.numbers["t0"], open_t0]),
+                t1=np.concatenate([closed.numbers["t1"], open_t1]),
             )
 
+    def _phase_keys(self, closed: Columns) -> tuple[IntArray, IntArray]:
+        """Band and actor ids of closed phase rows, through their codes (one dict lookup per distinct key)."""
+        if not closed.size:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        values, space = closed.values, len(closed.values) + 1
+        codes = closed.codes
+        band_pair = codes["role"].astype(np.int64) * space + codes["name"]
+        unique, inverse = np.unique(band_pair, return_inverse=True)
+        bands = [
+            self._bands.setdefault((values[int(p) // space], values[int(p) % space]), len(self._bands))
+            for p in unique.tolist()
+        ]
+        actor_key = (codes["node"].astype(np.int64) * space + codes["rank"]) * space + codes["gpus"]
+        unique_actors, actor_inverse = np.unique(actor_key, return_inverse=True)
+        actors = []
+        for key in unique_actors.tolist():
+            node, rest = divmod(int(key), space * space)
+            rank, gpus = divmod(rest, space)
+            actor = (values[node], _hashable(values[rank]), tuple(values[gpus] or ()))
+            actors.append(self._actors.setdefault(actor, len(self._actors)))
+        return np.array(bands, np.int64)[inverse.ravel()], np.array(actors, np.int64)[actor_inverse.ravel()]
 
-def _fmax(a: FloatArray, b: FloatArray) -> FloatArray:
-    """Elementwise max ignoring NaN, the shorter array padded with NaN."""
-    size = max(len(a), len(b))
-    a = np.concatenate([a, np.full(size - len(a), np.nan)])
-    b = np.concatenate([b, np.full(size - len(b), np.nan)])
-    return np.fmax(a, b)
+
+def _key(lane: tuple[Any, Any]) -> Lane:
+    return (_hashable(lane[0]), _hashable(lane[1]))
+
+
+def _floats(columns: Columns, field: str) -> FloatArray:
+    """A numeric field as float64, NaN where the value is not a number."""
+    values, tags = columns.numbers[field], columns.tags[field]
+    return np.where(tags <= TAG_INT, values, np.nan)

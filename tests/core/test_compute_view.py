@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,6 @@ from miles_tui.core.analysis.compute_view import bin_lanes, compute_view, fleet_
 from miles_tui.core.telemetry import (
     DashboardReader,
     GpuSamples,
-    Lane,
     Phase,
     StreamRecord,
     TelemetryColumns,
@@ -280,63 +279,54 @@ def test_golden_lanes_match_the_truth() -> None:
 
 def test_columns_parse_only_the_hours_the_window_touches(tmp_path: Path) -> None:
     fleet = write_fleet(tmp_path / "run", nodes=2, seconds=4 * 3600 - 60, dead_node=None, slow_node=None)
-    reader = DashboardReader(tmp_path / "run" / "dashboard", recent_hours=1)
-    reader.poll()
-    columns = TelemetryColumns(reader)
-    assert [p.loaded for p in reader.partitions("gpu_util")] == [False, False, False, False, True]
-    hour = reader.partitions("gpu_util")[1].hour
+    columns = TelemetryColumns(tmp_path / "run" / "dashboard")
+    assert columns.extent() is not None
+    assert [read for _, read in columns.hours_read()] == [False, False, False, False, True]
+    hour = columns.hours_read()[1][0]
     assert hour is not None
     samples = columns.gpu_samples(hour + 600, hour + 1200)  # inside the second hour
-    assert [p.loaded for p in reader.partitions("gpu_util")] == [False, True, False, False, True]
+    assert [read for _, read in columns.hours_read()] == [False, True, False, False, True]
     window = (samples.ts >= hour + 600) & (samples.ts <= hour + 1200)
     assert window.sum() == 61 * 16
     assert samples.ts.min() >= hour, "only the partitions overlapping the window are handed out"
     assert len(samples.lanes) == fleet.lanes and not np.isnan(samples.last_seen).any()
 
 
-def test_columns_convert_only_what_is_new_and_redo_a_rewritten_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_columns_read_only_what_is_new_and_redo_a_rewritten_file(tmp_path: Path) -> None:
     write_fleet(tmp_path / "run", nodes=1, gpus_per_node=2, seconds=300, dead_node=None, slow_node=None)
     dash = tmp_path / "run" / "dashboard"
-    reader = DashboardReader(dash)
-    reader.poll()
-    columns = TelemetryColumns(reader)
-    converted: list[int] = []
-    from miles_tui.core.telemetry.gpu_samples import gpu_columns as real
-
-    def counting(records: Iterable[StreamRecord], table: dict[Lane, int]) -> tuple[Any, ...]:
-        rows = list(records)
-        converted.append(len(rows))
-        return real(rows, table)
-
-    monkeypatch.setattr("miles_tui.core.telemetry.telemetry_columns.gpu_columns", counting)
+    columns = TelemetryColumns(dash)
     first = columns.gpu_samples(None, None)
-    assert len(first.ts) == 31 * 2 and sum(converted) == 62
-    assert columns.has_news(), "the phases are not converted yet"
+    assert len(first.ts) == 31 * 2
+    assert columns.has_news(), "the phases were not handed out yet"
     columns.phase_spans(None, None, [])
     assert not columns.has_news()
-    columns.gpu_samples(None, None)
-    assert sum(converted) == 62, "nothing new: nothing converted"
     path = sorted((dash / "gpu_util").iterdir())[-1]
     with path.open("a") as handle:
         handle.write(json.dumps({"ts": T0 + 310, "node": "10.1.0.1", "gpu": 0, "util": 7, "mem_mb": 1}) + "\n")
-    reader.poll()
     assert columns.has_news()
     grown = columns.gpu_samples(None, None)
-    assert len(grown.ts) == 63 and converted[-1] == 1
+    assert len(grown.ts) == 63 and grown.util[-1] == 7.0
     path.write_text(json.dumps({"ts": T0 + 320, "node": "10.1.0.1", "gpu": 1, "util": 8, "mem_mb": 1}) + "\n")
-    reader.poll()
     rewritten = columns.gpu_samples(None, None)
     assert len(rewritten.ts) == 1 and rewritten.util.tolist() == [8.0], "a rewritten file replaces its rows"
     path.write_text(json.dumps({"ts": T0 + 330, "node": "10.1.0.1", "gpu": 1, "util": 9, "mem_mb": 1}) + "\n")
-    reader.poll()
     again = columns.gpu_samples(None, None)
     assert again.util.tolist() == [9.0], "rewritten to as many records: still replaced, not kept"
-    info = reader.partitions("gpu_util")[-1]
-    assert reader.partition_records("gpu_util", info.path, info.generation - 1, 0, 1) is None
-    assert reader.partition_records("gpu_util", info.path, info.generation, 0, 2) is None
-    assert [r.util for r in reader.partition_records("gpu_util", info.path, info.generation, 0, 1) or []] == [9]
+
+
+def test_cells_give_a_zoomed_out_view_the_means_of_the_samples(tmp_path: Path) -> None:
+    fleet = write_fleet(tmp_path / "run", nodes=2, gpus_per_node=2, seconds=3 * 3600, dead_node=None, slow_node=None)
+    columns = TelemetryColumns(tmp_path / "run" / "dashboard")
+    first, _ = columns.time_range(everything=True) or (0.0, 0.0)
+    start = math.floor(first / 600) * 600
+    bins = time_bins(start, start + 18 * 600, 18)  # whole 10-minute buckets
+    raw = bin_lanes(columns.gpu_samples(None, None), bins)
+    cells = bin_lanes(columns.gpu_cells(None, None, 600.0), bins)
+    assert cells.lanes == raw.lanes and len(raw.lanes) == fleet.lanes
+    assert np.allclose(cells.util, raw.util, equal_nan=True) and np.allclose(cells.mem_mb, raw.mem_mb, equal_nan=True)
+    assert (cells.samples == raw.samples).all()
+    assert np.allclose(cells.mean_util, raw.mean_util)
 
 
 def test_columns_phase_spans_add_the_open_phases_given(tmp_path: Path) -> None:

@@ -121,16 +121,14 @@ def test_lane_peaks_and_latest_skip_gaps() -> None:
 
 def test_extent_reaches_back_to_hours_not_parsed_yet_without_parsing_them(tmp_path: Path) -> None:
     fleet = write_fleet(tmp_path / "run", nodes=1, gpus_per_node=2, seconds=3 * 3600, dead_node=None, slow_node=None)
-    reader = DashboardReader(tmp_path / "run" / "dashboard", recent_hours=1)
-    reader.poll()
-    columns = TelemetryColumns(reader)
-    loaded = [p.loaded for p in reader.partitions("gpu_util")]
+    columns = TelemetryColumns(tmp_path / "run" / "dashboard")
     first_loaded = columns.time_range()
     assert first_loaded is not None and first_loaded[0] > fleet.start
-    assert columns.extent() == (reader.partitions("gpu_util")[0].hour, fleet.end)
-    assert [p.loaded for p in reader.partitions("gpu_util")] == loaded, "nothing parsed"
+    first_hour = columns.hours_read()[0][0]
+    assert columns.extent() == (first_hour, fleet.end)
+    assert [read for _, read in columns.hours_read()] == [False, False, False, True], "only the newest hour read"
     columns.time_range(everything=True)
-    assert columns.extent() == (fleet.start, fleet.end), "once parsed: the first sample itself"
+    assert columns.time_range() == (fleet.start, fleet.end), "once every hour is read: the first sample itself"
 
 
 def test_a_panned_view_bins_its_own_past_and_keeps_the_sampling_interval(tmp_path: Path) -> None:

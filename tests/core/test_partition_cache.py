@@ -19,13 +19,14 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 
 from miles_tui.core import cache_dir
-from miles_tui.core.analysis.stream_advisories import (
+from miles_tui.core.analysis.stall_rule import (
     PHASE_NUMBERS,
     PHASE_SHARED,
     stalled_from_digests,
     stalled_phase_arrays,
 )
-from miles_tui.core.telemetry.hours.columns import SPECS, decode
+from miles_tui.core.telemetry.hours.columns import SPECS
+from miles_tui.core.telemetry.hours.decode import decode
 from miles_tui.core.telemetry.hours.gpu_buckets import gpu_buckets
 from miles_tui.core.telemetry.hours.store import HourStore
 

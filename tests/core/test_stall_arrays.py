@@ -6,12 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.analysis.stream_advisories import (
-    PHASE_NUMBERS,
-    PHASE_SHARED,
-    stalled_phase_arrays,
-    stalled_phases,
-)
+from miles_tui.core.analysis.stall_rule import PHASE_NUMBERS, PHASE_SHARED, stalled_phase_arrays, stalled_phases
 from miles_tui.core.telemetry import Phase
 from miles_tui.core.telemetry.record_table import Interner, RecordTable, table_arrays
 

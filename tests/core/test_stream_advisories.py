@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from miles_tui.core.analysis import Level
+from miles_tui.core.analysis.stall_rule import stalled_phases
 from miles_tui.core.analysis.stream_advisories import (
     MfuSummary,
     low_mfu,
     mfu_summary,
     no_new_data,
     run_mfu,
-    stalled_phases,
     step_times,
     stream_advisories,
     stream_corruption,

@@ -15,6 +15,7 @@ older than a few seconds, so ages keep moving while nothing arrives.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import ClassVar, Final
 
@@ -31,7 +32,9 @@ from miles_tui.core.telemetry import (
     PAN_FRACTION,
     ZOOM_FACTOR,
     Frame,
+    GpuSamples,
     TelemetryColumns,
+    TimeBins,
     TimeWindow,
     again,
     bin_count,
@@ -42,6 +45,7 @@ from miles_tui.core.telemetry import (
     preset,
     zoom,
 )
+from miles_tui.core.telemetry.telemetry_columns import CELL_WIDTHS
 from miles_tui.core.telemetry.time_bins import time_bins
 from miles_tui.tui.compute_rows import (
     LANE_LINES,
@@ -64,6 +68,9 @@ WORST_COUNT: Final = 16
 """Lanes ``w`` lists."""
 
 REFRESH_AGES_SECONDS: Final = 5.0
+
+CELLS_AFTER_SECONDS: Final = 6 * 3600.0
+"""A window longer than this is drawn from the hours' bucket summaries when a bin spans a minute or more."""
 """A status poll with no new samples recomputes (ages, DEAD) once this much time has passed."""
 
 LIVE_STREAMS: Final = frozenset({"gpu_util", "phases"})
@@ -150,15 +157,36 @@ class ComputeScreen(MonitorScreen):
             first, newest = extent or (None, None)
             shown = frame(window, now, first, newest)
             since, until = shown.since, shown.until
-            samples = self.columns.gpu_samples(since, until)
-            interval = sampling_interval(samples)
-            bins = time_bins(since, until, bin_count(until - since, interval, width))
+            samples, bins, interval = self._samples(since, until, width, newest)
             spans = self.columns.phase_spans(since, until, follower.state().open_phases)
             view = compute_view(samples, spans, bins, now=now, frame=shown, interval=interval)
         except Exception as err:  # telemetry problems never take the screen down
             self.app.call_from_thread(self._failed, generation, str(err))
             return
         self.app.call_from_thread(self._show, generation, view)
+
+    def _samples(
+        self, since: float, until: float, width: int, newest: float | None
+    ) -> tuple[GpuSamples, TimeBins, float | None]:
+        """The window's samples and bins: the samples themselves while a bin holds less than a minute of them,
+        else the hours' bucket summaries, binned in whole buckets (exact at that resolution, and said)."""
+        assert self.columns is not None
+        if newest is not None and until - since > CELLS_AFTER_SECONDS:
+            interval = sampling_interval(self.columns.gpu_samples(newest - 600.0, newest))
+            per_bin = (until - since) / bin_count(until - since, interval, width)
+            cell = max((w for w in CELL_WIDTHS if w <= per_bin), default=None)
+            if cell is not None:
+                step = math.ceil(per_bin / cell) * cell
+                start = math.floor(since / cell) * cell
+                count = max(1, math.ceil((until - start) / step))
+                return (
+                    self.columns.gpu_cells(start, until, cell),
+                    time_bins(start, start + count * step, count),
+                    interval,
+                )
+        samples = self.columns.gpu_samples(since, until)
+        interval = sampling_interval(samples)
+        return samples, time_bins(since, until, bin_count(until - since, interval, width)), interval
 
     def _done(self) -> None:
         self._computing = False

@@ -13,7 +13,8 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +24,8 @@ import numpy.typing as npt
 from miles_tui.core.telemetry.hours.columns import Columns
 from miles_tui.core.telemetry.record_table import TAG_NONE
 
-OpenRow = tuple[str, float, Any, Any, Any]
-"""(name, t0, host, rank, role) of an open marker."""
+OpenRow = tuple[str, float, Any, Any, Any, Any]
+"""(name, t0, host, rank, role, GPU list) of an open marker."""
 CloseKey = tuple[str, Any, Any, float]
 """(name, host, rank, t0) of a closing record."""
 
@@ -47,7 +48,11 @@ class PhaseDigest:
     """Per closed record: end."""
 
     def to_cache(self) -> tuple[dict[str, npt.NDArray[Any]], dict[str, Any]]:
-        arrays = {"closed_name": self.closed_name, "closed_t0": self.closed_t0, "closed_t1": self.closed_t1}
+        arrays: dict[str, npt.NDArray[Any]] = {
+            "closed_name": self.closed_name,
+            "closed_t0": self.closed_t0,
+            "closed_t1": self.closed_t1,
+        }
         return arrays, {"opens": [list(r) for r in self.opens], "closes": [list(k) for k in self.closes],
                         "names": list(self.names)}  # fmt: skip
 
@@ -59,7 +64,7 @@ def from_cache(arrays: Mapping[str, npt.NDArray[Any]], meta: Mapping[str, Any]) 
     t0, t1 = arrays["closed_t0"].astype(np.float64), arrays["closed_t1"].astype(np.float64)
     if not len(name) == len(t0) == len(t1) or (len(name) and not 0 <= name.min() <= name.max() < len(names)):
         raise ValueError("phase digest arrays do not fit")
-    opens = tuple((str(r[0]), float(r[1]), r[2], r[3], r[4]) for r in meta["opens"])
+    opens = tuple((str(r[0]), float(r[1]), r[2], r[3], r[4], r[5]) for r in meta["opens"])
     closes = tuple((str(k[0]), k[1], k[2], float(k[3])) for k in meta["closes"])
     return PhaseDigest(opens, closes, names, name, t0, t1)
 
@@ -93,7 +98,7 @@ def phase_digest(columns: Columns) -> PhaseDigest:
     lone_closes = closed[~np.isin(rows[closed], rows[opened])]
     value = columns.value_of
     opens = tuple(
-        (value("name", r), float(t0[r]), value("node", r), value("rank", r), value("role", r))
+        (value("name", r), float(t0[r]), value("node", r), value("rank", r), value("role", r), value("gpus", r))
         for r in lone_opens.tolist()
     )
     closes = tuple((value("name", r), value("node", r), value("rank", r), float(t0[r])) for r in lone_closes.tolist())
@@ -101,3 +106,22 @@ def phase_digest(columns: Columns) -> PhaseDigest:
     used, local = np.unique(codes, return_inverse=True)
     names = tuple(columns.values[int(c)] for c in used.tolist())
     return PhaseDigest(opens, closes, names, local.ravel().astype(np.int32), t0[closed].copy(), t1[closed].copy())
+
+
+def _key_part(value: Any) -> Any:
+    """A JSON value as part of a key (a list or object, never expected, by its repr)."""
+    return repr(value) if isinstance(value, (list, dict)) else value
+
+
+def open_markers(digests: Sequence[PhaseDigest], attempt_start: float | None) -> list[OpenRow]:
+    """The open markers no closing record anywhere closes, of the current attempt (started at or after
+    ``attempt_start``), one per key (its last record), in order of first sight."""
+    closes = {(k[0], _key_part(k[1]), _key_part(k[2]), k[3]) for d in digests for k in d.closes}
+    current = attempt_start if attempt_start is not None else -math.inf
+    unique: dict[tuple[Any, ...], OpenRow] = {}
+    for digest in digests:
+        for r in digest.opens:
+            key = (r[0], _key_part(r[2]), _key_part(r[3]), r[1])
+            if r[1] >= current and key not in closes:
+                unique[key] = r
+    return list(unique.values())

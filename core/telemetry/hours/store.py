@@ -35,7 +35,8 @@ from miles_tui.core.errors import StreamError
 from miles_tui.core.run_files import os_error_message
 from miles_tui.core.tail import MalformedLineError, ReadHook, TailFile
 from miles_tui.core.telemetry.hours import cache
-from miles_tui.core.telemetry.hours.columns import Columns, concat, decode, empty
+from miles_tui.core.telemetry.hours.columns import Columns, concat, empty
+from miles_tui.core.telemetry.hours.decode import decode
 from miles_tui.core.telemetry.hours.gpu_buckets import WIDTHS, GpuBuckets, from_arrays, gpu_buckets, merge
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, from_cache, phase_digest
 from miles_tui.core.telemetry.partitions import HOUR_SECONDS, hour_of
@@ -265,6 +266,19 @@ class HourStore:
         """``gpu_util``'s bucket summaries of the partitions refreshed so far that the window touches."""
         parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
         return merge([p.buckets[width] for p in parts if p.restored and p.buckets and p.overlaps(since, until)], width)
+
+    def lane_last_seen(self) -> dict[tuple[Any, Any], float]:
+        """``gpu_util``: each lane's newest sample time over the partitions refreshed so far."""
+        seen: dict[tuple[Any, Any], tuple[tuple[Any, Any], float]] = {}
+        for part in self._parts.values():
+            buckets = part.buckets.get(WIDTHS[0]) if part.restored else None
+            if buckets is None:
+                continue
+            for lane, t in zip(buckets.lanes, buckets.last_seen.tolist(), strict=True):
+                key = (lane[0], (type(lane[1]).__name__, lane[1]))
+                if key not in seen or t > seen[key][1]:
+                    seen[key] = (lane, t)
+        return dict(seen.values())
 
     def phase_digests(self) -> list[PhaseDigest]:
         """``phases``' digests of the partitions refreshed so far, in partition order."""
