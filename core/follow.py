@@ -143,7 +143,9 @@ class RunFollower:
         self.phases: HourStore | None = (
             None
             if "phases" in self.dashboard.streams
-            else HourStore(self.run_dir.dashboard_dir, "phases", keep_columns=False)
+            else HourStore(
+                self.run_dir.dashboard_dir, "phases", keep_columns=False, workers=parse_workers, nice=worker_nice
+            )
         )
         """When the reader does not follow ``phases``: every hour of it as digests (open markers, the stall rule)."""
         self.gpu_newest: HourStore | None = (

@@ -14,6 +14,7 @@ contract of ``cli.md``; keys may be added, never renamed or dropped.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,8 +150,9 @@ def read_telemetry(dashboard: Path) -> TelemetryRead:
     The GPU stream's older hours, trajectories, processes and snapshots are never opened: no rule reads them."""
     reader = DashboardReader(dashboard, streams=(), headless=True)
     delta = reader.poll()
-    phases = HourStore(dashboard, "phases", keep_columns=False)
-    engines = HourStore(dashboard, "engine_series")
+    workers = os.cpu_count() or 1
+    phases = HourStore(dashboard, "phases", keep_columns=False, workers=workers)
+    engines = HourStore(dashboard, "engine_series", workers=workers)
     gpus = HourStore(dashboard, "gpu_util", keep_columns=False)
     problems = [*delta.problems, *phases.refresh(), *engines.refresh(), *gpus.refresh(newest=True)]
     spans = [s for s in (reader.time_range(), phases.span(), engines.span(), gpus.span()) if s is not None]

@@ -19,6 +19,7 @@ mid-teardown: a traceback and exit status 1).
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -57,6 +58,7 @@ from miles_tui.tui.navigation import Navigation
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.run_watcher import LANDING_SECONDS, PollResult, RunWatcher
 from miles_tui.tui.screens.overview_screen import OverviewScreen
+from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
 from miles_tui.tui.terminal_diff import TerminalDiff
 
 HERE = Path(__file__).parent
@@ -133,7 +135,9 @@ class MilesApp(Navigation):
         self._meta_seen: object = None
         self._meta_unapplied = False
         """meta.json as the last telemetry poll read it (the watcher's step rules take it at their next poll)."""
-        self.telemetry_columns = TelemetryColumns(self.watcher.follower.dashboard)
+        self.telemetry_columns = TelemetryColumns(
+            self.watcher.follower.dashboard, workers=os.cpu_count() or 1, nice=PARSE_NICE
+        )
         """GPU/phase columns kept for the session, so the compute view converts records once."""
         self.exiting = False
         """Set by :meth:`exit`: from then on no input, action, screen push or forwarded message is handled."""

@@ -46,13 +46,13 @@ CELL_WIDTHS: Final = WIDTHS
 class TelemetryColumns:
     """See the module docstring."""
 
-    def __init__(self, source: DashboardReader | Path | str) -> None:
+    def __init__(self, source: DashboardReader | Path | str, *, workers: int = 0, nice: int = 0) -> None:
         directory = source.directory if isinstance(source, DashboardReader) else Path(source)
         self.directory = directory
         """The run's dashboard folder."""
         self._lock = threading.Lock()
-        self._gpu = HourStore(directory, "gpu_util", keep_columns=False)
-        self._phases = HourStore(directory, "phases", keep_columns=False)
+        self._gpu = HourStore(directory, "gpu_util", keep_columns=False, workers=workers, nice=nice)
+        self._phases = HourStore(directory, "phases", keep_columns=False, workers=workers, nice=nice)
         self._lanes: dict[Lane, int] = {}
         self._bands: dict[BandKey, int] = {}
         self._actors: dict[Actor, int] = {}

@@ -16,6 +16,7 @@ from typing import Any
 
 import hypothesis.strategies as st
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from miles_tui.core import cache_dir
@@ -25,6 +26,8 @@ from miles_tui.core.analysis.stall_rule import (
     stalled_from_digests,
     stalled_phase_arrays,
 )
+from miles_tui.core.telemetry.hours import decode as decode_module
+from miles_tui.core.telemetry.hours import store as store_module
 from miles_tui.core.telemetry.hours.columns import SPECS
 from miles_tui.core.telemetry.hours.decode import decode
 from miles_tui.core.telemetry.hours.gpu_buckets import gpu_buckets
@@ -277,3 +280,41 @@ def test_the_stall_rule_over_digests_equals_it_over_every_record(tmp_path: Path,
     at = HOUR + data.draw(st.sampled_from([3000.0, 20_000.0, 200_000.0]))
     start = data.draw(st.sampled_from([None, HOUR + 2500.0]))
     assert stalled_from_digests(digests.phase_digests(), start, at) == stalled_phase_arrays(arrays, start, at)
+
+
+@settings(max_examples=40, deadline=None)
+@given(content=stream_file("gpu_util"))
+def test_the_scanner_reads_gpu_lines_as_the_general_decoder_does(content: bytes) -> None:
+    end = content.rfind(b"\n")
+    if end < 0:
+        return
+    block = content[:end]
+    scanned, scanned_bad = decode("gpu_util", block, 7, "x")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decode_module, "SCANNER", False)
+        general, general_bad = decode("gpu_util", block, 7, "x")
+    fields = SPECS["gpu_util"].fields
+    assert same([{f: scanned.value_of(f, r) for f in fields} for r in range(scanned.size)],
+                [{f: general.value_of(f, r) for f in fields} for r in range(general.size)])  # fmt: skip
+    assert [(e.offset, e.reason) for e in scanned_bad] == [(e.offset, e.reason) for e in general_bad]
+
+
+def test_hours_no_entry_covers_are_read_by_workers_and_come_back_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "phases"
+    folder.mkdir()
+    line = '{{"name": "rollout", "t0": {t0}, "t1": {t1}, "node": "a", "rank": 0, "role": "train"}}\n'
+    for hour in range(10, 14):
+        t0 = HOUR + (hour - 10) * 3600
+        (folder / f"20260820_{hour}.jsonl").write_text(
+            "".join(line.format(t0=t0 + i, t1=t0 + i + 0.5) for i in range(50))
+        )
+    monkeypatch.setattr(store_module, "PARALLEL_BYTES", 1)
+    parallel = HourStore(tmp_path, "phases", workers=2)
+    parallel.refresh()
+    alone = HourStore(tmp_path, "phases")
+    with cache_dir.configured(off=True):
+        alone.refresh()
+    assert same(rows(parallel), rows(alone)) and parallel.records() == 200
+    assert len(list(cache_dir.cache_root().rglob("manifest.json"))) == 4, "each worker saved its hour"

@@ -16,6 +16,7 @@ older than a few seconds, so ages keep moving while nothing arrives.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 from typing import ClassVar, Final
 
@@ -61,6 +62,7 @@ from miles_tui.tui.compute_rows import (
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
 from miles_tui.tui.widgets.heat_rows import HeatRows
 from miles_tui.tui.widgets.run_header import RunHeader
 
@@ -128,7 +130,9 @@ class ComputeScreen(MonitorScreen):
 
     def on_mount(self) -> None:
         if self.columns is None:
-            self.columns = TelemetryColumns(self.miles.watcher.follower.dashboard)
+            self.columns = TelemetryColumns(
+                self.miles.watcher.follower.dashboard, workers=os.cpu_count() or 1, nice=PARSE_NICE
+            )
         self.query_one("#fleet", HeatRows).display = False
         self.query_one("#compute-empty", Label).display = False
         self.query_one(RunHeader).context = "compute"

@@ -77,6 +77,11 @@ class Entry:
     """The caller's JSON."""
 
 
+def enabled() -> bool:
+    """Whether entries may be read and written (not under ``--no-cache``)."""
+    return cache_dir.enabled()
+
+
 def _key(path: Path, st: os.stat_result) -> Path:
     identity = json.dumps([FORMAT, str(path.absolute()), st.st_dev, st.st_ino]).encode()
     return cache_dir.cache_root() / KIND / hashlib.sha256(identity).hexdigest()[:40]

@@ -43,8 +43,11 @@ from miles_tui.core.telemetry.hours.columns import (
     Interner,
     StreamSpec,
     canonical,
+    concat,
     numbers_of,
 )
+from miles_tui.core.telemetry.hours.scan_decode import AVAILABLE as SCANNER
+from miles_tui.core.telemetry.hours.scan_decode import SCANNED_STREAMS, scan_columns
 from miles_tui.core.telemetry.record_table import TAG_INT
 
 _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {}
@@ -100,9 +103,19 @@ def decode(
     data = bytes(block)
     rows = _Rows(spec)
     bad: list[MalformedLineError] = []
-    if data:
-        _decode_part(spec, stream, data, 0, len(data), base, path, rows, bad)
-    columns, refused = _columns(stream, spec, rows)
+    scanned = scan_columns(stream, data, base) if data and stream in SCANNED_STREAMS and SCANNER else None
+    runs = [(0, len(data))] if scanned is None else scanned.unmatched
+    for start, stop in runs:
+        if start < stop:
+            _decode_part(spec, stream, data, start, stop, base, path, rows, bad)
+    columns, offsets, refused = _columns(stream, spec, rows)
+    if scanned is not None:
+        refused += scanned.refused
+        if not columns.size:
+            columns = scanned.columns
+        elif scanned.columns.size:  # both: in file order
+            order = np.argsort(np.concatenate([scanned.offsets, offsets]), kind="stable")
+            columns = concat([scanned.columns, columns], stream).take(order)
     for offset, reason in refused:
         bad.append(_malformed(path, data, base, offset, reason))
     bad.sort(key=lambda err: err.offset or 0)
@@ -178,8 +191,11 @@ def _malformed(path: Path | str, data: bytes, base: int, offset: int, reason: st
     return MalformedLineError(path, offset, reason, line[:EXCERPT_BYTES])
 
 
-def _columns(stream: str, spec: StreamSpec, rows: _Rows) -> tuple[Columns, list[tuple[int, str]]]:
-    """The rows as columns; rows that fail a check are left out and returned as (offset, reason)."""
+def _columns(
+    stream: str, spec: StreamSpec, rows: _Rows
+) -> tuple[Columns, npt.NDArray[np.int64], list[tuple[int, str]]]:
+    """The rows as columns and their offsets; rows that fail a check are left out and returned as (offset,
+    reason)."""
     offsets = np.concatenate(rows.offsets) if rows.offsets else np.zeros(0, np.int64)
     n = len(offsets)
     keep = np.ones(n, bool)
@@ -205,9 +221,10 @@ def _columns(stream: str, spec: StreamSpec, rows: _Rows) -> tuple[Columns, list[
     for name, check in spec.raw.items():
         codes[name] = _raw_codes(name, check, rows.fields[name], interner, refuse)
     columns = Columns(stream, n, numbers, tags, other, codes, tuple(interner.values))
+    refused = [(int(offsets[row]), reason) for row, reason in sorted(reasons.items())]
     if not keep.all():
-        columns = columns.take(keep)
-    return columns, [(int(offsets[row]), reason) for row, reason in sorted(reasons.items())]
+        columns, offsets = columns.take(keep), offsets[keep]
+    return columns, offsets, refused
 
 
 Refuse = Callable[[npt.NDArray[np.bool_], str], None]

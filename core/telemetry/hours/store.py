@@ -25,8 +25,13 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
+import multiprocessing.context
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -82,11 +87,22 @@ class HourStore:
     """See the module docstring."""
 
     def __init__(
-        self, dashboard: Path | str, stream: str, *, keep_columns: bool = True, read_hook: ReadHook | None = None
+        self,
+        dashboard: Path | str,
+        stream: str,
+        *,
+        keep_columns: bool = True,
+        read_hook: ReadHook | None = None,
+        workers: int = 0,
+        nice: int = 0,
     ) -> None:
         self.dashboard = Path(dashboard)
         self.stream = stream
         self.keep_columns = keep_columns
+        self.workers = workers
+        """Processes that read hours no cache entry covers, when there are many (0: this process alone)."""
+        self.nice = nice
+        """Their niceness (the monitor's keys come first)."""
         self._read_hook = read_hook
         self._parts: dict[str, _Part] = {}
         self._said: set[str] = set()
@@ -150,6 +166,7 @@ class HourStore:
         else:
             wanted = [p for p in parts if p.overlaps(since, until)]
         settled_before = parts[-1].hour if parts and parts[-1].hour is not None else None
+        self._read_ahead(wanted)
         for part in wanted:
             self._sync(
                 part,
@@ -157,6 +174,36 @@ class HourStore:
                 settled=settled_before is not None and part.hour is not None and part.hour < settled_before,
             )
         return problems
+
+    def _read_ahead(self, wanted: Sequence[_Part]) -> None:
+        """Hours not read yet that no cache entry covers, when they are many bytes: read by worker processes,
+        each saving its hour's entry, which the caller then restores like any other."""
+        if self.workers < 2 or not cache.enabled():
+            return
+        fresh = []
+        for part in wanted:
+            if not part.restored:
+                part.restored = True
+                self._restore(part)
+                if part.end == 0:
+                    fresh.append(part)
+        try:
+            sizes = {p.path: os.stat(p.path).st_size for p in fresh}
+        except OSError:
+            return
+        if len(fresh) < 2 or sum(sizes.values()) < PARALLEL_BYTES:
+            return
+        try:
+            with ProcessPoolExecutor(
+                self.workers, mp_context=_context(), initializer=_lower, initargs=(self.nice,)
+            ) as pool:
+                order = sorted(fresh, key=lambda p: -sizes[p.path])  # the biggest first: the workers finish together
+                list(pool.map(_read_to_cache, [str(self.dashboard)] * len(order), [self.stream] * len(order),
+                              [str(p.path) for p in order]))  # fmt: skip
+        except (OSError, RuntimeError, BrokenProcessPool):
+            return  # this process reads them itself
+        for part in fresh:
+            self._restore(part)
 
     def _sync(self, part: _Part, problems: list[StreamError], *, settled: bool) -> None:
         if not part.restored:
@@ -302,6 +349,31 @@ class HourStore:
     def records(self) -> int:
         """Records held in the partitions refreshed so far."""
         return sum(p.size for p in self._parts.values())
+
+
+PARALLEL_BYTES: Final = 64 << 20
+"""Hours to read from scratch are read by worker processes once they hold this many bytes together."""
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """forkserver where there is one, else spawn; never fork (the monitor has threads)."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _lower(nice: int) -> None:
+    if nice:
+        with contextlib.suppress(OSError):
+            os.nice(nice)
+
+
+def _read_to_cache(dashboard: str, stream: str, path: str) -> bool:
+    """A worker: read one hour whole, summarise it and save its cache entry (what the parent restores)."""
+    store = HourStore(Path(dashboard), stream, keep_columns=False)
+    parts = [p for p in store._list([]) if str(p.path) == path]
+    for part in parts:
+        store._sync(part, [], settled=True)
+    return bool(parts)
 
 
 def _unused(value: Any) -> Columns:  # the tail decodes whole blocks (decode_block); never called per line
