@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from miles_tui.core.analysis import LOW_MFU, Advisory, Level, RunHealth, UnreadableStep, dump_advisories, run_health
-from miles_tui.core.analysis.engine_advisories import engine_figures
+from miles_tui.core.analysis.engine_advisories import engine_figures, figures_from_digests
 from miles_tui.core.analysis.stream_advisories import TelemetryFacts, telemetry_advisories
 from miles_tui.core.dump import Run, StepSummary
 from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
@@ -152,7 +152,7 @@ def read_telemetry(dashboard: Path) -> TelemetryRead:
     delta = reader.poll()
     workers = os.cpu_count() or 1
     phases = HourStore(dashboard, "phases", keep_columns=False, workers=workers)
-    engines = HourStore(dashboard, "engine_series", workers=workers)
+    engines = HourStore(dashboard, "engine_series", keep_columns=False, workers=workers)
     gpus = HourStore(dashboard, "gpu_util", keep_columns=False)
     problems = [*delta.problems, *phases.refresh(), *engines.refresh(), *gpus.refresh(newest=True)]
     spans = [s for s in (reader.time_range(), phases.span(), engines.span(), gpus.span()) if s is not None]
@@ -162,7 +162,7 @@ def read_telemetry(dashboard: Path) -> TelemetryRead:
         args=meta.args if meta is not None else {},
         phases=phases.phase_digests(),
         metrics=reader.metrics,
-        engines=engine_figures(engine_table(engines.columns())),
+        engines=figures_from_digests(engines.engine_digests()) or engine_figures(engine_table(engines.columns())),
         edge=max(s[1] for s in spans) if spans else None,
         attempt_start=meta.start_ts if meta is not None else None,
         newest_write=max(writes, default=None),

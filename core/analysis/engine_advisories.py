@@ -35,9 +35,11 @@ The request cap is ``--sglang-max-running-requests`` from ``meta.json``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+import numpy as np
 
 from miles_tui.core.analysis.advisories import Advisory, Level
 from miles_tui.core.telemetry import (
@@ -46,11 +48,15 @@ from miles_tui.core.telemetry import (
     REQUESTS,
     RUNNING,
     TOKEN_USAGE,
+    EngineSeries,
     EngineTable,
+    FloatArray,
     counter_delta,
     flat_values,
     natural_key,
 )
+from miles_tui.core.telemetry.engine_series import LabelKey, normalize
+from miles_tui.core.telemetry.hours.engine_digest import EngineDigest
 
 ABORT_WINDOW_S: Final = 1800.0
 """The abort storm is judged over this many seconds before the newest request-counter scrape (not the wall
@@ -152,6 +158,77 @@ def engine_figures(table: EngineTable) -> EngineFigures:
         cache_hit_rate_mean=_fraction_mean(table, CACHE_HIT_RATE),
         abort_window=_counters(table, ABORT_WINDOW_S),
         abort_run=_counters(table, None),
+        dp_rank_running_means=means,
+    )
+
+
+class _Counters:
+    """The counter series of a run rebuilt from hourly digests: what :func:`_counters` reads of a table."""
+
+    def __init__(self, present: set[str], series: Mapping[str, tuple[EngineSeries, ...]]) -> None:
+        self._present = present
+        self._series = series
+
+    def series(self, metric: str) -> tuple[EngineSeries, ...]:
+        return self._series.get(normalize(metric), ())
+
+    def first_present(self, names: Iterable[str]) -> str | None:
+        return next((name for name in names if normalize(name) in self._present), None)
+
+
+def figures_from_digests(digests: Sequence[EngineDigest]) -> EngineFigures | None:
+    """:func:`engine_figures` of a whole run from its hours' digests (:mod:`.hours.engine_digest`).
+
+    The same figures, up to the order of float additions, at a cost of hours, not scrapes. None when two
+    hours hold one counter series at overlapping times (an old flat file beside hourly ones): then the caller
+    reads the table.
+    """
+    gauges: dict[str, list[float]] = {}
+    for digest in digests:
+        for metric, (total, count, top) in digest.gauges.items():
+            known = gauges.setdefault(metric, [0.0, 0, -math.inf])
+            known[0], known[1], known[2] = known[0] + total, known[1] + count, max(known[2], top)
+    points: dict[tuple[str, str | None, LabelKey], list[tuple[FloatArray, FloatArray]]] = {}
+    for digest in digests:
+        bounds = np.concatenate([[0], np.cumsum(digest.counter_lengths)])
+        for i, key in enumerate(digest.counter_keys):
+            a, b = int(bounds[i]), int(bounds[i + 1])
+            points.setdefault(key, []).append((digest.counter_ts[a:b], digest.counter_values[a:b]))
+    series: dict[str, list[EngineSeries]] = {}
+    for (metric, addr, labels), parts in points.items():
+        ts = np.concatenate([p[0] for p in parts])
+        if len(ts) > 1 and not (np.diff(ts) > 0).all():
+            return None
+        series.setdefault(metric, []).append(
+            EngineSeries(addr, labels, None, ts, np.concatenate([p[1] for p in parts]))
+        )
+    ordered_series = {
+        m: tuple(sorted(v, key=lambda s: (natural_key(s.addr or ""), s.labels))) for m, v in series.items()
+    }
+    counters = _Counters({m for d in digests for m in d.metrics}, ordered_series)
+    dp: dict[tuple[str | None, LabelKey, str], list[float]] = {}
+    for digest in digests:
+        for addr, labels, rank, total, count in digest.dp_running:
+            known = dp.setdefault((addr, labels, rank), [0.0, 0])
+            known[0], known[1] = known[0] + total, known[1] + count
+    means: dict[str | None, dict[str, float]] = {}
+    for (addr, _, rank), (summed, scrapes) in sorted(
+        dp.items(), key=lambda item: (natural_key(item[0][0] or ""), item[0][1], natural_key(item[0][2]))
+    ):
+        means.setdefault(addr, {})[rank] = summed / scrapes
+
+    def mean(metric: str) -> float | None:
+        total, count, top = gauges.get(metric, (0.0, 0, 0.0))
+        return None if not count else (total / count) / (100.0 if top > 1.0 else 1.0)
+
+    running = gauges.get(RUNNING)
+    return EngineFigures(
+        engines=tuple(sorted({a for d in digests for a in d.addrs}, key=lambda addr: natural_key(addr or ""))),
+        peak_running=running[2] if running and running[1] else None,
+        token_usage_mean=mean(TOKEN_USAGE),
+        cache_hit_rate_mean=mean(CACHE_HIT_RATE),
+        abort_window=_counters(counters, ABORT_WINDOW_S),  # type: ignore[arg-type]
+        abort_run=_counters(counters, None),  # type: ignore[arg-type]
         dp_rank_running_means=means,
     )
 

@@ -7,6 +7,7 @@ field with what ``json.loads`` makes of each line, line by line.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -20,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from miles_tui.core import cache_dir
+from miles_tui.core.analysis.engine_advisories import engine_figures, figures_from_digests
 from miles_tui.core.analysis.stall_rule import (
     PHASE_NUMBERS,
     PHASE_SHARED,
@@ -30,6 +32,7 @@ from miles_tui.core.telemetry.hours import decode as decode_module
 from miles_tui.core.telemetry.hours import store as store_module
 from miles_tui.core.telemetry.hours.columns import SPECS
 from miles_tui.core.telemetry.hours.decode import decode
+from miles_tui.core.telemetry.hours.engine_columns import engine_table
 from miles_tui.core.telemetry.hours.gpu_buckets import gpu_buckets
 from miles_tui.core.telemetry.hours.store import HourStore
 
@@ -318,3 +321,49 @@ def test_hours_no_entry_covers_are_read_by_workers_and_come_back_from_the_cache(
         alone.refresh()
     assert same(rows(parallel), rows(alone)) and parallel.records() == 200
     assert len(list(cache_dir.cache_root().rglob("manifest.json"))) == 4, "each worker saved its hour"
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or math.isclose(a, b, rel_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if dataclasses.is_dataclass(a) and type(a) is type(b):
+        return all(_close(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    return bool(a == b)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_engine_figures_from_hourly_digests_equal_those_of_every_record(tmp_path: Path, data: st.DataObject) -> None:
+    run = Path(tempfile.mkdtemp(dir=tmp_path))
+    folder = run / "engine_series"
+    folder.mkdir()
+    metrics = ["sglang_num_running_reqs", "sglang:token_usage", "sglang_cache_hit_rate", "sglang_num_requests_total",
+               "sglang_num_aborted_requests_total"]  # fmt: skip
+    counters: dict[tuple[str, str], float] = {}
+    for hour in range(data.draw(st.integers(1, 4))):
+        lines = []
+        for scrape in range(data.draw(st.integers(0, 12))):
+            ts = HOUR + hour * 3600 + scrape * 15.0
+            for addr in data.draw(st.lists(st.sampled_from(["http://a:1", "http://b:2"]), min_size=1, unique=True)):
+                for metric in metrics:
+                    ranks = data.draw(st.sampled_from([[None], ["0", "1"]]))
+                    for rank in ranks:
+                        if "total" in metric:  # a counter: grows, now and then resets (a restart)
+                            key = (addr, metric + str(rank))
+                            step = data.draw(st.sampled_from([0.0, 3.0, 50.0, -1.0]))
+                            counters[key] = 0.0 if step < 0 else counters.get(key, 0.0) + step
+                            value: Any = counters[key]
+                        else:
+                            value = data.draw(st.one_of(st.floats(0, 150), st.integers(0, 300), st.none()))
+                        labels = None if rank is None else {"dp_rank": rank}
+                        lines.append(
+                            json.dumps({"ts": ts, "addr": addr, "metric": metric, "labels": labels, "value": value})
+                        )
+        (folder / f"20260820_{10 + hour:02d}.jsonl").write_text("".join(line + "\n" for line in lines))
+    store = HourStore(run, "engine_series")
+    store.refresh()
+    whole = engine_figures(engine_table(store.columns()))
+    digested = figures_from_digests(store.engine_digests())
+    assert digested is not None and _close(whole, digested)

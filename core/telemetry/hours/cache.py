@@ -43,7 +43,7 @@ from miles_tui.core.telemetry.hours.columns import SPECS, Columns
 from miles_tui.core.telemetry.metric_workers import WINDOW, Fingerprint
 from miles_tui.core.telemetry.record_table import TAG_OTHER
 
-FORMAT: Final = 2
+FORMAT: Final = 3
 """Bump when the layout changes: entries of another format are misses."""
 
 KIND: Final = "partitions"

@@ -42,6 +42,9 @@ from miles_tui.core.tail import MalformedLineError, ReadHook, TailFile
 from miles_tui.core.telemetry.hours import cache
 from miles_tui.core.telemetry.hours.columns import Columns, concat, empty
 from miles_tui.core.telemetry.hours.decode import decode
+from miles_tui.core.telemetry.hours.engine_columns import engine_table
+from miles_tui.core.telemetry.hours.engine_digest import EngineDigest, engine_digest
+from miles_tui.core.telemetry.hours.engine_digest import from_cache as engines_from_cache
 from miles_tui.core.telemetry.hours.gpu_buckets import WIDTHS, GpuBuckets, from_arrays, gpu_buckets, merge
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, from_cache, phase_digest
 from miles_tui.core.telemetry.partitions import HOUR_SECONDS, hour_of
@@ -51,6 +54,7 @@ RESAVE_BYTES: Final = 8 << 20
 
 GPU_STREAM: Final = "gpu_util"
 PHASE_STREAM: Final = "phases"
+ENGINE_STREAM: Final = "engine_series"
 
 
 def _prefixed(arrays: Mapping[str, Any], prefix: str) -> dict[str, Any]:
@@ -70,6 +74,8 @@ class _Part:
     buckets: dict[float, GpuBuckets] = field(default_factory=dict)
     digest: PhaseDigest | None = None
     """A ``phases`` partition's digest for the stall rule."""
+    engines: EngineDigest | None = None
+    """An ``engine_series`` partition's digest for the engine rules."""
     restored: bool = False
     """Whether its cache entry was looked for."""
     saved_end: int = 0
@@ -216,7 +222,7 @@ class HourStore:
 
         def on_reset() -> None:
             part.columns, part.size, part.span, part.buckets = empty(self.stream), 0, None, {}
-            part.digest = None
+            part.digest, part.engines = None, None
             part.malformed, part.malformed_count, part.saved_end, part.end = [], 0, 0, 0
             chunks.clear()
 
@@ -237,6 +243,8 @@ class HourStore:
                 part.buckets = {w: gpu_buckets(part.columns, w) for w in WIDTHS}
             if self.stream == PHASE_STREAM:
                 part.digest = phase_digest(part.columns)
+            if self.stream == ENGINE_STREAM:
+                part.engines = engine_digest(engine_table(part.columns))
         part.end = part.tail.offset
         if part.end > part.saved_end and (
             settled or part.end - part.saved_end >= max(RESAVE_BYTES, part.saved_end // 8)
@@ -258,8 +266,11 @@ class HourStore:
                 part.buckets = {w: from_arrays(w, lanes, _prefixed(entry.extra, f"{w:g}:")) for w in WIDTHS}
             if self.stream == PHASE_STREAM:
                 part.digest = from_cache(_prefixed(entry.extra, "p:"), entry.extra_meta["phases"])
+            if self.stream == ENGINE_STREAM:
+                part.engines = engines_from_cache(_prefixed(entry.extra, "e:"), entry.extra_meta["engines"])
         except (KeyError, ValueError, TypeError, IndexError):  # an entry without its summaries: read the file
             part.columns, part.size, part.span, part.buckets, part.digest = None, 0, None, {}, None
+            part.engines = None
             part.malformed, part.malformed_count, part.saved_end, part.end = [], 0, 0, 0
             return
         part.tail.resume(entry.end, entry.ino)
@@ -282,6 +293,9 @@ class HourStore:
         if self.stream == PHASE_STREAM and part.digest is not None:
             arrays, meta["phases"] = part.digest.to_cache()
             extra.update({f"p:{k}": v for k, v in arrays.items()})
+        if self.stream == ENGINE_STREAM and part.engines is not None:
+            arrays, meta["engines"] = part.engines.to_cache()
+            extra.update({f"e:{k}": v for k, v in arrays.items()})
         if cache.save(part.path, entry, extra=extra, extra_meta=meta):
             part.saved_end = part.end
 
@@ -326,6 +340,11 @@ class HourStore:
                 if key not in seen or t > seen[key][1]:
                     seen[key] = (lane, t)
         return dict(seen.values())
+
+    def engine_digests(self) -> list[EngineDigest]:
+        """``engine_series``' digests of the partitions refreshed so far, in partition order."""
+        parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        return [p.engines for p in parts if p.engines is not None]
 
     def phase_digests(self) -> list[PhaseDigest]:
         """``phases``' digests of the partitions refreshed so far, in partition order."""
