@@ -23,7 +23,7 @@ Contract:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -83,15 +83,18 @@ class TelemetryColumns:
             return self._gpu.span()
 
     def extent(self) -> tuple[float, float] | None:
-        """(earliest, newest) GPU time of the run without reading old hours: the earliest is the start of the
-        first hour (or a flat file's first sample), the newest the newest hour's newest sample."""
+        """(earliest, newest) GPU time of the run without reading old hours: an hour not read yet is bounded by
+        its start (a flat file not read yet is read); the newest is the newest hour's newest sample."""
         with self._lock:
             self._gpu.refresh(newest=True)
             newest = self._gpu.span()
             if newest is None:
                 return None
-            hours = [hour for _, hour, _ in self._gpu.partitions() if hour is not None]
-            return min([*hours, newest[0]]), newest[1]
+            earliest = self._gpu.earliest()
+            if earliest is None:  # a flat file nothing bounds but its records
+                self._gpu.refresh()
+                earliest = self._gpu.earliest()
+            return (earliest if earliest is not None else newest[0]), newest[1]
 
     def hours_read(self, stream: str = "gpu_util") -> list[tuple[float | None, bool]]:
         """(hour, read) of every file of ``gpu_util`` or ``phases`` known, flat file first, then by hour."""
@@ -176,6 +179,7 @@ class TelemetryColumns:
         overlap it, plus ``open_phases`` (t1 NaN)."""
         with self._lock:
             later = None if until is None else until + HOUR_SECONDS
+            self._seed_phase_keys()
             self._phases.refresh(since, later)
             self._phases.refresh(newest=True)
             self._state = (self._state[0], self._signature(self._phases))
@@ -187,7 +191,10 @@ class TelemetryColumns:
             if until is not None:
                 keep &= t0 <= until
             closed = columns.take(keep)
-            band, actor = self._phase_keys(closed)
+            # ids numbered over every closed record of the hours read, in file order (as a table filled record by
+            # record would): the bands keep their order whichever window is asked for first
+            band, actor = self._phase_keys(columns.take(t1 != -1))
+            band, actor = band[keep[t1 != -1]], actor[keep[t1 != -1]]
             still = [p for p in open_phases if p.is_open]
             open_band, open_actor, open_t0, open_t1 = phase_columns(still, self._bands, self._actors)
             return PhaseSpans(
@@ -199,6 +206,18 @@ class TelemetryColumns:
                 t1=np.concatenate([closed.numbers["t1"], open_t1]),
             )
 
+    def _seed_phase_keys(self) -> None:
+        """Number the bands and actors of the run's first hour first, in file order: their order (the legend's)
+        is then the run's own (rollout, train_wait, actor_train ...), whichever window is asked for first."""
+        if self._bands:
+            return
+        self._phases.refresh(newest=True)  # lists the files
+        hours = [hour for _, hour, _ in self._phases.partitions() if hour is not None]
+        first = min(hours, default=None)
+        self._phases.refresh(first, first)
+        columns = self._phases.columns(first, first)
+        self._phase_keys(columns.take(columns.numbers["t1"] != -1))
+
     def _phase_keys(self, closed: Columns) -> tuple[IntArray, IntArray]:
         """Band and actor ids of closed phase rows, through their codes (one dict lookup per distinct key)."""
         if not closed.size:
@@ -206,20 +225,25 @@ class TelemetryColumns:
         values, space = closed.values, len(closed.values) + 1
         codes = closed.codes
         band_pair = codes["role"].astype(np.int64) * space + codes["name"]
-        unique, inverse = np.unique(band_pair, return_inverse=True)
-        bands = [
-            self._bands.setdefault((values[int(p) // space], values[int(p) % space]), len(self._bands))
-            for p in unique.tolist()
-        ]
+        bands = _first_sight(band_pair, lambda p: (values[p // space], values[p % space]), self._bands)
         actor_key = (codes["node"].astype(np.int64) * space + codes["rank"]) * space + codes["gpus"]
-        unique_actors, actor_inverse = np.unique(actor_key, return_inverse=True)
-        actors = []
-        for key in unique_actors.tolist():
-            node, rest = divmod(int(key), space * space)
+
+        def actor(key: int) -> Actor:
+            node, rest = divmod(key, space * space)
             rank, gpus = divmod(rest, space)
-            actor = (values[node], _hashable(values[rank]), tuple(values[gpus] or ()))
-            actors.append(self._actors.setdefault(actor, len(self._actors)))
-        return np.array(bands, np.int64)[inverse.ravel()], np.array(actors, np.int64)[actor_inverse.ravel()]
+            return (values[node], _hashable(values[rank]), tuple(values[gpus] or ()))
+
+        return bands, _first_sight(actor_key, actor, self._actors)
+
+
+def _first_sight(keys: IntArray, value: Callable[[int], Any], table: dict[Any, int]) -> IntArray:
+    """Each row's id in ``table`` of ``value(key)``, new values numbered in order of first sight (as a dict
+    filled row by row would), one lookup per distinct key."""
+    unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    ids = np.empty(len(unique), np.int64)
+    for index in np.argsort(first, kind="stable").tolist():
+        ids[index] = table.setdefault(value(int(unique[index])), len(table))
+    return ids[inverse.ravel()]
 
 
 def _key(lane: tuple[Any, Any]) -> Lane:

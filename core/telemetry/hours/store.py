@@ -351,6 +351,19 @@ class HourStore:
         parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
         return [p.digest for p in parts if p.digest is not None]
 
+    def earliest(self) -> float | None:
+        """The earliest time of the stream without reading an hour: an hour read gives its first record's time,
+        one not read its start (its first record is no earlier); a flat file not read, nothing (None)."""
+        times = []
+        for part in self._parts.values():
+            if part.restored and part.span is not None:
+                times.append(part.span[0])
+            elif not part.restored:
+                if part.hour is None:
+                    return None
+                times.append(part.hour)
+        return min(times, default=None)
+
     def span(self) -> tuple[float, float] | None:
         """Earliest and latest time in the partitions refreshed so far."""
         spans = [p.span for p in self._parts.values() if p.span is not None]
