@@ -49,7 +49,7 @@ from miles_tui.core.telemetry import (
     phase_time,
 )
 from miles_tui.core.telemetry.lane_phases import lane_phases
-from miles_tui.core.telemetry.phase_bands import phase_bands
+from miles_tui.core.telemetry.phase_bands import PhaseTime, phase_bands
 
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
@@ -391,11 +391,13 @@ def compute_view(
     now: float,
     frame: Frame | None = None,
     interval: float | None = None,
+    time: PhaseTime | None = None,
 ) -> ComputeView:
     """Bin the lanes and phases of a window and summarize the fleet (no ``frame``: a live window over ``bins``)."""
     interval = interval if interval is not None else sampling_interval(samples)
     grid = bin_lanes(samples, bins)
-    time = phase_time(spans, bins, now)  # per rank, band and bin: the bands and the lanes both sum it
+    if time is None:  # per rank, band and bin: the bands and the lanes both sum it (given: from hourly covers)
+        time = phase_time(spans, bins, now)
     if frame is None:
         frame = Frame(TimeWindow(bins.until - bins.since), bins.since, bins.until, False, bins.since,
                       samples.newest, bins.until, now)  # fmt: skip

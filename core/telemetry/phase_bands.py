@@ -167,7 +167,7 @@ class PhaseTime:
     """(pairs,): whether the rank is in the band right now (an open phase)."""
 
 
-def _pair_ids(keys: IntArray, space: int) -> tuple[IntArray, IntArray]:
+def pair_ids(keys: IntArray, space: int) -> tuple[IntArray, IntArray]:
     """(distinct keys ascending, index of each key among them), keys in ``[0, space)``: a presence table
     when the key space is small against the keys (the usual: ranks × a few phases), a sort otherwise."""
     if space <= 4 * len(keys) + 65536:
@@ -183,7 +183,7 @@ def phase_time(spans: PhaseSpans, bins: TimeBins, now: float) -> PhaseTime:
     :func:`phase_bands` and :func:`~miles_tui.core.telemetry.lane_phases.lane_phases` both sum."""
     lo, hi, inside = _relative(spans, bins, now)
     per = max(len(spans.bands), 1)
-    pairs, which = _pair_ids(spans.actor[inside] * per + spans.band[inside], len(spans.actors) * per)
+    pairs, which = pair_ids(spans.actor[inside] * per + spans.band[inside], len(spans.actors) * per)
     seconds = binned_cover(which, lo[inside], hi[inside], len(pairs), bins)
     still = np.bincount(which, weights=np.isnan(spans.t1[inside]), minlength=len(pairs)) > 0
     return PhaseTime(pairs // per, pairs % per, seconds, still)

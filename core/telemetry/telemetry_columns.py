@@ -30,14 +30,23 @@ from typing import Any, Final
 import numpy as np
 
 from miles_tui.core.telemetry.gpu_samples import FloatArray, GpuSamples, IntArray, Lane, _hashable
-from miles_tui.core.telemetry.hours.columns import CodeArray, Columns
+from miles_tui.core.telemetry.hours.columns import CodeArray, Columns, dense_keys
 from miles_tui.core.telemetry.hours.gpu_buckets import WIDTHS
 from miles_tui.core.telemetry.hours.store import HourStore
 from miles_tui.core.telemetry.partitions import HOUR_SECONDS
-from miles_tui.core.telemetry.phase_bands import Actor, BandKey, PhaseSpans, phase_columns
+from miles_tui.core.telemetry.phase_bands import (
+    Actor,
+    BandKey,
+    PhaseSpans,
+    PhaseTime,
+    pair_ids,
+    phase_columns,
+    phase_time,
+)
 from miles_tui.core.telemetry.record_table import TAG_INT
 from miles_tui.core.telemetry.stream_records import Phase
 from miles_tui.core.telemetry.streams import DashboardReader
+from miles_tui.core.telemetry.time_bins import TimeBins
 
 CELL_WIDTHS: Final = WIDTHS
 """Bucket widths a view can draw from (seconds)."""
@@ -206,6 +215,54 @@ class TelemetryColumns:
                 t1=np.concatenate([closed.numbers["t1"], open_t1]),
             )
 
+    def phase_cells(
+        self, bins: TimeBins, width: float, open_phases: Iterable[Phase], now: float
+    ) -> tuple[PhaseSpans, PhaseTime]:
+        """The phase rows of a zoomed-out window from the hours' covers of ``width`` seconds (``bins`` made of
+        whole buckets): the seconds each rank spent in each phase per bin, exact at that resolution, plus
+        ``open_phases`` counted up to ``now``. The spans returned hold only the open phases (and the tables)."""
+        with self._lock:
+            self._seed_phase_keys()
+            self._phases.refresh(bins.since, None)
+            still = [p for p in open_phases if p.is_open]
+            open_band, open_actor, open_t0, open_t1 = phase_columns(still, self._bands, self._actors)
+            actor_parts, band_parts, bin_parts, second_parts = [], [], [], []
+            for cover in self._phases.phase_covers(width, bins.since):
+                if not cover.pairs:
+                    continue
+                bands = np.array([self._bands.setdefault((p[0], p[1]), len(self._bands)) for p in cover.pairs])
+                actors = np.array(
+                    [self._actors.setdefault((p[2], _hashable(p[3]), p[4]), len(self._actors)) for p in cover.pairs]
+                )
+                start = cover.bucket.astype(np.float64) * width
+                inside = (start >= bins.since) & (start < bins.until)
+                where = np.minimum(((start[inside] - bins.since) // bins.width).astype(np.int64), bins.count - 1)
+                actor_parts.append(actors[cover.pair[inside]])
+                band_parts.append(bands[cover.pair[inside]])
+                bin_parts.append(where)
+                second_parts.append(cover.seconds[inside])
+            spans = PhaseSpans(tuple(self._bands), tuple(self._actors), open_band, open_actor, open_t0, open_t1)
+            opened = phase_time(spans, bins, now)
+            per = max(len(self._bands), 1)
+            closed_keys = np.concatenate(
+                [a * per + b for a, b in zip(actor_parts, band_parts, strict=True)] or [np.zeros(0, np.int64)]
+            )
+            keys, which = pair_ids(
+                np.concatenate([closed_keys, opened.actor * per + opened.band]), len(self._actors) * per
+            )
+            seconds = np.zeros((len(keys), bins.count))
+            closed_which = which[: len(closed_keys)]
+            if len(closed_keys):
+                flat = closed_which * bins.count + np.concatenate(bin_parts)
+                seconds += np.bincount(flat, weights=np.concatenate(second_parts), minlength=seconds.size).reshape(
+                    seconds.shape
+                )
+            open_which = which[len(closed_keys) :]
+            seconds[open_which] += opened.seconds
+            is_open = np.zeros(len(keys), bool)
+            is_open[open_which[opened.open]] = True
+            return spans, PhaseTime(keys // per, keys % per, seconds, is_open)
+
     def _seed_phase_keys(self) -> None:
         """Number the bands and actors of the run's first hour first, in file order: their order (the legend's)
         is then the run's own (rollout, train_wait, actor_train ...), whichever window is asked for first."""
@@ -222,27 +279,24 @@ class TelemetryColumns:
         """Band and actor ids of closed phase rows, through their codes (one dict lookup per distinct key)."""
         if not closed.size:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        values, space = closed.values, len(closed.values) + 1
-        codes = closed.codes
-        band_pair = codes["role"].astype(np.int64) * space + codes["name"]
-        bands = _first_sight(band_pair, lambda p: (values[p // space], values[p % space]), self._bands)
-        actor_key = (codes["node"].astype(np.int64) * space + codes["rank"]) * space + codes["gpus"]
-
-        def actor(key: int) -> Actor:
-            node, rest = divmod(key, space * space)
-            rank, gpus = divmod(rest, space)
-            return (values[node], _hashable(values[rank]), tuple(values[gpus] or ()))
-
-        return bands, _first_sight(actor_key, actor, self._actors)
+        values, codes = closed.values, closed.codes
+        role, name, node, rank, gpus = (codes[f] for f in ("role", "name", "node", "rank", "gpus"))
+        bands = _first_sight(dense_keys(role, name), lambda row: (values[role[row]], values[name[row]]), self._bands)
+        actors = _first_sight(
+            dense_keys(node, rank, gpus),
+            lambda row: (values[node[row]], _hashable(values[rank[row]]), tuple(values[gpus[row]] or ())),
+            self._actors,
+        )
+        return bands, actors
 
 
 def _first_sight(keys: IntArray, value: Callable[[int], Any], table: dict[Any, int]) -> IntArray:
-    """Each row's id in ``table`` of ``value(key)``, new values numbered in order of first sight (as a dict
-    filled row by row would), one lookup per distinct key."""
+    """Each row's id in ``table`` of ``value(first row of its key)``, new values numbered in order of first
+    sight (as a dict filled row by row would), one lookup per distinct key."""
     unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     ids = np.empty(len(unique), np.int64)
     for index in np.argsort(first, kind="stable").tolist():
-        ids[index] = table.setdefault(value(int(unique[index])), len(table))
+        ids[index] = table.setdefault(value(int(first[index])), len(table))
     return ids[inverse.ravel()]
 
 

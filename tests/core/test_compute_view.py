@@ -339,3 +339,30 @@ def test_columns_phase_spans_add_the_open_phases_given(tmp_path: Path) -> None:
     spans = TelemetryColumns(reader).phase_spans(None, None, still)
     assert int(np.isnan(spans.t1).sum()) == fleet.lanes
     assert len(spans.t0) == len(phase_spans(records).t0)
+
+
+@pytest.mark.parametrize("cell", [60.0, 600.0])
+def test_a_zoomed_out_view_from_hourly_summaries_equals_one_from_every_record(tmp_path: Path, cell: float) -> None:
+    fleet = write_fleet(tmp_path / "run", nodes=2, gpus_per_node=2, seconds=3 * 3600, dead_node=None, slow_node=None)
+    dash = tmp_path / "run" / "dashboard"
+    reader = DashboardReader(dash)
+    reader.poll()
+    still = [r for r in reader.records("phases") if isinstance(r, Phase) and r.is_open]
+    columns = TelemetryColumns(dash)
+    first, newest = columns.time_range(everything=True) or (0.0, 0.0)
+    start = math.floor(first / cell) * cell
+    count = math.ceil((newest - start) / (3 * cell))
+    bins = time_bins(start, start + count * 3 * cell, count)  # bins of three whole buckets
+    now = newest + 5
+    raw = compute_view(columns.gpu_samples(None, None), columns.phase_spans(None, None, still), bins, now=now)
+    spans, time = columns.phase_cells(bins, cell, still, now)
+    cells = compute_view(columns.gpu_cells(None, None, cell), spans, bins, now=now, time=time)
+    assert cells.resolution == cell and raw.resolution is None
+    assert np.allclose(cells.grid.util, raw.grid.util, equal_nan=True)
+    assert [(b.role, b.name, b.ranks, b.open) for b in cells.bands] == [
+        (b.role, b.name, b.ranks, b.open) for b in raw.bands
+    ]
+    assert all(np.allclose(a.share, b.share) for a, b in zip(cells.bands, raw.bands, strict=True))
+    assert np.array_equal(cells.lane_phases.dominant, raw.lane_phases.dominant)
+    assert np.allclose(cells.lane_phases.share, raw.lane_phases.share)
+    assert len(cells.grid.lanes) == fleet.lanes

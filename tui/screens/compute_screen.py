@@ -162,8 +162,12 @@ class ComputeScreen(MonitorScreen):
             shown = frame(window, now, first, newest)
             since, until = shown.since, shown.until
             samples, bins, interval = self._samples(since, until, width, newest)
-            spans = self.columns.phase_spans(since, until, follower.state().open_phases)
-            view = compute_view(samples, spans, bins, now=now, frame=shown, interval=interval)
+            open_phases = follower.state().open_phases
+            if samples.cell is not None:  # zoomed out: the phase rows from the hours' covers too
+                spans, time = self.columns.phase_cells(bins, samples.cell, open_phases, now)
+            else:
+                spans, time = self.columns.phase_spans(since, until, open_phases), None
+            view = compute_view(samples, spans, bins, now=now, frame=shown, interval=interval, time=time)
         except Exception as err:  # telemetry problems never take the screen down
             self.app.call_from_thread(self._failed, generation, str(err))
             return

@@ -43,7 +43,7 @@ from miles_tui.core.telemetry.hours.columns import SPECS, Columns
 from miles_tui.core.telemetry.metric_workers import WINDOW, Fingerprint
 from miles_tui.core.telemetry.record_table import TAG_OTHER
 
-FORMAT: Final = 3
+FORMAT: Final = 5
 """Bump when the layout changes: entries of another format are misses."""
 
 KIND: Final = "partitions"
@@ -132,7 +132,7 @@ def _read(folder: Path, manifest: dict[str, Any], stream: str, st: os.stat_resul
         raise ValueError("stale")
     span = manifest["span"]
     span = None if span is None else (float(span[0]), float(span[1]))
-    extra = {name: _array(folder, f"x.{name}") for name in manifest["extra"]}
+    extra = _read_packed(folder / "extra.bin", manifest["extra"])
     malformed = tuple((int(o), str(r)) for o, r in manifest["malformed"])
     count = int(manifest["malformed_count"])
     if not with_columns:
@@ -161,6 +161,44 @@ def _read(folder: Path, manifest: dict[str, Any], stream: str, st: os.stat_resul
         codes[name] = code.astype(np.int32)
     columns = Columns(stream, size, numbers, tags, other, codes, values)
     return Entry(columns, size, span, end, st.st_ino, malformed, count, extra, manifest["extra_meta"])
+
+
+PACKED_TYPES: Final = frozenset({"<f8", "<i8", "<i4", "<u2", "<u1", "|u1", "|b1"})
+"""The array types the packed file of an entry's summaries may hold."""
+
+
+def _packed(arrays: Mapping[str, npt.NDArray[Any]]) -> tuple[dict[str, list[Any]], bytes]:
+    """The arrays as one blob (each 8-byte aligned) and their index: name -> [type, offset, length]. One file
+    to read for an hour's summaries, not one per array (a month of hours was thousands of opens)."""
+    index: dict[str, list[Any]] = {}
+    parts: list[bytes] = []
+    offset = 0
+    for name, array in sorted(arrays.items()):
+        data = np.ascontiguousarray(array)
+        if data.dtype.byteorder == ">" or data.ndim != 1:
+            raise ValueError(f"{name}: cannot pack")
+        raw = data.tobytes()
+        index[name] = [data.dtype.str, offset, len(data)]
+        pad = (-len(raw)) % 8
+        parts.append(raw + bytes(pad))
+        offset += len(raw) + pad
+    return index, b"".join(parts)
+
+
+def _read_packed(path: Path, index: Mapping[str, Any]) -> dict[str, npt.NDArray[Any]]:
+    """Arrays of a packed file, each checked against the file's size and the allowed types."""
+    if not index:
+        return {}
+    blob = path.read_bytes()
+    out: dict[str, npt.NDArray[Any]] = {}
+    for name, (kind, offset, length) in index.items():
+        if kind not in PACKED_TYPES or type(offset) is not int or type(length) is not int or offset < 0 or length < 0:
+            raise ValueError(f"{name}: bad index")
+        dtype = np.dtype(kind)
+        if offset + length * dtype.itemsize > len(blob):
+            raise ValueError(f"{name}: past the end of the file")
+        out[name] = np.frombuffer(blob, dtype, length, offset)
+    return out
 
 
 def _narrow(column: npt.NDArray[np.float64], tags: npt.NDArray[np.uint8]) -> npt.NDArray[Any]:
@@ -243,8 +281,9 @@ def _write(
     for name, code in columns.codes.items():
         top = int(code.max()) if len(code) else 0
         put(f"c.{name}", code.astype(np.uint8 if top < 256 else np.uint16 if top < 65536 else np.int32))
-    for name, array in extra.items():
-        put(f"x.{name}", array)
+    index, blob = _packed(extra)
+    (temp / "extra.bin").write_bytes(blob)
+    written += len(blob)
     manifest = {
         "format": FORMAT,
         "stream": columns.stream,
@@ -259,7 +298,7 @@ def _write(
         "other": {name: sorted(rows.items()) for name, rows in columns.other.items()},
         "malformed": [list(m) for m in entry.malformed[:KEPT_MALFORMED]],
         "malformed_count": entry.malformed_count,
-        "extra": sorted(extra),
+        "extra": index,
         "extra_meta": dict(extra_meta),
     }
     text = json.dumps(manifest, allow_nan=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from miles_tui.core.telemetry.engine_series import EngineTable
-from miles_tui.core.telemetry.hours.columns import Columns
+from miles_tui.core.telemetry.hours.columns import Columns, dense_keys
 from miles_tui.core.telemetry.record_table import TAG_INT
 
 
@@ -26,8 +26,7 @@ def engine_table(columns: Columns) -> EngineTable:
     metric = columns.codes["metric"][rows].astype(np.int64)
     addr = columns.codes["addr"][rows].astype(np.int64)
     labels = columns.codes["labels"][rows].astype(np.int64)
-    space = len(columns.values) + 1
-    key = (metric * space + addr) * space + labels
+    key = dense_keys(metric, addr, labels)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
     order = np.argsort(inverse, kind="stable")

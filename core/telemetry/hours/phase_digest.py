@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.telemetry.hours.columns import Columns
-from miles_tui.core.telemetry.record_table import TAG_NONE
+from miles_tui.core.telemetry.hours.columns import Columns, dense_keys
 
 OpenRow = tuple[str, float, Any, Any, Any, Any]
 """(name, t0, host, rank, role, GPU list) of an open marker."""
@@ -69,20 +68,10 @@ def from_cache(arrays: Mapping[str, npt.NDArray[Any]], meta: Mapping[str, Any]) 
     return PhaseDigest(opens, closes, names, name, t0, t1)
 
 
-def _rows(columns: Columns) -> npt.NDArray[Any]:
-    """Each record's (name, host, rank, start) as one comparable value."""
-    rank, tags, _ = columns.table_arrays(("rank",), ()).numbers["rank"]
-    none = tags == TAG_NONE
-    keys = np.column_stack(
-        [
-            columns.codes["name"],
-            columns.codes["node"],
-            np.where(none, 0.0, rank + 0.0),
-            none,
-            columns.numbers["t0"] + 0.0,
-        ]
-    ).astype(np.float64)
-    return np.ascontiguousarray(keys).view(np.dtype((np.void, keys.shape[1] * 8))).ravel()
+def _rows(columns: Columns) -> npt.NDArray[np.int64]:
+    """Each record's (name, host, rank, start) as one comparable int (ranks are ints or null: one code each)."""
+    codes = columns.codes
+    return dense_keys(codes["name"], codes["node"], codes["rank"], columns.numbers["t0"])
 
 
 def phase_digest(columns: Columns) -> PhaseDigest:

@@ -46,6 +46,8 @@ from miles_tui.core.telemetry.hours.engine_columns import engine_table
 from miles_tui.core.telemetry.hours.engine_digest import EngineDigest, engine_digest
 from miles_tui.core.telemetry.hours.engine_digest import from_cache as engines_from_cache
 from miles_tui.core.telemetry.hours.gpu_buckets import WIDTHS, GpuBuckets, from_arrays, gpu_buckets, merge
+from miles_tui.core.telemetry.hours.phase_cover import PhaseCover, phase_cover
+from miles_tui.core.telemetry.hours.phase_cover import from_cache as cover_from_cache
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, from_cache, phase_digest
 from miles_tui.core.telemetry.partitions import HOUR_SECONDS, hour_of
 
@@ -76,6 +78,8 @@ class _Part:
     """A ``phases`` partition's digest for the stall rule."""
     engines: EngineDigest | None = None
     """An ``engine_series`` partition's digest for the engine rules."""
+    covers: dict[float, PhaseCover] = field(default_factory=dict)
+    """A ``phases`` partition's seconds per rank, phase and bucket (zoomed-out phase rows)."""
     restored: bool = False
     """Whether its cache entry was looked for."""
     saved_end: int = 0
@@ -222,7 +226,7 @@ class HourStore:
 
         def on_reset() -> None:
             part.columns, part.size, part.span, part.buckets = empty(self.stream), 0, None, {}
-            part.digest, part.engines = None, None
+            part.digest, part.engines, part.covers = None, None, {}
             part.malformed, part.malformed_count, part.saved_end, part.end = [], 0, 0, 0
             chunks.clear()
 
@@ -243,6 +247,7 @@ class HourStore:
                 part.buckets = {w: gpu_buckets(part.columns, w) for w in WIDTHS}
             if self.stream == PHASE_STREAM:
                 part.digest = phase_digest(part.columns)
+                part.covers = {w: phase_cover(part.columns, w) for w in WIDTHS}
             if self.stream == ENGINE_STREAM:
                 part.engines = engine_digest(engine_table(part.columns))
         part.end = part.tail.offset
@@ -266,11 +271,15 @@ class HourStore:
                 part.buckets = {w: from_arrays(w, lanes, _prefixed(entry.extra, f"{w:g}:")) for w in WIDTHS}
             if self.stream == PHASE_STREAM:
                 part.digest = from_cache(_prefixed(entry.extra, "p:"), entry.extra_meta["phases"])
+                part.covers = {
+                    w: cover_from_cache(w, _prefixed(entry.extra, f"c{w:g}:"), entry.extra_meta["covers"][f"{w:g}"])
+                    for w in WIDTHS
+                }
             if self.stream == ENGINE_STREAM:
                 part.engines = engines_from_cache(_prefixed(entry.extra, "e:"), entry.extra_meta["engines"])
         except (KeyError, ValueError, TypeError, IndexError):  # an entry without its summaries: read the file
             part.columns, part.size, part.span, part.buckets, part.digest = None, 0, None, {}, None
-            part.engines = None
+            part.engines, part.covers = None, {}
             part.malformed, part.malformed_count, part.saved_end, part.end = [], 0, 0, 0
             return
         part.tail.resume(entry.end, entry.ino)
@@ -293,6 +302,10 @@ class HourStore:
         if self.stream == PHASE_STREAM and part.digest is not None:
             arrays, meta["phases"] = part.digest.to_cache()
             extra.update({f"p:{k}": v for k, v in arrays.items()})
+            meta["covers"] = {}
+            for width, cover in part.covers.items():
+                arrays, meta["covers"][f"{width:g}"] = cover.to_cache()
+                extra.update({f"c{width:g}:{k}": v for k, v in arrays.items()})
         if self.stream == ENGINE_STREAM and part.engines is not None:
             arrays, meta["engines"] = part.engines.to_cache()
             extra.update({f"e:{k}": v for k, v in arrays.items()})
@@ -340,6 +353,12 @@ class HourStore:
                 if key not in seen or t > seen[key][1]:
                     seen[key] = (lane, t)
         return dict(seen.values())
+
+    def phase_covers(self, width: float, since: float | None = None) -> list[PhaseCover]:
+        """``phases``' covers of ``width`` of the partitions refreshed so far that may hold time after ``since``
+        (a phase is filed by its end hour)."""
+        parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        return [p.covers[width] for p in parts if p.covers and p.overlaps(since, None)]
 
     def engine_digests(self) -> list[EngineDigest]:
         """``engine_series``' digests of the partitions refreshed so far, in partition order."""

@@ -1,0 +1,84 @@
+"""The seconds each rank spent in each phase, per fixed time bucket, of one ``phases`` hour: a zoomed-out phase row.
+
+Contract: :func:`phase_cover` reduces a partition's closed phases to one cell
+per (rank and phase, bucket) with time in it: the seconds of the bucket
+``[k·width, (k+1)·width)`` the rank spent in the phase. A phase is filed by its
+end, so an hour's cells may reach back before it; no span counts for more than
+:data:`MAX_SPAN_SECONDS` before its end (a record claiming years costs a
+bounded table). Summed over hours, a bucket's seconds are exactly those of its
+phases (up to float addition). Keys are values (role, name; host, rank, GPU
+list) so hours join by value. Round-trips through the cache. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from miles_tui.core.telemetry.hours.columns import Columns, dense_keys
+from miles_tui.core.telemetry.phase_bands import binned_cover
+from miles_tui.core.telemetry.time_bins import time_bins
+
+MAX_SPAN_SECONDS: Final = 7 * 86400.0
+"""Time before its end a closed phase counts for, at most."""
+
+PairKey = tuple[Any, Any, Any, Any, tuple[Any, ...]]
+"""(role, name, host, rank, GPUs) of one rank in one phase."""
+
+
+@dataclass(frozen=True, eq=False)
+class PhaseCover:
+    """See the module docstring."""
+
+    width: float
+    """Bucket width, seconds."""
+    pairs: tuple[PairKey, ...]
+    """Pair index -> its key."""
+    pair: npt.NDArray[np.int32]
+    """Per cell: its pair."""
+    bucket: npt.NDArray[np.int64]
+    """Per cell: its bucket (start = bucket × width)."""
+    seconds: npt.NDArray[np.float64]
+    """Per cell: seconds in the phase."""
+
+    def to_cache(self) -> tuple[dict[str, npt.NDArray[Any]], list[Any]]:
+        arrays: dict[str, npt.NDArray[Any]] = {"pair": self.pair, "bucket": self.bucket, "seconds": self.seconds}
+        return arrays, [[r, n, h, k, list(g)] for r, n, h, k, g in self.pairs]
+
+
+def from_cache(width: float, arrays: Mapping[str, npt.NDArray[Any]], pairs: list[Any]) -> PhaseCover:
+    """Rebuild a cover (checked: a cache entry is not trusted)."""
+    keys = tuple((r, n, h, k, tuple(g or ())) for r, n, h, k, g in pairs)
+    pair = arrays["pair"].astype(np.int32)
+    bucket, seconds = arrays["bucket"].astype(np.int64), arrays["seconds"].astype(np.float64)
+    if not len(pair) == len(bucket) == len(seconds) or (len(pair) and not 0 <= pair.min() <= pair.max() < len(keys)):
+        raise ValueError("phase cover arrays do not fit")
+    return PhaseCover(width, keys, pair, bucket, seconds)
+
+
+def phase_cover(columns: Columns, width: float) -> PhaseCover:
+    """See the module docstring."""
+    t0, t1 = columns.numbers["t0"], columns.numbers["t1"]
+    closed = np.flatnonzero((t1 != -1) & (t1 >= t0))
+    if not len(closed):
+        return PhaseCover(width, (), np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0))
+    codes, values = columns.codes, columns.values
+    fields = [codes[name][closed] for name in ("role", "name", "node", "rank", "gpus")]
+    _, firsts, inverse = np.unique(dense_keys(*fields), return_index=True, return_inverse=True)
+    pairs = [
+        (values[role], values[name], values[node], values[rank], tuple(values[gpus] or ()))
+        for role, name, node, rank, gpus in zip(*(f[firsts].tolist() for f in fields), strict=True)
+    ]
+    hi = t1[closed]
+    lo = np.maximum(t0[closed], hi - MAX_SPAN_SECONDS)
+    first, last = int(np.floor(lo.min() / width)), int(np.floor(hi.max() / width)) + 1
+    bins = time_bins(first * width, last * width, last - first)
+    cover = binned_cover(inverse.ravel().astype(np.int64), lo - bins.since, hi - bins.since, len(firsts), bins)
+    pair, bucket = np.nonzero(cover > 0)
+    return PhaseCover(
+        width, tuple(pairs), pair.astype(np.int32), (bucket + first).astype(np.int64), cover[pair, bucket]
+    )
