@@ -11,6 +11,7 @@ is columnar and lives in :mod:`miles_tui.core.telemetry.metrics`.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -147,15 +148,25 @@ SHARED_GPU_LISTS: Final = 4096
 _gpu_lists: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
+MAX_TEXT: Final = 256
+"""Longest name (phase, host, role, address, metric, label) a record may carry."""
+MAX_INDEX: Final = 1 << 20
+"""A GPU index or rank is an int of magnitude under this."""
+MAX_GPUS: Final = 64
+MAX_LABELS: Final = 32
+
+
 def _gpu_list(value: Any) -> tuple[Any, ...]:
     """A phase's GPU list as a tuple, one copy per distinct list: every phase of a rank names the same GPUs.
 
     A run holds its phases for hours; a tuple per record was a third of a phase's memory. Only lists of
     plain ints are shared ((1,) and (1.0,) are equal keys, but not the same value).
     """
+    if value is not None and (not isinstance(value, list) or len(value) > MAX_GPUS):
+        raise ValueError(f"field 'gpus' is not a list of at most {MAX_GPUS} GPU indices")
     gpus = tuple(value or ())
-    if not all(type(gpu) is int for gpu in gpus):
-        return gpus
+    if not all(type(gpu) is int and -MAX_INDEX < gpu < MAX_INDEX for gpu in gpus):
+        raise ValueError("field 'gpus' holds something other than GPU indices")
     known = _gpu_lists.get(gpus)
     if known is not None:
         return known
@@ -174,30 +185,73 @@ def _object(value: Any) -> dict[str, Any]:
 def _number(record: Mapping[str, Any], field: str) -> float:
     value = record[field]
     if type(value) not in (int, float):
-        raise ValueError(f"field {field!r} is not a number: {value!r}")
+        raise ValueError(f"field {field!r} is not a number: {value!r}"[:200])
     return value  # type: ignore[no-any-return]
+
+
+def _time(record: Mapping[str, Any], field: str) -> float:
+    """A time: a finite number (NaN or Infinity, which json.loads reads, would blank every view's axis)."""
+    value = _number(record, field)
+    if not math.isfinite(value):
+        raise ValueError(f"field {field!r} is not a finite number (a time)")
+    return value
+
+
+def _text(record: Mapping[str, Any], field: str, *, nullable: bool = True) -> str | None:
+    """A name used as a key or a label: a short string (or null where the stream may omit it); a list or an
+    object there would break every table keyed by it, and a megabyte string every line drawn."""
+    value = record.get(field) if nullable else record[field]
+    if value is None and nullable:
+        return None
+    if type(value) is not str or len(value) > MAX_TEXT:
+        wanted = "a string" + (" or null" if nullable else "")
+        raise ValueError(f"field {field!r} is not {wanted} of at most {MAX_TEXT} characters")
+    return sys.intern(value)
+
+
+def _index(record: Mapping[str, Any], field: str, *, required: bool = False) -> Any:
+    """A GPU index or a rank: a small int (or null): no attacker-chosen key that hashes alike."""
+    value = record[field] if required else record.get(field)
+    if value is None and not required:
+        return None
+    if type(value) is not int or not -MAX_INDEX < value < MAX_INDEX:
+        raise ValueError(f"field {field!r} is not an index (an int of magnitude under {MAX_INDEX})")
+    return value
 
 
 def decode_phase(value: Any) -> Phase:
     """A ``phases/`` line."""
     r = _object(value)
     return Phase(
-        _shared(r["name"]), _number(r, "t0"), _number(r, "t1"), _shared(r.get("node")), _gpu_list(r.get("gpus")),
-        r.get("rank"), _shared(r.get("role")),
+        _text(r, "name", nullable=False), _time(r, "t0"), _time(r, "t1"), _text(r, "node"),  # type: ignore[arg-type]
+        _gpu_list(r.get("gpus")), _index(r, "rank"), _text(r, "role"),
     )  # fmt: skip
 
 
 def decode_gpu_util(value: Any) -> GpuUtil:
     """A ``gpu_util/`` line."""
     r = _object(value)
-    return GpuUtil(_number(r, "ts"), _shared(r["node"]), r["gpu"], r.get("util"), r.get("mem_mb"), r.get("power_w"))
+    node = _text(r, "node", nullable=False)
+    return GpuUtil(
+        _time(r, "ts"), node, _index(r, "gpu", required=True), r.get("util"), r.get("mem_mb"), r.get("power_w")
+    )  # type: ignore[arg-type]
 
 
 def decode_engine_sample(value: Any) -> EngineSample:
     """An ``engine_series/`` line."""
     r = _object(value)
+    labels = r.get("labels") or {}
+    if not isinstance(labels, dict) or len(labels) > MAX_LABELS:
+        raise ValueError(f"field 'labels' is not an object of at most {MAX_LABELS} labels")
+    for key, item in labels.items():
+        if len(key) > MAX_TEXT or isinstance(item, (list, dict)) or (type(item) is str and len(item) > MAX_TEXT):
+            raise ValueError(f"label {key[:40]!r} is not a short scalar")
     return EngineSample(
-        _number(r, "ts"), _shared(r.get("addr")), _shared(r["metric"]), r.get("labels") or {}, r.get("value")
+        _time(r, "ts"),
+        _text(r, "addr"),
+        _text(r, "metric", nullable=False),
+        labels,
+        r.get("value"),  # type: ignore[arg-type]
     )
 
 

@@ -22,6 +22,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -76,8 +77,11 @@ class TelemetryColumns:
 
     def has_news(self) -> bool:
         """Whether the newest hours grew (or hours came or went) since the calls that last handed out samples
-        and phases."""
-        with self._lock:
+        and phases; False while another call holds the columns (the UI thread asks: it never waits)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        with contextlib.ExitStack() as held:
+            held.callback(self._lock.release)
             self._gpu.refresh(newest=True)
             self._phases.refresh(newest=True)
             return (self._signature(self._gpu), self._signature(self._phases)) != self._state

@@ -70,10 +70,14 @@ WORST_COUNT: Final = 16
 """Lanes ``w`` lists."""
 
 REFRESH_AGES_SECONDS: Final = 5.0
+"""A status poll with no new samples recomputes (ages, DEAD) once this much time has passed."""
 
 CELLS_AFTER_SECONDS: Final = 6 * 3600.0
 """A window longer than this is drawn from the hours' bucket summaries when a bin spans a minute or more."""
-"""A status poll with no new samples recomputes (ages, DEAD) once this much time has passed."""
+
+CELLS_REFRESH_SECONDS: Final = 60.0
+"""A view drawn from summaries (a bin of a minute or more) is recomputed at most this often, new samples or
+not: a live run's newest hour grows every second, and a whole-run view needs no redraw per sample."""
 
 LIVE_STREAMS: Final = frozenset({"gpu_util", "phases"})
 
@@ -288,7 +292,11 @@ class ComputeScreen(MonitorScreen):
         """A poll ended: let ages move even when nothing new arrives."""
         if self.view is None or self.columns is None:
             return
-        if self.columns.has_news() or self.miles.watcher.clock() - self.view.now >= REFRESH_AGES_SECONDS:
+        age = self.miles.watcher.clock() - self.view.now
+        if self.view.resolution is not None:
+            if age >= CELLS_REFRESH_SECONDS:
+                self.recompute()
+        elif age >= REFRESH_AGES_SECONDS or self.columns.has_news():
             self.recompute()
 
     def on_resize(self) -> None:

@@ -34,19 +34,12 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core.telemetry.record_table import TAG_FLOAT, TAG_INT, TAG_NONE, TAG_OTHER, TableArrays
+from miles_tui.core.telemetry.stream_records import MAX_GPUS, MAX_INDEX, MAX_LABELS, MAX_TEXT
 
 FloatArray = npt.NDArray[np.float64]
 TagArray = npt.NDArray[np.uint8]
 CodeArray = npt.NDArray[np.int32]
 
-MAX_TEXT: Final = 256
-"""Longest name (phase, host, role, address, metric, label) a record may carry."""
-MAX_INDEX: Final = 1 << 20
-"""A GPU index or rank is an int in (-MAX_INDEX, MAX_INDEX): a key no one can make hash alike."""
-MAX_GPUS: Final = 64
-"""Most GPUs one phase record may name."""
-MAX_LABELS: Final = 32
-"""Most labels one engine sample may carry."""
 EXACT_INT: Final = 2**53
 """An int below this magnitude is exact in a float64 (``TAG_INT``); a larger one is kept as it was."""
 

@@ -51,6 +51,9 @@ from miles_tui.core.telemetry.hours.phase_cover import from_cache as cover_from_
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, from_cache, phase_digest
 from miles_tui.core.telemetry.partitions import HOUR_SECONDS, hour_of
 
+HOT_PARTS: Final = 4
+"""Partitions whose columns are kept after a window read them back (a live view asks again every few seconds)."""
+
 RESAVE_BYTES: Final = 8 << 20
 """A followed partition's cache entry is rewritten after this many new bytes (or an eighth of what it covers)."""
 
@@ -116,6 +119,8 @@ class HourStore:
         self._read_hook = read_hook
         self._parts: dict[str, _Part] = {}
         self._said: set[str] = set()
+        self._hot: dict[Path, tuple[int, Columns]] = {}
+        """The last :data:`HOT_PARTS` partitions' columns read back from the cache (path -> (end, columns))."""
 
     # -- listing ---------------------------------------------------------------------------------------------
 
@@ -318,8 +323,15 @@ class HourStore:
             return part.columns
         if not part.end:
             return empty(self.stream)
+        hot = self._hot.pop(part.path, None)
+        if hot is not None and hot[0] == part.end:
+            self._hot[part.path] = hot  # most recent last
+            return hot[1]
         entry = cache.load(part.path, self.stream)
         if entry is not None and entry.end == part.end and entry.columns is not None:
+            self._hot[part.path] = (part.end, entry.columns)
+            while len(self._hot) > HOT_PARTS:
+                self._hot.pop(next(iter(self._hot)))
             return entry.columns
         # not (or no longer) cached: read the file again up to what was known
         tail: TailFile[Columns] = TailFile(part.path, _unused, decode_block=self._decoder(part.path))
