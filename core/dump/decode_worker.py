@@ -40,6 +40,9 @@ def _limit_memory(mem_mb: int) -> None:
     with open("/proc/self/statm") as handle:
         pages = int(handle.read().split()[0])
     limit = pages * resource.getpagesize() + mem_mb * 2**20
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:  # a parent under a limit of its own: never ask for more than it allows
+        limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
