@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from miles_tui.core.dump import Detokenizer, conversation_document, read_sidecar
 from miles_tui.core.dump.pt_archive import load_pt, loads_pickle
-from miles_tui.core.dump.tokenizer import Detokenizer, decode_budget
-from miles_tui.core.dump.trajectory import conversation_document, read_sidecar
+from miles_tui.core.dump.tokenizer import decode_budget
 from miles_tui.core.errors import MilesTuiError
 
 TOUCH_LIMIT = 200_000

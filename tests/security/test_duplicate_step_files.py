@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from miles_tui.core.analysis.advisories import step_advisories
-from miles_tui.core.dump import Run, RunDir
+from miles_tui.core.dump import Run, RunDir, RunScanner
 from miles_tui.core.dump import run_dir as run_dir_module
-from miles_tui.core.dump.run_scan import RunScanner
 from tests.conftest import EPOCH, stamp, write_demo_run
 
 ALIASES = ("00001.pt", "000000001.pt")
