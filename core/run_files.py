@@ -8,12 +8,18 @@ Contract:
   it (opening a device can have effects), then opens with ``O_NONBLOCK`` (a FIFO
   swapped in after the ``stat`` cannot block the open) and ``O_NOCTTY``, and
   ``fstat``s the opened descriptor: what was opened, not what was looked at,
-  must be a regular file. A symbolic link loop, a FIFO, socket, device or
+  must be a regular file. The descriptor stays non-blocking: a file on disk
+  never blocks a read anyway, and a pseudo-file that passes for a regular one
+  (``/proc/kmsg``: size 0, its read waits for the kernel) fails with ``EAGAIN``
+  instead of hanging the reader. A symbolic link loop, a FIFO, socket, device or
   directory is an :class:`~miles_tui.core.errors.UnreadableFileError` naming the file.
   A missing file stays ``FileNotFoundError`` (absent is the caller's call);
   other ``OSError`` (permissions, I/O) pass through.
 - :func:`read_capped` reads a file that should be small, never more than
-  ``cap + 1`` bytes of it: a bigger one is refused, not truncated.
+  ``cap + 1`` bytes of it: a bigger one is refused, not truncated. A read that
+  would block (a pseudo-file with no data now) is refused at once, never waited
+  on, and the whole read has a deadline (:data:`READ_SECONDS`): a file that
+  keeps producing data slowly is refused when it passes.
 - :func:`parse_json` turns the bytes of a small JSON file into a value, or an
   ``UnreadableFileError`` naming the file: invalid UTF-8 or JSON, nesting deeper
   than :data:`MAX_JSON_DEPTH`, an integer no float can hold.
@@ -24,10 +30,10 @@ Contract:
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 import stat
+import time
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -41,6 +47,9 @@ META_MAX_BYTES: Final = 4 << 20
 
 TOKENIZER_MAX_BYTES: Final = 128 << 20
 """``tokenizer/tokenizer.json``: the largest vocabularies in use take about 40 MB."""
+
+READ_SECONDS: Final = 30.0
+"""The longest :func:`read_capped` reads one file: a small file on the slowest NFS takes well under a second."""
 
 _OPEN_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
@@ -118,7 +127,6 @@ def open_regular_fd(path: Path | str, checked: os.stat_result | None = None) -> 
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise refusal(path, mode)
-        fcntl.fcntl(fd, fcntl.F_SETFL, 0)  # back to blocking reads (no effect on a regular file's data)
     except BaseException:
         os.close(fd)
         raise
@@ -144,14 +152,12 @@ def read_capped(path: Path | str, cap: int, what: str) -> bytes:
 
     ``what`` names the file's role for the message (``meta.json``, ``tokenizer file``).
     """
-    with open_regular(path) as handle:
-        size = os.fstat(handle.fileno()).st_size
-        data = b""
-        if size <= cap:
-            want = size + 1  # read(n) allocates n bytes up front: ask for what the file holds
-            data = handle.read(want)
-            if len(data) == want:  # it grew since the fstat: read on, still within the cap
-                data += handle.read(cap + 1 - want)
+    fd = open_regular_fd(path)
+    try:
+        size = os.fstat(fd).st_size
+        data = _read_until(fd, path, size, cap, time.monotonic() + READ_SECONDS) if size <= cap else b""
+    finally:
+        os.close(fd)
     if size > cap or len(data) > cap:
         raise UnreadableFileError(
             f"larger than a {what} can be ({_size_text(max(size, len(data)))}, the cap is {_size_text(cap)}),"
@@ -159,6 +165,35 @@ def read_capped(path: Path | str, cap: int, what: str) -> bytes:
             path,
         )
     return data
+
+
+def _read_until(fd: int, path: Path | str, size: int, cap: int, deadline: float) -> bytes:
+    """At most ``cap + 1`` bytes of a non-blocking descriptor, first asking for what ``fstat`` said it holds
+    (``os.read(n)`` allocates n bytes up front); refused when a read would block or the deadline passes."""
+    chunks: list[bytes] = []
+    total = 0
+    want = size + 1
+    while total <= cap:
+        try:
+            chunk = os.read(fd, min(want, cap + 1 - total))
+        except BlockingIOError:
+            raise UnreadableFileError(
+                f"its read would block ({total} bytes read, {size} on disk): a special file such as /proc/kmsg "
+                "that passes for a regular one, so it was not read",
+                path,
+            ) from None
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 1 << 20  # it grew since the fstat (or is a pseudo-file): read on, still within the cap
+        if time.monotonic() > deadline:
+            raise UnreadableFileError(
+                f"still returning data after {READ_SECONDS:g} s ({total} bytes): not a file on disk,"
+                " so it was not read",
+                path,
+            )
+    return b"".join(chunks)
 
 
 def checked_int(text: str) -> int:

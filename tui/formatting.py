@@ -1,12 +1,20 @@
 """Pure formatters from core values to short cell text: the only place numbers become strings.
 
 Missing values render as an en dash, never as 0, so "no data" and "zero" look different.
+
+Run strings shown in a table cell go through :func:`cell_text`: made inert, then cut to
+:data:`CELL_MAX_CHARS` and normalised so that the width the table computes is the width any terminal
+draws. Text is composed (NFC: ``e`` + U+0301 is ``é``); what is left whose drawn width depends on the
+terminal (combining marks, zero-width and format characters such as ZWSP and ZWJ, variation selectors,
+Hangul fillers like U+3164, emoji skin-tone modifiers, regional indicators) is shown as a visible
+``\\uXXXX`` escape, so an emoji ZWJ sequence reads as its emoji one by one, each two cells wide.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 
 from rich.text import Text
 
@@ -15,6 +23,12 @@ from miles_tui.core.dump import SampleRow
 from miles_tui.core.inert_text import inert
 
 MISSING = "–"
+CELL_MAX_CHARS = 256
+"""Characters of a run string a table cell keeps (the widest column is a few dozen cells)."""
+_UNSTABLE_CATEGORIES = frozenset({"Mn", "Me", "Mc", "Cf", "Cs", "Co", "Cn"})
+"""Combining marks, format characters (ZWSP, ZWJ, soft hyphen), surrogates, private use, unassigned."""
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u180e")
+"""Hangul fillers and the Mongolian vowel separator: blank, and drawn 0, 1 or 2 cells wide."""
 _DIGITS = re.compile(r"^[0-9]+$")
 """A numeric weight version: decimal digits only ("+3", " 3 ", "-1" are labels, shown as dumped)."""
 
@@ -40,11 +54,37 @@ def percent(value: float | None) -> str:
     return MISSING if value is None else f"{value:.0%}"
 
 
+def _unstable(char: str) -> bool:
+    code = ord(char)
+    return (
+        char in _FILLERS
+        or 0x1F3FB <= code <= 0x1F3FF  # skin-tone modifiers: joined to the emoji before them, or not
+        or 0x1F1E6 <= code <= 0x1F1FF  # regional indicators: a pair is one flag, or two letters
+        or unicodedata.category(char) in _UNSTABLE_CATEGORIES
+    )
+
+
+def cell_text(text: str) -> str:
+    """A run string for a table cell: inert, at most CELL_MAX_CHARS, and drawn as wide as it is computed."""
+    if len(text) > CELL_MAX_CHARS:
+        text = text[:CELL_MAX_CHARS] + "…"
+    text = inert(unicodedata.normalize("NFC", text))
+    if text.isascii():
+        return text
+    return "".join(_escape(c) if _unstable(c) else c for c in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def version_span(row: SampleRow) -> str:
-    """The sample's weight versions: ``v5``, or ``v3–v5`` when it spans several; others as dumped (inert)."""
+    """The sample's weight versions: ``v5``, or ``v3–v5`` when it spans several; others as dumped (made a
+    table cell's text: :func:`cell_text`)."""
     if row.weight_version is None:
         return MISSING
-    last = inert(row.weight_version)
+    last = cell_text(row.weight_version)
     label_last = f"v{last}" if _DIGITS.match(last) else (last or "''")
     if row.mixed_version and row.weight_version_min is not None and str(row.weight_version_min) != last:
         return f"v{row.weight_version_min}–{label_last}"
@@ -124,7 +164,7 @@ REMOVED = "✗ removed"
 
 def status_text(row: SampleRow, style: str = "") -> Text:
     """A sample's status as a cell: ``completed``, or ``completed ✗ removed`` for a removed sample."""
-    text = Text(inert(row.status or MISSING), style=style)
+    text = Text(cell_text(row.status or MISSING), style=style)
     if row.remove_sample:
         text.append(f" {REMOVED}", style="red")
     return text

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from miles_tui.core.dump import GroupRow, SampleRow, StepSummary
@@ -125,8 +126,8 @@ def sample_widths(rows: Sequence[SampleRow]) -> dict[str, int]:
     """Cells the data-sized sample columns need (ids, lengths, version labels)."""
     widths: dict[str, int] = {}
 
-    def need(key: str, texts: list[str], extra: int = 0) -> None:
-        widths[key] = max((len(t) for t in texts), default=0) + extra
+    def need(key: str, texts: list[str], extra: int = 0) -> None:  # cells, not characters: 日本 is 4 wide
+        widths[key] = max((cell_len(t) for t in texts), default=0) + extra
 
     need("sample_index", [str(r.sample_index) for r in rows])
     need("status", [status_text(r).plain for r in rows])

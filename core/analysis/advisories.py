@@ -144,13 +144,15 @@ def unreadable_per_token(summary: StepSummary) -> list[Advisory]:
 
 
 def file_problems(summary: StepSummary) -> list[Advisory]:
-    """Train files of the step that are corrupt, refused, or still being written."""
+    """Files of the step that are corrupt, refused, still being written, or named like it but never read."""
     out = []
     for problem in summary.problems:
         if problem.kind is ProblemKind.UNSAFE:
             level, code = Level.CRITICAL, "unsafe_pickle"
         elif problem.kind is ProblemKind.CORRUPT:
             level, code = Level.WARNING, "corrupt_file"
+        elif problem.kind is ProblemKind.IGNORED:
+            level, code = Level.WARNING, "duplicate_step_file"
         else:
             level, code = Level.INFO, "still_writing"
         out.append(Advisory(level, code, problem.message, summary.rollout_id, summary.evaluation, path=problem.path))

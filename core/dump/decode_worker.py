@@ -40,6 +40,9 @@ def _limit_memory(mem_mb: int) -> None:
     with open("/proc/self/statm") as handle:
         pages = int(handle.read().split()[0])
     limit = pages * resource.getpagesize() + mem_mb * 2**20
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:  # a parent under a limit of its own: never ask for more than it allows
+        limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
@@ -55,9 +58,13 @@ def _why(err: BaseException) -> str:
     return f"the tokenizers library failed ({type(err).__name__})"
 
 
-def _probe(tokenizer: Any) -> None:
+def _longest(tokenizer: Any) -> list[tuple[str, int]]:
+    """The vocabulary's longest tokens (part of the load: a 400,000-token vocabulary takes a second here)."""
     vocab: dict[str, int] = tokenizer.get_vocab(with_added_tokens=True)
-    longest = sorted(vocab.items(), key=lambda item: len(item[0]), reverse=True)[:PROBE_TOKENS]
+    return sorted(vocab.items(), key=lambda item: len(item[0]), reverse=True)[:PROBE_TOKENS]
+
+
+def _probe(tokenizer: Any, longest: list[tuple[str, int]]) -> None:
     tokenizer.decode_batch([[token_id] for _, token_id in longest], skip_special_tokens=False)
     normalizer = tokenizer.normalizer
     if normalizer is not None:
@@ -80,13 +87,14 @@ def main(argv: list[str]) -> int:
         tokenizer = Tokenizer.from_str(text)
         del text
         vocab_size = int(tokenizer.get_vocab_size(with_added_tokens=True))
+        longest = _longest(tokenizer)
     except BaseException as err:  # a PanicException is a BaseException
         _reply({"error": str(err) if type(err).__name__ == "UnreadableFileError" else _why(err)})
         return 0
     _reply({"vocab": vocab_size})
     started = time.monotonic()
     try:
-        _probe(tokenizer)
+        _probe(tokenizer, longest)
     except BaseException as err:
         _reply({"error": _why(err)})
         return 0

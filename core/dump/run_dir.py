@@ -13,6 +13,11 @@ Contract:
   :class:`CorruptFileError` otherwise; a path that is not a regular file (a
   FIFO, a device, a symbolic link loop) is refused at once, whatever its age.
   Nothing here ever writes into the run.
+- A step's files are the names miles writes (and reads): ``{rid}.pt``,
+  ``eval_{rid}.pt``, ``{rid}_{rank}.pt``, numbers without leading zeros.
+  Another name that spells the same numbers (``00005.pt``, ``05_3.pt``) is
+  never read as the step's; it is kept in :attr:`StepFiles.ignored`, so the
+  step can name it, whatever order the directory lists them in.
 """
 
 from __future__ import annotations
@@ -53,6 +58,20 @@ def train_key(name: str) -> tuple[int, int] | None:
     """The ``(rollout_id, rank)`` a train shard's name holds; None for any other name."""
     match = _TRAIN_RE.match(name)
     return None if match is None else (int(match.group(1)), int(match.group(2)))
+
+
+def rollout_name(rollout_id: int, evaluation: bool) -> str:
+    """The name miles writes (and reads) a step's rollout file under."""
+    return f"{'eval_' if evaluation else ''}{rollout_id}.pt"
+
+
+def is_canonical(name: str) -> bool:
+    """Whether a step file's name is the one miles writes: its numbers without leading zeros."""
+    key = rollout_key(name)
+    if key is not None:
+        return name == rollout_name(*key)
+    shard = train_key(name)
+    return shard is not None and name == f"{shard[0]}_{shard[1]}.pt"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +126,16 @@ class StepFiles:
     """The rollout file."""
     train: tuple[TrainFile, ...]
     """Train shards, ordered by global rank (empty for eval steps)."""
+    ignored: tuple[FileStat, ...] = ()
+    """Files whose names claim this step but are not the names miles writes (``00005.pt`` beside ``5.pt``),
+    by name: never read, named by the step's summary."""
     signature: Signature = field(init=False, repr=False, compare=False)
     """(name, size, mtime) of every file, the rollout file first: equal signatures mean nothing changed on
     disk. Built once, from the files' own values, so the summary and the bookkeeping that keep it for every
     step of a run share this one tuple."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "signature", _signature((self.rollout, *self.train)))
+        object.__setattr__(self, "signature", _signature((self.rollout, *self.train, *self.ignored)))
 
     @property
     def newest_mtime(self) -> float:
@@ -214,6 +236,7 @@ class RunDir:
     def _scan_steps(self, only: tuple[int, bool] | None) -> dict[tuple[int, bool], StepFiles]:
         """:meth:`scan`, or just the step ``only``: other steps' files are listed but never stat'ed."""
         rollouts: dict[tuple[int, bool], FileStat] = {}
+        ignored: dict[tuple[int, bool], list[FileStat]] = {}
         rollout_dir, train_dir = self.rollout_dir, self.train_dir
         for entry in _scan(rollout_dir):
             key = rollout_key(entry.name)
@@ -221,7 +244,11 @@ class RunDir:
                 continue
             st = _stat(entry) if only is None or key == only else None
             if st is not None:
-                rollouts[key] = FileStat(rollout_dir, entry.name, st.st_size, st.st_mtime)
+                file = FileStat(rollout_dir, entry.name, st.st_size, st.st_mtime)
+                if is_canonical(entry.name):
+                    rollouts[key] = file
+                else:
+                    ignored.setdefault(key, []).append(file)
         train: dict[int, list[TrainFile]] = {}
         for entry in _scan(train_dir):
             shard = train_key(entry.name)
@@ -230,11 +257,16 @@ class RunDir:
             rid, rank = shard
             st = _stat(entry) if only is None or only == (rid, False) else None
             if st is not None:
-                train.setdefault(rid, []).append(TrainFile(train_dir, entry.name, st.st_size, st.st_mtime, rank))
+                shard_file = TrainFile(train_dir, entry.name, st.st_size, st.st_mtime, rank)
+                if is_canonical(entry.name):
+                    train.setdefault(rid, []).append(shard_file)
+                else:
+                    ignored.setdefault((rid, False), []).append(shard_file)
         steps = {}
         for (rid, evaluation), rollout in rollouts.items():
             shards = () if evaluation else tuple(sorted(train.get(rid, ()), key=lambda f: f.rank))
-            steps[(rid, evaluation)] = StepFiles(rid, evaluation, rollout, shards)
+            others = tuple(sorted(ignored.get((rid, evaluation), ()), key=lambda f: f.name))
+            steps[(rid, evaluation)] = StepFiles(rid, evaluation, rollout, shards, others)
         return steps
 
     @staticmethod

@@ -32,6 +32,7 @@ from miles_tui.core.dump.run_dir import (
     TrainFile,
     _scan,
     _stat,
+    is_canonical,
     rollout_key,
     train_key,
 )
@@ -180,7 +181,8 @@ class RunScanner:
             step = self._steps.get(key)
             if step is not None:  # else a shard whose rollout file is not listed yet: no step to change
                 names = {f.name for f in files}
-                steps[key] = [*files, *(f for f in (step.rollout, *step.train) if f.name not in names)]
+                kept = (step.rollout, *step.train, *step.ignored)
+                steps[key] = [*files, *(f for f in kept if f.name not in names)]
         return self._rebuild(steps)
 
     # -- steps ------------------------------------------------------------------------------
@@ -190,14 +192,16 @@ class RunScanner:
         changed: set[Key] = set()
         removed: set[Key] = set()
         for key, files in touched.items():
-            rollout = next((f for f in files if not isinstance(f, TrainFile)), None)
+            canonical = [f for f in files if is_canonical(f.name)]
+            rollout = next((f for f in canonical if not isinstance(f, TrainFile)), None)
             if rollout is None:
                 if self._steps.pop(key, None) is not None:
                     removed.add(key)
                 continue
-            shards = [f for f in files if isinstance(f, TrainFile)]
+            shards = [f for f in canonical if isinstance(f, TrainFile)]
             train = () if key[1] else tuple(sorted(shards, key=lambda f: f.rank))
-            step = StepFiles(key[0], key[1], rollout, train)
+            others = tuple(sorted((f for f in files if not is_canonical(f.name)), key=lambda f: f.name))
+            step = StepFiles(key[0], key[1], rollout, train, others)
             if self._steps.get(key) != step:
                 self._steps[key] = step
                 changed.add(key)

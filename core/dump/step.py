@@ -27,7 +27,7 @@ from typing import Any
 from miles_tui.core.dump.column_rows import ColumnRows
 from miles_tui.core.dump.record_schema import FieldProblem, sample_problems
 from miles_tui.core.dump.resolve import FieldState, Shard, TrainRow, raw_reward_at, resolve_rows
-from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles
+from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, train_key
 from miles_tui.core.dump.step_summary import GroupRow, ProblemKind, SampleRow, StepProblem, StepSummary
 from miles_tui.core.dump.summary import group_rows, sample_row, step_aggregate
 from miles_tui.core.errors import (
@@ -133,6 +133,20 @@ def _sample_problem(files: StepFiles, samples: _RolloutSamples) -> StepProblem |
     return StepProblem(files.rollout.path, ProblemKind.CORRUPT, str(CorruptFileError(message, files.rollout.path)))
 
 
+def _ignored_problems(files: StepFiles) -> list[StepProblem]:
+    """One problem per file whose name claims the step but is not the one miles writes (never read)."""
+    out = []
+    for file in files.ignored:
+        shard = train_key(file.name)
+        canonical = files.rollout.name if shard is None else f"{shard[0]}_{shard[1]}.pt"
+        message = (
+            f"also claims step {files.rollout_id} ({'train shard ' + canonical if shard else canonical}), but miles "
+            f"writes and reads only {canonical}: ignored, {canonical} is read (remove or rename this file)"
+        )
+        out.append(StepProblem(file.path, ProblemKind.IGNORED, str(CorruptFileError(message, file.path))))
+    return out
+
+
 def open_step(files: StepFiles, now: float, load: Loader = RunDir.load) -> OpenStep:
     """Load, resolve and summarize one step at time ``now``.
 
@@ -186,6 +200,7 @@ def open_step(files: StepFiles, now: float, load: Loader = RunDir.load) -> OpenS
     sample_problem = _sample_problem(files, rollout)
     if sample_problem is not None:
         problems.append(sample_problem)
+    problems += _ignored_problems(files)
     groups = group_rows(rows, files.evaluation)
     summary = StepSummary(
         rollout_id=files.rollout_id,

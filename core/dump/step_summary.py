@@ -168,6 +168,8 @@ class ProblemKind(enum.Enum):
     """Failed to load and old: truncated or garbage."""
     UNSAFE = "unsafe"
     """Refused: the pickle reaches for code."""
+    IGNORED = "ignored"
+    """Never read: its name claims the step (``00005.pt``) but is not the name miles writes and reads."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ Contract:
   writes, which release the GIL); :meth:`MetricStream.wait_saved` waits for it,
   and the next poll waits before it reads. The thread writes views of the
   store's arrays, which appends never touch.
+- When the store first drops keys over its budget (:data:`~miles_tui.core.telemetry.metrics.MAX_KEYS`),
+  the poll's ``error`` names the file and says so (once: the budget stays hit).
 - Called by :class:`~miles_tui.core.telemetry.streams.DashboardReader` under its lock; never
   writes into the run.
 """
@@ -33,15 +35,17 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Final
 
+from miles_tui.core.errors import StreamError
 from miles_tui.core.pacing import Pacer
 from miles_tui.core.tail import BLOCK_SIZE, ReadHook, TailFile, TailRead
 from miles_tui.core.telemetry import metric_cache
 from miles_tui.core.telemetry.metric_batch import MetricRow, decode_metric_record
 from miles_tui.core.telemetry.metric_workers import BLOCK_BYTES, MetricBlockDecoder
-from miles_tui.core.telemetry.metrics import MetricStore
+from miles_tui.core.telemetry.metrics import MAX_KEYS, MetricStore
 
 CACHE_MIN_BYTES: Final = 4 << 20
 """Files shorter than this are not cached: reading them again costs milliseconds."""
@@ -96,6 +100,7 @@ class MetricStream:
         self._pacer = Pacer(YIELD_SHARE, YIELD_MAX)
         """Pauses a long read between blocks (not ``headless``)."""
         self._appending: Future[None] | None = None
+        self._budget_reported = False
 
     def poll(self) -> TailRead:
         """One transaction of the tail: new complete lines into the store (see the module docstring)."""
@@ -114,7 +119,18 @@ class MetricStream:
             if appender is not None:
                 appender.shutdown(wait=True)
         self._save()
-        return read
+        return self._budget_notice(read)
+
+    def _budget_notice(self, read: TailRead) -> TailRead:
+        """The read, with a problem naming the file the first time keys were dropped over the budget."""
+        if not self.store.dropped_keys or self._budget_reported or read.error is not None:
+            return read
+        self._budget_reported = True
+        message = (
+            f"more than {MAX_KEYS:,} distinct metric keys: later keys (the first {self.store.first_dropped!r}) "
+            "are not kept; a run logs a few hundred, so check what writes this file"
+        )
+        return replace(read, error=StreamError(message, self.path))
 
     def _append(self, records: Sequence[MetricRow]) -> None:
         # A long read sizes the store's arrays for the whole file at its first block (no growth slack).

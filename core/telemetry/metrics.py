@@ -11,6 +11,12 @@ Contract:
   parsed. Fifty million points take about 12 bytes each.
 - The store is thread-safe: appends and reads take its lock, and every array it
   hands out is a copy, so a reader never sees half an append.
+- The number of distinct metric keys is bounded (:data:`MAX_KEYS`): a key
+  first seen when the store holds that many is not kept (its points are
+  dropped), and :attr:`MetricStore.dropped_keys` says so, so the stream can
+  name the file. A key's columns start small (:data:`FIRST_ROOM` points), so a
+  key with one point costs about a kilobyte, not the four it did: 200,000
+  one-point keys took 1.4 GB.
 - :func:`export_metrics` is a pure function of a store's contents: the JSON of
   ``miles-tui export --metrics [KEY ...] [--x STEP_KEY]`` (cli.md);
   :mod:`miles_tui.core.telemetry.metric_export` writes the same document as a stream.
@@ -31,6 +37,7 @@ from miles_tui.core.telemetry.metric_batch import MetricBatch, MetricRow, decode
 from miles_tui.core.telemetry.metric_values import Values
 
 __all__ = [
+    "MAX_KEYS",
     "MetricRecord",
     "MetricRow",
     "MetricSeries",
@@ -38,6 +45,13 @@ __all__ = [
     "decode_metric_record",
     "export_metrics",
 ]
+
+
+MAX_KEYS = 20_000
+"""Distinct metric keys a store keeps (miles logs a few hundred)."""
+
+FIRST_ROOM = 8
+"""Points a growing column first has room for (then a quarter more at each move)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +99,7 @@ class _Grow:
         """Append ``values``; when the array must move, make room for ``ahead`` times as many."""
         need = self.size + len(values)
         if need > len(self.data):
-            room = max(need, self.size + self.size // 4, 256, self.size + int(len(values) * ahead))
+            room = max(need, self.size + self.size // 4, FIRST_ROOM, self.size + int(len(values) * ahead))
             grown = np.empty(room, self.data.dtype)
             grown[: self.size] = self.data[: self.size]
             self.data = grown
@@ -166,6 +180,10 @@ class MetricStore:
         self._step_key_of = _Grow(np.uint32)
         self._step_key_ids: dict[str, int] = {}
         self._keys: dict[str, _KeyColumn] = {}
+        self.dropped_keys = 0
+        """Keys not kept because the store held :data:`MAX_KEYS` (counted once per batch that had them)."""
+        self.first_dropped: str | None = None
+        """The first key not kept, for the message."""
 
     @classmethod
     def from_records(cls, records: Iterable[Any]) -> MetricStore:
@@ -211,6 +229,10 @@ class MetricStore:
             for name, points in batch.keys.items():
                 column = self._keys.get(name)
                 if column is None:
+                    if len(self._keys) >= MAX_KEYS:  # a key budget: each key is a series of its own
+                        self.dropped_keys += 1
+                        self.first_dropped = self.first_dropped or name
+                        continue
                     column = self._keys[name] = _KeyColumn()
                 column.records.extend(points.records + np.uint32(base), ahead)
                 column.values.extend(points.values, ahead)

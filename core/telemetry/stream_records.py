@@ -209,6 +209,13 @@ def _text(record: Mapping[str, Any], field: str, *, nullable: bool = True) -> st
     return sys.intern(value)
 
 
+def _name(record: Mapping[str, Any], field: str) -> str:
+    """A required name (see :func:`_text`)."""
+    value = _text(record, field, nullable=False)
+    assert value is not None
+    return value
+
+
 def _index(record: Mapping[str, Any], field: str, *, required: bool = False) -> Any:
     """A GPU index or a rank: a small int (or null): no attacker-chosen key that hashes alike."""
     value = record[field] if required else record.get(field)
@@ -223,7 +230,7 @@ def decode_phase(value: Any) -> Phase:
     """A ``phases/`` line."""
     r = _object(value)
     return Phase(
-        _text(r, "name", nullable=False), _time(r, "t0"), _time(r, "t1"), _text(r, "node"),  # type: ignore[arg-type]
+        _name(r, "name"), _time(r, "t0"), _time(r, "t1"), _text(r, "node"),
         _gpu_list(r.get("gpus")), _index(r, "rank"), _text(r, "role"),
     )  # fmt: skip
 
@@ -231,10 +238,10 @@ def decode_phase(value: Any) -> Phase:
 def decode_gpu_util(value: Any) -> GpuUtil:
     """A ``gpu_util/`` line."""
     r = _object(value)
-    node = _text(r, "node", nullable=False)
+    node = _name(r, "node")
     return GpuUtil(
         _time(r, "ts"), node, _index(r, "gpu", required=True), r.get("util"), r.get("mem_mb"), r.get("power_w")
-    )  # type: ignore[arg-type]
+    )
 
 
 def decode_engine_sample(value: Any) -> EngineSample:
@@ -249,9 +256,9 @@ def decode_engine_sample(value: Any) -> EngineSample:
     return EngineSample(
         _time(r, "ts"),
         _text(r, "addr"),
-        _text(r, "metric", nullable=False),
+        _name(r, "metric"),
         labels,
-        r.get("value"),  # type: ignore[arg-type]
+        r.get("value"),
     )
 
 

@@ -1,4 +1,5 @@
-"""The unpickler fuzzer's parts: a worker process, pickle opcode streams, mutations of real archives.
+"""The reader fuzzer's parts: a worker process, pickle opcode streams, mutations of real archives, and
+conversation sidecars and tokenizer files (a hypothesis strategy per record kind, plus mutated lines).
 
 Every case is loaded by one long-lived child process (``load_child.py serve``)
 under an address-space limit, one case at a time, with a per-case timeout: the
@@ -29,6 +30,8 @@ from hypothesis import strategies as st
 from tests.security.hostile import CHILD, REPO
 
 WORKER_MEM_MB = 512
+CASE_PATHS = {"pt": "case.pt", "sidecar": "run/trajectory/1.jsonl", "tokenizer": "run/tokenizer/tokenizer.json"}
+"""Where the worker finds a case of each kind (sidecars and tokenizers are read from a run's layout)."""
 CASE_TIMEOUT = 20.0
 """Seconds a single case may take (a load is milliseconds; the machine may be busy)."""
 
@@ -74,7 +77,8 @@ class Worker:
         if self.proc is None:
             self.start()
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
-        path = self.scratch / ("case.pt" if kind == "pt" else "case.pkl")
+        path = self.scratch / CASE_PATHS.get(kind, "case.pkl")
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         self.cases += 1
         try:
@@ -326,3 +330,143 @@ def mutate(original: bytes, rng: random.Random) -> bytes:
     if how in (2, 3, 4):
         return _rebuild(original, edit_pickle)
     return _rebuild(original, edit_storage)
+
+
+# --- conversation sidecars (trajectory/{rid}.jsonl) ---------------------------------------------------
+
+MERSENNE = 2**61 - 1
+"""Multiples of it all hash alike (CPython's int hash is not randomised)."""
+
+_TEXT = st.text(max_size=40) | st.sampled_from(["", "\x1b[2J", "\u202e", "\ud800", "{}" * 20, "\u200d" * 8])
+_INTS = st.integers(-(2**63), 2**63) | st.sampled_from([2**64, 10**30, 10**400, MERSENNE * 3, -MERSENNE * 7])
+_SCALARS = st.none() | st.booleans() | _INTS | st.floats(allow_nan=False, allow_infinity=False) | _TEXT
+_ANY_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+_TOOL_CALL = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": _TEXT,
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries({}, optional={"name": _TEXT | _ANY_JSON, "arguments": _TEXT | _ANY_JSON}),
+        "name": _TEXT,
+        "arguments": _ANY_JSON,
+    },
+)
+_MESSAGE = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": st.sampled_from(["system", "user", "assistant", "tool"]) | _ANY_JSON,
+        "content": _TEXT | _ANY_JSON,
+        "reasoning_content": _TEXT | _ANY_JSON,
+        "tool_calls": st.lists(_TOOL_CALL | _ANY_JSON, max_size=3) | _ANY_JSON,
+        "name": _TEXT | _ANY_JSON,
+    },
+)
+CONVERSATION = st.fixed_dictionaries(
+    {"sample_index": _INTS | _ANY_JSON},
+    optional={
+        "group_index": _INTS | st.none() | _ANY_JSON,
+        "status": st.sampled_from(["completed", "truncated", "aborted"]) | _ANY_JSON,
+        "reward": _ANY_JSON,
+        "prompt": _TEXT | st.lists(_MESSAGE, max_size=3) | _ANY_JSON,
+        "messages": st.lists(_MESSAGE, max_size=6) | _ANY_JSON,
+    },
+)
+"""One ``trajectory/{rid}.jsonl`` record: the spec's fields, each sometimes of a wrong type or size."""
+
+_HOSTILE_LINES = [
+    b'{"sample_index": 1, "messages": [' + b",".join([b"{}"] * 20_000) + b"]}",
+    b'{"sample_index": 2, "messages": ' + b"[" * 5_000 + b"]" * 5_000 + b"}",
+    b'{"sample_index": 3, "messages": [], "reward": 1' + b"0" * 5_000 + b"}",
+    b'{"sample_index": ' + str(MERSENNE * 5).encode() + b', "messages": []}',
+    b'{"sample_index": 4, "messages": [{"content": "' + b"\\" * 3_000 + b'"}]}',
+    b"\xff\xfe{}",
+    b"",
+    b"   ",
+]
+
+
+def _mutate_line(line: bytes, rng: random.Random) -> bytes:
+    """A damaged line: bytes flipped, inserted, deleted, the line cut, or structure repeated."""
+    data = bytearray(line)
+    for _ in range(rng.randint(1, 4)):
+        how = rng.randrange(5)
+        pos = rng.randrange(len(data) + 1)
+        if how == 0 and data:
+            data[min(pos, len(data) - 1)] = rng.randrange(256)
+        elif how == 1:
+            data[pos:pos] = rng.choice([b"{", b"[", b'"', b"\\", b":", b",", b"}", b"]", b"{}," * 50, b"\n"])
+        elif how == 2:
+            del data[pos : pos + rng.randint(1, 8)]
+        elif how == 3:
+            del data[pos:]
+        else:
+            data[pos:pos] = rng.choice([b"1e999", b"-0", b"NaN", b"Infinity", b"9" * 400, b"\\u0000"])
+    return bytes(data)
+
+
+@st.composite
+def sidecar_file(draw: Any) -> bytes:
+    """A sidecar: generated records, some lines damaged, some hostile lines, maybe a partial last line."""
+    records = draw(st.lists(CONVERSATION, max_size=8))
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    lines = [json.dumps(record, allow_nan=False).encode() for record in records]
+    lines = [_mutate_line(line, rng) if rng.random() < 0.3 else line for line in lines]
+    for _ in range(draw(st.integers(0, 2))):
+        lines.insert(rng.randrange(len(lines) + 1), rng.choice(_HOSTILE_LINES))
+    body = b"\n".join(lines) + b"\n"
+    return body if rng.random() < 0.8 else body + b'{"sample_index": 9, "mess'
+
+
+# --- tokenizer files (tokenizer/tokenizer.json) -------------------------------------------------------
+
+REGEXES = ["(a+)+b", "(a|aa)+$", "(x+x+)+y", "a", "\\s+", "^", "(?=a)", "[", "(((", "\\p{L}+", ".*" * 10]
+"""Replace patterns: backtracking ones, plain ones, and ones that do not compile."""
+_DECODER = st.sampled_from(
+    [
+        None,
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+        {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0},
+        {"type": "ByteFallback"},
+        {"type": "Nonsense"},
+    ]
+) | st.builds(
+    lambda pattern, content: {"type": "Replace", "pattern": {"Regex": pattern}, "content": content},
+    st.sampled_from(REGEXES),
+    _TEXT,
+)
+_NORMALIZER = st.sampled_from([None, {"type": "NFC"}, {"type": "Lowercase"}, {"type": "NFKD"}]) | st.builds(
+    lambda pattern: {"type": "Replace", "pattern": {"Regex": pattern}, "content": ""}, st.sampled_from(REGEXES)
+)
+
+
+@st.composite
+def tokenizer_file(draw: Any) -> bytes:
+    """A tokenizer.json: a WordLevel vocabulary (long tokens of one letter among them), a decoder (a sequence,
+    sometimes), a normalizer, maybe damaged bytes."""
+    size = draw(st.integers(1, 300))
+    long_token = "a" * draw(st.integers(1, 40))
+    vocab = {f"t{i}": i for i in range(size)}
+    vocab[long_token + "c"] = size
+    decoders = draw(st.lists(_DECODER, min_size=1, max_size=3))
+    decoder = decoders[0] if len(decoders) == 1 else {"type": "Sequence", "decoders": [d for d in decoders if d]}
+    document = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [],
+        "normalizer": draw(_NORMALIZER),
+        "pre_tokenizer": None,
+        "post_processor": None,
+        "decoder": decoder,
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "t0"},
+    }
+    data = json.dumps(document).encode()
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    return _mutate_line(data, rng) if rng.random() < 0.2 else data

@@ -1,6 +1,7 @@
 """Child process: load one input under an address-space limit, touch every value, report as JSON.
 
     python tests/security/load_child.py pt|pickle PATH MEM_MB          one input, one JSON line
+    python tests/security/load_child.py sidecar|tokenizer PATH MEM_MB  a run's trajectory/1.jsonl, tokenizer.json
     python tests/security/load_child.py serve - MEM_MB                 many: JSON requests on stdin
 
 The last line of stdout is ``{"outcome": "value" | "error" | "crash", ...}``;
@@ -15,12 +16,15 @@ from __future__ import annotations
 import json
 import resource
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from miles_tui.core.dump import Detokenizer, conversation_document, read_sidecar
 from miles_tui.core.dump.pt_archive import load_pt, loads_pickle
+from miles_tui.core.dump.tokenizer import decode_budget
 from miles_tui.core.errors import MilesTuiError
 
 TOUCH_LIMIT = 200_000
@@ -56,13 +60,51 @@ def _touch(value: Any) -> None:
         elif hasattr(item, "args") and hasattr(item, "state"):
             stack.append(item.args)
             stack.append(item.state)
+        elif hasattr(item, "texts") and hasattr(item, "notice"):  # a tokenizer case's Decoded
+            stack.append(item.texts)
+            stack.append(item.notice)
         else:
             str(item)
 
 
+TOKEN_IDS = [*range(64), 255, 256, 1000, -1, 2**31, 2**40]
+"""Ids a tokenizer case decodes: its first ids, some past a small vocabulary, some no vocabulary holds."""
+
+
+def _sidecar(path: str) -> Any:
+    """What the conversation view and ``export --conversation`` do with a sidecar: every conversation's document."""
+    sidecar = read_sidecar(Path(path).parents[1], 1, False)
+    if sidecar is None:
+        raise AssertionError("the sidecar was not found")
+    documents = [conversation_document(c) for c in sidecar.conversations.values()]
+    return {"documents": documents, "bad_lines": sidecar.bad_lines, "problem": sidecar.problem}
+
+
+def _tokenizer(path: str) -> Any:
+    """What the sample view does with a tokenizer: decode ids, within the budget, then the notice."""
+    detokenizer = Detokenizer(Path(path).parent)
+    started = time.monotonic()
+    try:
+        decoded = detokenizer.decode(TOKEN_IDS)
+        decoded_again = detokenizer.decode(TOKEN_IDS[:8])
+    finally:
+        detokenizer.close()
+    elapsed = time.monotonic() - started
+    if elapsed > 60 + 2 + 2 * decode_budget(len(TOKEN_IDS)):  # load + probe + two decodes
+        raise AssertionError(f"decoding took {elapsed:.1f} s, past the detokenizer's budgets")
+    if decoded.texts is None and decoded.notice is None and detokenizer.status.available:
+        raise AssertionError("no text and no notice")
+    return [decoded, decoded_again]
+
+
 def _load(kind: str, path: str) -> dict[str, Any]:
     try:
-        value = load_pt(path) if kind == "pt" else loads_pickle(Path(path).read_bytes(), path)
+        if kind == "sidecar":
+            value = _sidecar(path)
+        elif kind == "tokenizer":
+            value = _tokenizer(path)
+        else:
+            value = load_pt(path) if kind == "pt" else loads_pickle(Path(path).read_bytes(), path)
         _touch(value)
         return {"outcome": "value", "type": type(value).__name__}
     except MilesTuiError as err:

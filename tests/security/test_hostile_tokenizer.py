@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.dump import Run
-from miles_tui.core.dump.tokenizer import PROBE_SECONDS, Detokenizer
+from miles_tui.core.dump import Detokenizer, Run
+from miles_tui.core.dump.tokenizer import PROBE_SECONDS
 from tests.conftest import EPOCH, stamp, write_demo_run
 from tests.security.test_mistyped_fields import _edit_sample
 

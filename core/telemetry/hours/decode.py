@@ -35,8 +35,6 @@ from miles_tui.core.tail import (
     parse_line,
 )
 from miles_tui.core.telemetry.hours.columns import (
-    MAX_INDEX,
-    MAX_TEXT,
     SPECS,
     CodeArray,
     Columns,
@@ -49,6 +47,7 @@ from miles_tui.core.telemetry.hours.columns import (
 from miles_tui.core.telemetry.hours.scan_decode import AVAILABLE as SCANNER
 from miles_tui.core.telemetry.hours.scan_decode import SCANNED_STREAMS, scan_columns
 from miles_tui.core.telemetry.record_table import TAG_INT
+from miles_tui.core.telemetry.stream_records import MAX_INDEX, MAX_TEXT
 
 _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {}
 _ONE: dict[str, msgspec.json.Decoder[Any]] = {}

@@ -32,9 +32,10 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.telemetry.hours.columns import MAX_INDEX, MAX_TEXT, SPECS, CodeArray, Columns, Interner
+from miles_tui.core.telemetry.hours.columns import SPECS, CodeArray, Columns, Interner
 from miles_tui.core.telemetry.line_templates import AVAILABLE as SCANNER_BUILT
 from miles_tui.core.telemetry.record_table import TAG_FLOAT, TAG_INT, TAG_NONE
+from miles_tui.core.telemetry.stream_records import MAX_INDEX, MAX_TEXT
 
 _scan: Callable[..., tuple[int, int, int]] | None
 try:
