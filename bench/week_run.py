@@ -1,6 +1,7 @@
 """Issue 23: a week of a miles run on 8 nodes x 8 GPUs at miles' own rates, through the real `miles-tui`.
 
 `python bench/week_run.py [--root /tmp/miles-week] [--scale week|month] [--days N] [--repeat 5] [--timeout 120]`
+(`--days 1 --repeat 1` for a quick trial; `--scale month --no-processes` keeps a month near 30 GB on disk)
 
 The run is written by bench/week_gen.py (hourly partitions of gpu_util every 1 s per GPU, phases as
 open marker + closing record per phase per rank on a 60 s cycle, engine scrapes every 15 s,
