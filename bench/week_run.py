@@ -1,6 +1,7 @@
 """Issue 23: a week of a miles run on 8 nodes x 8 GPUs at miles' own rates, through the real `miles-tui`.
 
 `python bench/week_run.py [--root /tmp/miles-week] [--scale week|month] [--days N] [--repeat 5] [--timeout 120]`
+(`--days 1 --repeat 1` for a quick trial; `--scale month --no-processes` keeps a month near 30 GB on disk)
 
 The run is written by bench/week_gen.py (hourly partitions of gpu_util every 1 s per GPU, phases as
 open marker + closing record per phase per rank on a 60 s cycle, engine scrapes every 15 s,
@@ -28,13 +29,57 @@ RSS of a headless command is its wait4 ru_maxrss (the largest process of its tre
 the VmHWM of its process (its helpers' beside it). The monitor runs in its own tmux server (a socket
 under --root) at 160x48; the screen is read with capture-pane every 50 ms; a monitor past --rss-cap
 is killed (the box is shared) and its figures say so. `u` is sent once the header shows the run's
-name, `4` once the 15 min view is drawn ("drawn": the title names the window, ``GPUs on`` and lane
-labels are on screen); every wait gives up after --timeout s ("not settled after N s").
+name, `4` once the 15 min view is drawn and its idle CPU measured ("drawn": the title names the window,
+``GPUs on`` and lane labels are on screen); every wait gives up after --timeout s ("not settled after N s").
 
-Today (`miles-tui` at main fd445d6, 2 cores shared, --repeat 3 for the monitor, 5 for the rest;
-the week run: see README's figures table for the measured values and its record counts):
+Today: `miles-tui` at main fd445d6, 2026-12-02, 2 cores shared with another engineer's test suite
+(load 5-7 throughout, so every figure carries that load); `--repeat 5 --monitor-repeat 3`.
 
-    (filled in below after the first run)
+The week run (8 x 8 GPUs, 7 days, 10,078 steps, 5.7 GB, generated in 106 s):
+gpu_util 35,066,880 records / 3,382 MB in 167 hourly files plus the legacy gpu_util.jsonl (460,800 /
+47 MB) (issue: 38.7M / 3.2 GB; 3.2M fewer here because the dropped node is silent for 4.6 days);
+phases 3,572,149 / 426 MB (issue 1.9M / 210 MB: an open marker and a closing record per phase
+double it); engine_series 2,072,224 / 247 MB (7 metrics a scrape, the issue counts 6);
+gpu_processes 14,026,752 / 1,588 MB; metrics.jsonl 20,156 records / 19 MB (telemetry_gen's records
+are ~940 B, the issue's ~180 B).
+
+    report --json, cold            21.8 s median, 30.2 s worst        goal 3 s     MISSED
+    report --json, warm            1.87 s median, 19.1 s worst        goal 1 s     MISSED (one of five at 19.1 s)
+    report peak RSS                580 MB median, 1,225 MB worst      goal 500 MB  MISSED (2 of 5 cold runs over 750 MB)
+    export --metrics               cold 0.45 s / 83 MB, warm 0.28 s / 45 MB       goal 1 s, 300 MB: ok
+    monitor header (meta's name)   cold 12.8 s (11.9-20.0), warm 18.9 s (17.2-20.9)   goal 1 s  MISSED
+                                   (the folder's name is painted at 1.1-2.0 s; one later cold session: 1.6 s)
+    monitor `u`, 15 min drawn      cold 5.7 s (4.7-7.1), warm 5.2 s (4.7-6.3)    goal 1.5 s   MISSED
+                                   (the later session whose header came at 1.6 s: 23.6 s)
+    monitor `4`, whole run         not settled after 120 s in all 6 sessions; one cold session with
+                                   --timeout 600: 157.6 s                         goal 10 s / 1.5 s  MISSED
+    monitor VmHWM                  cold 1,047 MB (872-1,134), warm 879 MB (851-929); 1,135 MB with
+                                   the whole run drawn                            goal 1 GB    MISSED (cold)
+    idle CPU                       7.25 % with the 15 min view drawn, 70.1 % with the whole run drawn
+                                   (the one session with --timeout 600)           goal 1 %     MISSED
+    export --metrics, 2M lines     (1,889 MB; reference json.loads loop 33.2 s median)
+      beside 24 h of gpu_util      cold 0.528x (0.551x worst)  goal 0.3x  MISSED; warm 0.185x (0.230x) goal 0.05x
+                                   MISSED; 17.2 s / 6.2 s wall, 882 / 655 MB peak RSS
+                                   (bench/metrics_load.py had 0.21-0.27x cold on an idle box)
+
+14 days at 64 GPUs (`--days 14 --repeat 1 --monitor-repeat 1 --monitor-kinds cold --timeout 600`;
+11.2 GB, 68,935,680 gpu_util records, 6,980,967 phases, generated in 267 s): what grows with length:
+report cold 95.7 s (4.4x the week's median for 2x the days), warm 2.60 s, peak RSS 238 / 174 MB (less
+than the week's: the week's 580-1,225 MB is bimodal and not explained here); export --metrics cold
+1.25 s (40,326 records, 38 MB) MISSED, warm 0.93 s; monitor header 2.0 s, `u` 3.6 s, `4` 163.5 s,
+VmHWM 1,943 MB, idle CPU 64.5 % with the 15 min view drawn (the first load still running behind it)
+and 86.8 % with the whole run drawn.
+
+Odd in the monitor: the header with meta.json's name waited 12-21 s in the six sessions of the main
+run (the box at load 6-7, another process reading the same run) but 1.6-2.0 s in the two later
+sessions; launch to the week's 15 min view drawn was 17-27 s either way (the later session's `u`
+took 23.6 s), 5.6 s on the 14-day run, whose first load went on behind the drawn view. The whole-run
+view, once drawn, keeps a core busy (70-87 %); likely cause (from reading compute_screen.py): it
+recomputes on a poll once its view is 5 s old (REFRESH_AGES_SECONDS), and a whole-run recompute
+takes seconds. The 15 min title said "ends at the last sample, 12m33s ago" while the header said
+"data 10m26s old" (probably the header's age follows the files' mtimes, written up to 100 s after
+the last sample by the generator, the title the samples' ts). Month scale (16 x 8 GPUs, 30 days,
+~27 GB of gpu_util) was not run here.
 """
 
 from __future__ import annotations
@@ -72,6 +117,18 @@ ISSUE_FIGURES = {
 
 SCALES = {"week": (8, 7.0), "month": (16, 30.0)}
 """--scale -> (nodes, days)."""
+
+REOPEN = """
+import sys, time
+started = time.perf_counter()
+from miles_tui.core.memory_settings import no_huge_pages
+no_huge_pages()  # as the miles-tui command does at its start
+from miles_tui.core.telemetry.streams import DashboardReader
+reader = DashboardReader(sys.argv[1], parse_workers=2)
+reader.poll()
+print(time.perf_counter() - started)
+"""
+"""A fresh process's first poll of the run's dashboard/ with the cache warm (bench/metrics_load.py's re-open)."""
 
 REFERENCE = """
 import json, sys, time
@@ -315,6 +372,9 @@ class Session:
     u: float | None = None
     whole: float | None = None
     idle: float | None = None
+    """After `4` is drawn."""
+    idle_15m: float | None = None
+    """After `u` is drawn (before `4`)."""
     hwm: float = 0.0
     helper_hwm: float = 0.0
     tree_peak: float = 0.0
@@ -335,11 +395,12 @@ def monitor_session(run: Path, cache: Path, folder: Path, args: argparse.Namespa
         if out.u is None:
             out.notes.append(f"u: not settled after {args.timeout:g} s")
             return out
+        time.sleep(2.0)
+        out.idle_15m = app.idle_cpu(args.idle)
         out.whole = app.wait(drawn("whole run"), args.timeout, app.key("4"))
         if out.whole is None:
-            out.notes.append(f"4: not settled after {args.timeout:g} s")
-            if "cannot read telemetry" in app.screen():
-                out.notes.append("the title says: cannot read telemetry")
+            title = next((line.strip() for line in app.screen().splitlines() if "Compute ·" in line), "no title")
+            out.notes.append(f"4: not settled after {args.timeout:g} s, the title still says {title[:60]!r}")
         else:
             time.sleep(2.0)
             out.idle = app.idle_cpu(args.idle)
@@ -368,8 +429,8 @@ def _value(value: float | None, unit: str, timeout: float) -> str:
 
 
 def row(name: str, values: Sequence[float | None], goal: float | None, unit: str, timeout: float = 0.0) -> bool:
-    """Print median and worst of ``values`` beside the goal (None: not settled, worse than any figure); True when
-    the median meets it."""
+    """Print median and worst of ``values`` beside the goal (None: not settled, worse than any figure), then every
+    run in order (``-``: not settled); True when the median meets the goal."""
     ranked = sorted(values, key=lambda v: float("inf") if v is None else v)
     median = ranked[(len(ranked) - 1) // 2] if len(ranked) % 2 else None
     if len(ranked) % 2 == 0 and ranked:
@@ -383,7 +444,10 @@ def row(name: str, values: Sequence[float | None], goal: float | None, unit: str
     flags = f"  {over} of {len(values)} over {FLAG}x goal" if over and goal is not None else ""
     runs = f"({len(values)} run{'s' if len(values) != 1 else ''})"
     median_text, worst_text = _value(median, unit, timeout), _value(worst, unit, timeout)
-    print(f"  {name:<58} {median_text:>12} {worst_text:>26}  {goal_text:<12} {verdict:<6} {runs}{flags}", flush=True)
+    each = " ".join("-" if v is None else f"{v:,.0f}" if unit == "MB" else f"{v:.3g}" for v in values)
+    each = f"  [{each}]" if len(values) > 1 else ""
+    print(f"  {name:<58} {median_text:>12} {worst_text:>26}  {goal_text:<12} {verdict:<6} {runs}{flags}{each}",
+          flush=True)  # fmt: skip
     return ok
 
 
@@ -435,30 +499,38 @@ def headless_part(gen: week_gen.Generated, caches: Caches, args: argparse.Namesp
 
 def monitor_part(gen: week_gen.Generated, caches: Caches, args: argparse.Namespace) -> None:
     repeat = args.monitor_repeat or args.repeat
-    sessions: dict[str, list[Session]] = {"cold": [], "warm": []}
-    for temperature in ("cold", "warm"):
+    sessions: dict[str, list[Session]] = {kind: [] for kind in args.monitor_kinds}
+    for temperature, done in sessions.items():
         for index in range(repeat):
+            if temperature == "warm" and "monitor" not in caches.warm:  # no cold session filled one: fill it now
+                caches.done_cold("monitor", caches.fresh("monitor"))
+                filler = Path(tempfile.mkdtemp(prefix="tmux-", dir=caches.folder))
+                monitor_session(gen.path, caches.warm["monitor"], filler, args)
+                shutil.rmtree(filler, ignore_errors=True)
             cache = caches.fresh("monitor") if temperature == "cold" else caches.warm["monitor"]
             folder = Path(tempfile.mkdtemp(prefix="tmux-", dir=caches.folder))
             session = monitor_session(gen.path, cache, folder, args)
             shutil.rmtree(folder, ignore_errors=True)
             if temperature == "cold":
                 caches.done_cold("monitor", cache)
-            sessions[temperature].append(session)
-            notes = "; ".join(session.notes)
+            done.append(session)
+            notes = "".join(f" · {note}" for note in session.notes)
+            idle = f"{_value(session.idle_15m, '%', 0)} / {_value(session.idle, '%', 0)}"
             print(f"    monitor {temperature} {index + 1}: header {_value(session.header, 's', args.timeout)}, "
                   f"u {_value(session.u, 's', args.timeout)}, 4 {_value(session.whole, 's', args.timeout)}, "
-                  f"idle {_value(session.idle, '%', 0)}, VmHWM {session.hwm:,.0f} MB{' · ' + notes if notes else ''}",
-                  flush=True)  # fmt: skip
+                  f"idle 15m/whole {idle}, VmHWM {session.hwm:,.0f} MB{notes}", flush=True)  # fmt: skip
     header_line(f"monitor: `miles-tui RUN` in tmux {COLS}x{ROWS}")
     for temperature, whole_goal in (("cold", 10.0), ("warm", 1.5)):
-        runs = sessions[temperature]
+        runs = sessions.get(temperature, [])
+        if not runs:
+            continue
         row(f"{temperature}: run folder's name painted (reference)", [s.first_paint for s in runs], None, "s",
             args.timeout)  # fmt: skip
         row(f"{temperature}: header with the run's name (meta.json)", [s.header for s in runs], 1.0, "s", args.timeout)
         row(f"{temperature}: `u` -> GPUs view, last 15 min drawn", [s.u for s in runs], 1.5, "s", args.timeout)
         row(f"{temperature}: `4` -> whole run drawn", [s.whole for s in runs], whole_goal, "s", args.timeout)
-        row(f"{temperature}: idle CPU once drawn ({args.idle:g} s)", [s.idle for s in runs], 1.0, "%")
+        row(f"{temperature}: idle CPU, 15 min view drawn ({args.idle:g} s)", [s.idle_15m for s in runs], 1.0, "%")
+        row(f"{temperature}: idle CPU, whole run drawn ({args.idle:g} s)", [s.idle for s in runs], 1.0, "%")
         row(f"{temperature}: peak RSS (VmHWM of the app)", [s.hwm or None for s in runs], 1000.0, "MB")
         row(f"{temperature}:   its helpers' largest VmHWM", [s.helper_hwm for s in runs], None, "MB")
         row(f"{temperature}:   tree RSS, sampled peak", [s.tree_peak for s in runs], None, "MB")
@@ -477,8 +549,12 @@ def metrics_part(gen: week_gen.Generated, caches: Caches, args: argparse.Namespa
         cache = caches.fresh("metrics2m")
         cold.append(timed(argv, cache, args.timeout * 5, caches.folder))
         caches.done_cold("metrics2m", cache)
+    reopens: list[float | None] = []
     for _ in range(args.repeat):
         warm.append(timed(argv, caches.warm["metrics2m"], args.timeout * 5, caches.folder))
+        done = subprocess.run([sys.executable, "-c", REOPEN, str(run / "dashboard")], capture_output=True, text=True,
+                              env=child_env(caches.warm["metrics2m"]), cwd=caches.folder, check=False)  # fmt: skip
+        reopens.append(float(done.stdout.split()[0]) if done.returncode == 0 and done.stdout.strip() else None)
     ref = statistics.median(refs)
 
     def ratios(runs: list[Timed]) -> list[float | None]:
@@ -489,6 +565,8 @@ def metrics_part(gen: week_gen.Generated, caches: Caches, args: argparse.Namespa
     row("reference: json.loads per line (wall)", refs, None, "s")
     row("cold cache: export / reference (same round)", ratios(cold), 0.3, "x")
     row("warm cache: export / reference", ratios(warm), 0.05, "x")
+    row("  (reference) a fresh DashboardReader's first poll, every stream",
+        [None if t is None else t / r for t, r in zip(reopens, refs, strict=True)], None, "x")  # fmt: skip
     row("  cold export (wall)", [t.wall for t in cold], None, "s", args.timeout * 5)
     row("  warm export (wall)", [t.wall for t in warm], 0.05 * ref, "s", args.timeout * 5)
     row("  peak RSS, cold", [t.rss_mb for t in cold], None, "MB")
@@ -509,6 +587,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds any wait gives up after")
     parser.add_argument("--idle", type=float, default=30.0, help="seconds of idle CPU measured once drawn")
     parser.add_argument("--rss-cap", type=float, default=8000.0, help="MB: a monitor past it is killed")
+    parser.add_argument("--monitor-kinds", type=lambda text: text.split(","), default=["cold", "warm"],
+                        help="cold,warm (default), or one of them")  # fmt: skip
     parser.add_argument("--metrics-lines", type=int, default=2_000_000)
     parser.add_argument("--no-processes", action="store_true", help="write no gpu_processes stream")
     parser.add_argument("--only", choices=("generate", "headless", "monitor", "metrics"), action="append",
