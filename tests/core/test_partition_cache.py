@@ -11,6 +11,7 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -213,6 +214,21 @@ def test_a_vanished_partition_is_forgotten(tmp_path: Path) -> None:
     assert store.columns().column("value") == [11]
 
 
+def test_an_hour_whose_columns_were_trimmed_still_gives_its_summaries(tmp_path: Path) -> None:
+    folder = tmp_path / "gpu_util"
+    folder.mkdir()
+    for hour in (10, 11, 12):
+        line = json.dumps({"ts": HOUR + (hour - 10) * 3600, "node": "a", "gpu": 0, "util": hour})
+        (folder / f"20260820_{hour}.jsonl").write_text(line + "\n")
+    HourStore(tmp_path, "gpu_util").refresh()  # settled hours cached: columns and summaries
+    for entry in (cache_dir.cache_root() / "partitions").iterdir():  # the cap trimmed every hour's columns
+        shutil.rmtree(entry)
+    light = HourStore(tmp_path, "gpu_util", keep_columns=False)
+    light.refresh()
+    assert light.buckets(600.0).stats["util.max"].tolist() == [10.0, 11.0, 12.0]
+    assert light.columns().column("util") == [10, 11, 12], "a window reads the file again"
+
+
 def test_no_cache_writes_nothing(tmp_path: Path) -> None:
     folder = tmp_path / "run" / "gpu_util"
     folder.mkdir(parents=True)
@@ -320,7 +336,8 @@ def test_hours_no_entry_covers_are_read_by_workers_and_come_back_from_the_cache(
     with cache_dir.configured(off=True):
         alone.refresh()
     assert same(rows(parallel), rows(alone)) and parallel.records() == 200
-    assert len(list(cache_dir.cache_root().rglob("manifest.json"))) == 4, "each worker saved its hour"
+    summaries = list((cache_dir.cache_root() / "partition-summaries").glob("*/manifest.json"))
+    assert len(summaries) == 4, "each worker saved its hour"
 
 
 def _close(a: Any, b: Any) -> bool:

@@ -2,9 +2,12 @@
 
 Contract:
 
-- An entry is the folder ``partitions/KEY/`` under :func:`miles_tui.core.cache_dir.cache_root`
-  (never in the run): ``manifest.json`` and one ``.npy`` per array. KEY hashes
-  the file's identity (absolute path, ``st_dev``, ``st_ino``) and the format.
+- An hour has two entries under :func:`miles_tui.core.cache_dir.cache_root`
+  (never in the run), each a folder with a ``manifest.json``: ``partitions/KEY/``
+  its columns (one ``.npy`` per array) and ``partition-summaries/KEY/`` its
+  summaries (one packed file): the cap trims the columns of hours no window
+  reads and keeps the summaries a whole-run view reads. KEY hashes the file's
+  identity (absolute path, ``st_dev``, ``st_ino``) and the format.
 - An entry covers the bytes ``[0, end)`` of its file (``end`` just after a
   newline): their records as :class:`~.columns.Columns`, the malformed lines
   among them (at most :data:`KEPT_MALFORMED`, and their count), and any extra
@@ -30,7 +33,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -43,8 +46,12 @@ from miles_tui.core.telemetry.hours.columns import SPECS, Columns
 from miles_tui.core.telemetry.metric_workers import WINDOW, Fingerprint
 from miles_tui.core.telemetry.record_table import TAG_OTHER
 
-FORMAT: Final = 5
+FORMAT: Final = 6
 """Bump when the layout changes: entries of another format are misses."""
+
+SUMMARY_KIND: Final = "partition-summaries"
+"""The cache's folder for an hour's summaries (GPU buckets, phase digest and covers, engine digest): an entry of
+its own, so the cap's least-recently-used trimming drops the columns of hours no window reads first."""
 
 KIND: Final = "partitions"
 """The cache's folder under the root."""
@@ -82,9 +89,9 @@ def enabled() -> bool:
     return cache_dir.enabled()
 
 
-def _key(path: Path, st: os.stat_result) -> Path:
+def _key(path: Path, st: os.stat_result, kind: str = KIND) -> Path:
     identity = json.dumps([FORMAT, str(path.absolute()), st.st_dev, st.st_ino]).encode()
-    return cache_dir.cache_root() / KIND / hashlib.sha256(identity).hexdigest()[:40]
+    return cache_dir.cache_root() / kind / hashlib.sha256(identity).hexdigest()[:40]
 
 
 def fingerprint(path: Path, end: int) -> Fingerprint:
@@ -97,12 +104,24 @@ def fingerprint(path: Path, end: int) -> Fingerprint:
 
 
 def load(path: Path, stream: str, *, with_columns: bool = True) -> Entry | None:
-    """The cached entry of ``path`` when it still covers the file's bytes; None otherwise (or caching off)."""
+    """The cached entry of ``path`` when it still covers the file's bytes; None otherwise (or caching off).
+    Without ``with_columns`` only the hour's summaries are read (their own, small entry)."""
+    summary = _load(path, stream, SUMMARY_KIND, with_columns=False)
+    if summary is None or not with_columns:
+        return summary
+    raw = _load(path, stream, KIND, with_columns=True)
+    if raw is None or raw.end != summary.end:
+        return None
+    return Entry(raw.columns, raw.size, raw.span, raw.end, raw.ino, summary.malformed, summary.malformed_count,
+                 summary.extra, summary.extra_meta)  # fmt: skip
+
+
+def _load(path: Path, stream: str, kind: str, *, with_columns: bool) -> Entry | None:
     if not cache_dir.enabled():
         return None
     try:
         st = os.stat(path)
-        folder = _key(path, st)
+        folder = _key(path, st, kind)
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
@@ -233,14 +252,29 @@ def save(
         if st.st_ino != entry.ino or st.st_size < entry.end:
             return False
         mark = fingerprint(path, entry.end)
-        folder = _key(path, st)
+    except OSError:
+        return False
+    # The hour's columns and its summaries are two entries: the cap's least-recently-used trimming drops the
+    # columns of hours no window reads, and keeps the summaries every whole-run view reads.
+    raw = _save(path, st, KIND, lambda temp: _write(temp, path, entry, mark, {}, {}, columns=True))
+    return raw and _save(
+        path,
+        st,
+        SUMMARY_KIND,
+        lambda temp: _write(temp, path, entry, mark, extra or {}, extra_meta or {}, columns=False),
+    )
+
+
+def _save(path: Path, st: os.stat_result, kind: str, write: Callable[[Path], int]) -> bool:
+    try:
+        folder = _key(path, st, kind)
         folder.parent.mkdir(parents=True, exist_ok=True)
         temp = folder.parent / f".{folder.name}.{secrets.token_hex(4)}"
         temp.mkdir()
     except OSError:
         return False
     try:
-        written = _write(temp, path, entry, mark, extra or {}, extra_meta or {})
+        written = write(temp)
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(folder)
         os.rename(temp, folder)
@@ -258,27 +292,31 @@ def _write(
     mark: Fingerprint,
     extra: Mapping[str, npt.NDArray[Any]],
     extra_meta: Mapping[str, Any],
+    *,
+    columns: bool,
 ) -> int:
-    columns = entry.columns
-    if columns is None:
+    """Write one of an hour's two entries into ``temp``: its columns (``columns``) or its summaries."""
+    data = entry.columns
+    if data is None:
         raise ValueError("an entry is saved with its columns")
     written = 0
 
     def put(name: str, array: npt.NDArray[Any]) -> None:
         nonlocal written
-        np.save(temp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
-        written += array.nbytes
+        if columns:
+            np.save(temp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
+            written += array.nbytes
 
     tags: dict[str, Any] = {}
-    for name, column in columns.numbers.items():
-        tag = columns.tags[name]
+    for name, column in data.numbers.items():
+        tag = data.tags[name]
         put(f"n.{name}", _narrow(column, tag))
         if len(tag) and (tag == tag[0]).all():
             tags[name] = int(tag[0])
         else:
             tags[name] = None
             put(f"t.{name}", tag)
-    for name, code in columns.codes.items():
+    for name, code in data.codes.items():
         top = int(code.max()) if len(code) else 0
         put(f"c.{name}", code.astype(np.uint8 if top < 256 else np.uint16 if top < 65536 else np.int32))
     index, blob = _packed(extra)
@@ -286,16 +324,16 @@ def _write(
     written += len(blob)
     manifest = {
         "format": FORMAT,
-        "stream": columns.stream,
+        "stream": data.stream,
         "path": str(path),
         "end": entry.end,
-        "size": columns.size,
+        "size": data.size,
         "span": entry.span,
         "head": mark.head,
         "tail": mark.tail,
         "tags": tags,
-        "values": list(columns.values),
-        "other": {name: sorted(rows.items()) for name, rows in columns.other.items()},
+        "values": list(data.values),
+        "other": {name: sorted(rows.items()) for name, rows in data.other.items()},
         "malformed": [list(m) for m in entry.malformed[:KEPT_MALFORMED]],
         "malformed_count": entry.malformed_count,
         "extra": index,
