@@ -118,12 +118,14 @@ class TelemetryColumns:
     # -- samples --------------------------------------------------------------------------------------
 
     def gpu_samples(self, since: float | None, until: float | None) -> GpuSamples:
-        """Samples of the hours overlapping the window (filter by time when binning) and every known lane's
-        newest sample time."""
+        """Samples of the window (every sample without one) and every known lane's newest sample time."""
         with self._lock:
             self._gpu.refresh(since, until)
             self._gpu.refresh(newest=True)
             columns = self._gpu.columns(since, until)
+            if since is not None and until is not None:  # a flat file spans every window: hand out the window's
+                ts = columns.numbers["ts"]
+                columns = columns.take((ts >= since) & (ts <= until))
             self._state = (self._signature(self._gpu), self._state[1])
             lane = self._lane_ids(columns.codes["node"], columns.codes["gpu"], columns.values)
             return GpuSamples(

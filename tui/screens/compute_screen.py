@@ -72,6 +72,9 @@ WORST_COUNT: Final = 16
 REFRESH_AGES_SECONDS: Final = 5.0
 """A status poll with no new samples recomputes (ages, DEAD) once this much time has passed."""
 
+QUIET_REFRESH_SECONDS: Final = 30.0
+"""... or this much, once the data stopped (the window ends at the last sample): its ages move by the minute."""
+
 CELLS_AFTER_SECONDS: Final = 6 * 3600.0
 """A window longer than this is drawn from the hours' bucket summaries when a bin spans a minute or more."""
 
@@ -121,6 +124,8 @@ class ComputeScreen(MonitorScreen):
         self._generation = 0
         self._computing = False
         self._again = False
+        self._binned_width = -1
+        """The lanes' strip width the last computation binned for."""
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -153,6 +158,7 @@ class ComputeScreen(MonitorScreen):
         self._computing, self._again = True, False
         self._generation += 1
         width = self.query_one("#lanes", HeatRows).strip_width
+        self._binned_width = width
         self._compute(self._generation, self.window, max(width, 1), self.miles.watcher.clock())
 
     @work(thread=True, group="compute", exit_on_error=False)
@@ -226,8 +232,10 @@ class ComputeScreen(MonitorScreen):
         view = self.view
         if view is None or not view.grid.lanes:
             return False
-        bins = view.grid.bins
         width = self.query_one("#lanes", HeatRows).strip_width
+        if view.resolution is not None:  # binned in whole buckets, not one bin per cell: stale when the width moved
+            return width != self._binned_width
+        bins = view.grid.bins
         return bins.count != bin_count(bins.until - bins.since, view.interval, width)
 
     # -- drawing --------------------------------------------------------------------------------------
@@ -296,7 +304,10 @@ class ComputeScreen(MonitorScreen):
         if self.view.resolution is not None:
             if age >= CELLS_REFRESH_SECONDS:
                 self.recompute()
-        elif age >= REFRESH_AGES_SECONDS or self.columns.has_news():
+        elif (
+            age >= (QUIET_REFRESH_SECONDS if self.view.anchored_to_data else REFRESH_AGES_SECONDS)
+            or self.columns.has_news()
+        ):
             self.recompute()
 
     def on_resize(self) -> None:

@@ -260,8 +260,8 @@ class HourStore:
             settled or part.end - part.saved_end >= max(RESAVE_BYTES, part.saved_end // 8)
         ):
             self._save(part)
-        if not self.keep_columns and part.columns is not None:
-            part.columns = None
+        if not self.keep_columns and part.columns is not None and part.saved_end == part.end:
+            part.columns = None  # the cache holds them; an hour not saved yet (the newest) stays in memory
 
     def _restore(self, part: _Part) -> None:
         entry = cache.load(part.path, self.stream, with_columns=self.keep_columns)
