@@ -164,6 +164,8 @@ class RunFollower:
         self._open: dict[tuple[object, ...], Phase] = {}  # open markers of the current attempt, by Phase.key
         self._attempt_start: float | None = None
         self._newest_write: float | None = None
+        self._markers_of: object = None
+        """What the open markers were last joined from (phase records held, hours, attempt)."""
 
     @property
     def metrics(self) -> MetricStore:
@@ -184,7 +186,15 @@ class RunFollower:
                 phase_problems += self.gpu_newest.refresh(newest=True)
             if self.phases is not None:
                 phase_problems += self.phases.refresh()
-                self._open = {p.key: p for p in self._digest_markers()}
+                key = (
+                    self.phases.records(),
+                    self.phases.newest_mtime(),
+                    len(self.phases.partitions()),
+                    self._attempt_start,
+                )
+                if key != self._markers_of:  # the digests changed: join them again (20k markers a week)
+                    self._markers_of = key
+                    self._open = {p.key: p for p in self._digest_markers()}
             elif "phases" in streams.reset_streams:  # the reader follows phases: track its records
                 self._open.clear()
                 self._track_phases(self.dashboard.loaded_records("phases"))

@@ -51,6 +51,9 @@ from miles_tui.core.telemetry.hours.phase_cover import from_cache as cover_from_
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, from_cache, phase_digest
 from miles_tui.core.telemetry.partitions import HOUR_SECONDS, hour_of
 
+SETTLED_EVERY: Final = 16
+"""An hour two or more behind its stream's newest is stat'ed on every this-many-th refresh only."""
+
 HOT_PARTS: Final = 4
 """Partitions whose columns are kept after a window read them back (a live view asks again every few seconds)."""
 
@@ -85,6 +88,8 @@ class _Part:
     """A ``phases`` partition's seconds per rank, phase and bucket (zoomed-out phase rows)."""
     restored: bool = False
     """Whether its cache entry was looked for."""
+    polled: bool = False
+    """Whether its file was followed at least once."""
     saved_end: int = 0
     malformed: list[tuple[int, str]] = field(default_factory=list)
     malformed_count: int = 0
@@ -119,6 +124,7 @@ class HourStore:
         self._read_hook = read_hook
         self._parts: dict[str, _Part] = {}
         self._said: set[str] = set()
+        self._refreshes = 0
         self._hot: dict[Path, tuple[int, Columns]] = {}
         """The last :data:`HOT_PARTS` partitions' columns read back from the cache (path -> (end, columns))."""
 
@@ -182,7 +188,12 @@ class HourStore:
             wanted = [p for p in parts if p.overlaps(since, until)]
         settled_before = parts[-1].hour if parts and parts[-1].hour is not None else None
         self._read_ahead(wanted)
+        self._refreshes += 1
+        check_settled = self._refreshes % SETTLED_EVERY == 1
         for part in wanted:
+            behind = settled_before is not None and part.hour is not None and part.hour < settled_before - HOUR_SECONDS
+            if part.polled and behind and not check_settled:
+                continue  # writers move on with the clock: an hour two behind the newest is looked at now and then
             self._sync(
                 part,
                 problems,
@@ -236,6 +247,7 @@ class HourStore:
             chunks.clear()
 
         read = part.tail.poll(consume, on_reset)
+        part.polled = True
         if read.error is not None:
             problems.append(read.error)
         for bad in read.malformed:
