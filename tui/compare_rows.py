@@ -39,7 +39,7 @@ HEADLINE = (
 """Step-level figures in the header, in order (mixed versions and unreadable samples join when non-zero)."""
 
 GROUP_COLUMNS = (
-    Column("group", "group", 5, grow=10),
+    Column("group", "group", 5, grow=10, pinned=True),
     Column("n", "n A/B", 5, grow=13),
     Column("reward_a", "rwd A", 6),
     Column("reward_b", "rwd B", 6),
@@ -60,7 +60,7 @@ GROUP_COLUMNS = (
 )
 
 TRACE_COLUMNS = (
-    Column("step", "step", 7, "left", grow=12),
+    Column("step", "step", 7, "left", grow=12, pinned=True),
     Column("sample", "sample", 7, grow=12),
     Column("n", "n", 3, grow=6),
     Column("reward", "reward", 7),

@@ -35,6 +35,40 @@ def number(value: float | int | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+OVERFLOW = "…"
+"""A value no exact shorter form of fits in its cell: a visible mark, never a cut prefix of the value."""
+
+
+def _scientific(value: float, mantissa_digits: int) -> str:
+    mantissa, exponent = f"{value:.{mantissa_digits}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def number_within(value: float | int | None, width: int, digits: int = 3) -> str:
+    """:func:`number`, or, when that is wider than ``width`` cells, the most precise shorter form that fits.
+
+    The shorter forms are exact at the precision they show: fewer decimals (rounded), then scientific
+    notation with fewer mantissa digits; when none fits, :data:`OVERFLOW`. A number is never cut: 0.018 in
+    four cells reads ``0.02``, never ``0.01``.
+    """
+    text = number(value, digits)
+    if len(text) <= width or value is None or isinstance(value, bool):
+        return text
+    if isinstance(value, float) and not math.isfinite(value):
+        return text
+    if isinstance(value, float):
+        for fewer in range(digits - 1, -1, -1):
+            fixed = f"{value:.{fewer}f}"
+            # a fixed form that rounds a non-zero value to zero says less than scientific notation does
+            if len(fixed) <= width and (value == 0 or float(fixed) != 0):
+                return fixed
+    for mantissa in range(max(digits - 1, 1), -1, -1):
+        short = _scientific(float(value), mantissa)
+        if len(short) <= width:
+            return short
+    return OVERFLOW
+
+
 def percent(value: float | None) -> str:
     """A fraction as a percentage."""
     return MISSING if value is None else f"{value:.0%}"

@@ -24,7 +24,11 @@ RANKED_BY = {
 }
 """What each kind ranks by: (tokens, samples)."""
 
-_LEAD = (Column("rank", "#", 3, grow=5), Column("step", "step", 5, grow=9), Column("sample", "sample", 6, grow=12))
+_LEAD = (
+    Column("rank", "#", 3, grow=5, pinned=True),
+    Column("step", "step", 5, grow=9, pinned=True),
+    Column("sample", "sample", 6, grow=12, pinned=True),
+)
 _SAMPLE_FIGURES = (
     Column("reward", "reward", 7),
     Column("stale", "stale", 5),

@@ -34,8 +34,8 @@ NARROW_WIDTH = 110
 """Below this many columns the advisories move under the step list."""
 
 STEP_COLUMNS = (
-    Column("step", "step", 5, grow=10),
-    Column("kind", "kind", 5, "left"),
+    Column("step", "step", 5, grow=10, pinned=True),
+    Column("kind", "kind", 5, "left", pinned=True),
     Column("n", "n", 5, grow=8),
     Column("reward_mean", "reward", 6),
     Column("zero_std_group_frac", "0-std", 5),

@@ -10,6 +10,14 @@ Column widths come from the data where a column allows it (``Column.grow``):
 rows given whole are measured here, lazy rows are measured by their owner
 (:func:`fitted`), so an id or a state never reads ``100000…`` while space is
 free. The placeholder (shown while there are no rows) wraps to the width.
+
+No cell is ever cut at the pane's edge: the table scrolls sideways a whole
+column at a time (:func:`visible_window`), the leading ``pinned`` columns (a
+row's identity: sample, group) stay put while the others scroll, and the
+header marks columns hidden to either side (``‹`` ``›``). A column is never
+narrower than its header label, so a sort arrow never costs the name. A value
+wider than its column (its owner formats numbers to fit:
+``formatting.number_within``) reads as a mark, ``…``, never as a prefix.
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from miles_tui.tui.formatting import OVERFLOW
+
 
 @dataclass(frozen=True)
 class Column:
@@ -44,6 +54,66 @@ class Column:
     """left, right or center."""
     grow: int = 0
     """Cells the column may widen to, to fit its widest cell (0: fixed at ``width``)."""
+    pinned: bool = False
+    """An identity column: it stays on screen while the others scroll (only a leading run of them counts)."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which columns are drawn at a horizontal scroll position: whole columns only."""
+
+    pinned: int
+    """The leading pinned columns drawn (all that fit)."""
+    first: int
+    """The first scrolled column drawn."""
+    stop: int
+    """One past the last column drawn."""
+
+    def drawn(self) -> tuple[int, ...]:
+        """The indices of the columns drawn, left to right."""
+        return (*range(self.pinned), *range(self.first, self.stop))
+
+
+def pinned_count(columns: Sequence[Column]) -> int:
+    """How many leading columns are pinned."""
+    count = 0
+    for column in columns:
+        if not column.pinned:
+            break
+        count += 1
+    return count
+
+
+def visible_window(columns: Sequence[Column], scroll_x: int, width: int) -> Window:
+    """The whole columns that fit ``width`` cells when the scrolled columns are scrolled ``scroll_x`` cells.
+
+    Pinned columns come first (as many as fit); the scrolled part starts at the first column that begins at
+    or after ``scroll_x`` (a column half scrolled away is not drawn), and takes every following column that
+    fits whole. At the largest scroll position the remaining columns all fit, so every column can be seen.
+    """
+    pinned = pinned_count(columns)
+    used = 0
+    shown_pinned = 0
+    for column in columns[:pinned]:
+        if used + column.width > width:
+            break
+        used += column.width + 1
+        shown_pinned += 1
+    if shown_pinned < pinned:
+        return Window(shown_pinned, len(columns), len(columns))
+    first, x = pinned, 0
+    while first < len(columns) and x < scroll_x:
+        x += columns[first].width + 1
+        first += 1
+    stop = first
+    while stop < len(columns):
+        last = stop == len(columns) - 1
+        # a column with more after it leaves its separator cell free: the header's ``›`` goes there
+        if used + columns[stop].width + (0 if last else 1) > width:
+            break
+        used += columns[stop].width + 1
+        stop += 1
+    return Window(pinned, first, stop)
 
 
 def fitted(columns: Sequence[Column], needed: Mapping[str, int]) -> tuple[Column, ...]:
@@ -183,13 +253,24 @@ class VirtualTable(ScrollView, can_focus=True):
     # -- data -----------------------------------------------------------------
 
     def set_columns(self, columns: Sequence[Column]) -> None:
-        """Replace the columns (clears the line cache); growing columns fit the next rows given whole."""
-        self._declared = tuple(columns)
+        """Replace the columns (clears the line cache); growing columns fit the next rows given whole.
+
+        A column narrower than its label is widened to it (a sorted column's arrow never cuts its name)."""
+        self._declared = tuple(replace(c, width=max(c.width, Text(c.label).cell_len)) for c in columns)
         self._whole = None  # rows of other columns say nothing about these
         self.columns = self._declared
         self.cursor_column = min(self.cursor_column, max(len(self.columns) - 1, 0))
         self._strip_cache.clear()
         self._resize()
+        self._keep_cursor_column()
+
+    def _keep_cursor_column(self) -> None:
+        """After widths change (a sort arrow, new rows, a resize), scroll so the cursor's column is drawn."""
+        if self.is_mounted:
+            self.call_after_refresh(lambda: self._scroll_column_into_view(self.cursor_column))
+
+    def on_resize(self) -> None:
+        self._keep_cursor_column()
 
     def _fit(self, rows: Sequence[TableRow]) -> tuple[Column, ...]:
         needed: dict[str, int] = {}
@@ -240,6 +321,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._index = {key: i for i, key in enumerate(keys)}
         self._strip_cache.clear()
         self._resize()
+        self._keep_cursor_column()
         if current is not None and current in self._index:
             self.set_reactive(VirtualTable.cursor_row, self._index[current])
         else:
@@ -314,8 +396,42 @@ class VirtualTable(ScrollView, can_focus=True):
 
     # -- drawing ----------------------------------------------------------------
 
+    def window(self) -> Window:
+        """The columns drawn at the current scroll position and width."""
+        return visible_window(self.columns, self.scroll_offset.x, self.scrollable_content_region.width)
+
+    def column_x(self, index: int) -> int:
+        """Where column ``index`` starts in a full (unscrolled) line."""
+        return sum(c.width + 1 for c in self.columns[:index])
+
+    def drawn_columns(self) -> tuple[tuple[Column, int], ...]:
+        """Each column on screen with the cell its text starts at, left to right: what a line shows."""
+        window = self.window()
+        out: list[tuple[Column, int]] = []
+        x = 0
+        for index in window.drawn():
+            out.append((self.columns[index], x))
+            x += self.columns[index].width + 1
+        return tuple(out)
+
+    def _visible(self, full: Strip, width: int, style: Style, marks: bool = False) -> Strip:
+        """The whole columns of ``full`` (a line of every column) that fit ``width`` at the scroll position."""
+        window = self.window()
+        pinned_end = self.column_x(window.pinned)
+        parts = [full.crop(0, pinned_end), full.crop(self.column_x(window.first), self.column_x(window.stop))]
+        strip = Strip.join(parts).crop(0, width).extend_cell_length(width, style)
+        if not marks:
+            return strip
+        if window.first > pinned_count(self.columns) and window.pinned and pinned_end - 1 < width:
+            strip = Strip.join([strip.crop(0, pinned_end - 1), Strip([Segment("‹", style)]), strip.crop(pinned_end)])
+        if window.stop < len(self.columns) and width > 0:
+            strip = Strip.join([strip.crop(0, width - 1), Strip([Segment("›", style)])])
+        return strip
+
     def _cell_segments(self, text: Text, column: Column, style: Style) -> list[Segment]:
         cell = text.copy()
+        if cell.cell_len > column.width and column.justify == "right":
+            cell = Text(OVERFLOW, style=cell.style)  # a number cut to a prefix reads as another number
         cell.truncate(column.width, overflow="ellipsis")
         if column.justify == "right":
             cell.pad_left(column.width - cell.cell_len)
@@ -339,8 +455,7 @@ class VirtualTable(ScrollView, can_focus=True):
         for i, column in enumerate(self.columns):
             style = column_style if i == self.cursor_column else base
             segments += self._cell_segments(Text(column.label), column, style)
-        strip = Strip(segments).crop(self.scroll_offset.x, self.scroll_offset.x + width)
-        return strip.extend_cell_length(width, base)
+        return self._visible(Strip(segments), width, base, marks=True)
 
     def _row_strip(self, index: int, width: int) -> Strip:
         row = self.rows[index]
@@ -361,8 +476,7 @@ class VirtualTable(ScrollView, can_focus=True):
             if len(self._strip_cache) > 4096:
                 self._strip_cache.clear()
             self._strip_cache[key] = cached
-        strip = cached.crop(self.scroll_offset.x, self.scroll_offset.x + width)
-        return strip.extend_cell_length(width, self.rich_style)
+        return self._visible(cached, width, self.rich_style)
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
@@ -405,13 +519,23 @@ class VirtualTable(ScrollView, can_focus=True):
     def watch_cursor_column(self, old: int, new: int) -> None:
         self._strip_cache.clear()
         self.refresh()
-        left = sum(c.width + 1 for c in self.columns[:new])
-        right = left + (self.columns[new].width if self.columns else 0)
-        view = self.scrollable_content_region.width
-        if left < self.scroll_offset.x:
-            self.scroll_to(x=left, animate=False)
-        elif right > self.scroll_offset.x + view:
-            self.scroll_to(x=max(0, right - view), animate=False)
+        self._scroll_column_into_view(new)
+
+    def _scroll_column_into_view(self, index: int) -> None:
+        """Scroll sideways (a whole column at a time) until column ``index`` is drawn."""
+        pinned = pinned_count(self.columns)
+        if not self.columns or index < pinned:
+            return
+        window = self.window()
+        start = self.column_x(pinned)
+        if index < window.first:
+            self.scroll_to(x=self.column_x(index) - start, animate=False)
+        elif index >= window.stop:
+            room = self.scrollable_content_region.width - self.column_x(pinned) - 1
+            first = index
+            while first > pinned and self.column_x(index + 1) - 1 - self.column_x(first - 1) <= room:
+                first -= 1
+            self.scroll_to(x=self.column_x(first) - start, animate=False)
 
     def _refresh_row(self, index: int) -> None:
         y = index - self.scroll_offset.y + 1
