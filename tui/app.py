@@ -271,6 +271,7 @@ class MilesApp(Navigation):
         self._sources_reported.add("steps")
         self.model.backlog = result.pending if result.pending > BACKLOG_SHOWN else 0
         self.model.quiet_after = result.quiet_after
+        self.model.looks_like_a_run = result.looks_like_a_run  # the run's state is judged on it below
         self._take_health()
 
     def _take_health(self) -> None:
@@ -286,9 +287,12 @@ class MilesApp(Navigation):
             streams=self._stream_advisories,
             newest_writes=(self._dump_newest, self._stream_newest),
             now=self.watcher.clock(),
+            record_time=span[1] if (span := self.watcher.follower.dashboard.time_range()) is not None else None,
+            quiet_seconds=self.model.quiet_after,
+            is_dump=self.model.looks_like_a_run,
         )
         model = self.model
-        model.run_name, model.data_age = health.run_name, health.data_age
+        model.run_name, model.data_age, model.clock = health.run_name, health.data_age, health.clock
         if health.advisories != model.advisories:
             model.advisories = health.advisories
             self._ring_for_new_critical(health.advisories)

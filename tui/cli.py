@@ -135,6 +135,12 @@ def _report_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--quiet-ok",
+        action="store_true",
+        help="a run gone quiet whose arguments do not say its last step (no num_rollout) exits 0, not as an alarm, "
+        "unless a phase is still open (a run that reached num_rollout with its phases closed always exits 0)",
+    )
     _add_mfu_threshold(parser)
     _cache_flags(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -319,7 +325,9 @@ def run_report(args: argparse.Namespace) -> int:
     from miles_tui.core.report import build_report, render_report
 
     try:
-        report = build_report(Path(args.run_dir), time.time(), low_mfu_threshold=_low_mfu_threshold(args))
+        report = build_report(
+            Path(args.run_dir), time.time(), low_mfu_threshold=_low_mfu_threshold(args), quiet_ok=args.quiet_ok
+        )
     except RunDirError as err:
         print(inert(f"miles-tui: {err}"), file=sys.stderr)
         return 3

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 
 from rich.text import Text
 
@@ -102,6 +103,13 @@ def age(seconds: float | None) -> str:
         return f"{hours}h{minutes:02d}m"
     days, hours = divmod(hours, 24)
     return f"{days}d{hours:02d}h"
+
+
+def date_time(ts: float | None) -> str:
+    """An absolute time, in UTC so every pane and ``report`` say the same: ``2026-08-20 11:40 UTC``."""
+    if ts is None or not math.isfinite(ts):
+        return MISSING
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
 
 
 LEVEL_STYLE = {Level.CRITICAL: "bold red", Level.WARNING: "yellow", Level.INFO: "cyan"}

@@ -9,7 +9,10 @@ Contract:
   files, never read the clock and never poll.
 - Time-based alarms are judged at the newest data timestamp of the run, never
   the wall clock (a stalled phase's age is newest data − phase start); only
-  ``no_new_data`` compares with ``now``.
+  ``no_new_data`` compares with ``now``, and it too takes the data's age from
+  the newest record timestamp (file times only when no record has one: see
+  :mod:`.run_state`). A run that ended (:func:`.run_state.ended`) is
+  information, not an alarm.
 - :func:`stream_advisories` collects each rule's input from a
   :class:`~miles_tui.core.follow.RunFollower` that the caller has already polled,
   and returns alarms first, tuning advice last. It reads only what the
@@ -25,6 +28,7 @@ Contract:
 |---|---|---|
 | ``stalled_phase`` | critical | a phase of the current attempt is open > max(6 × median closed duration, 30 min) |
 | ``no_new_data`` | warning / critical | data age > max(5 × median step interval, 10 min) / > max(20 ×, 2 h) |
+| ``run_ended`` | info | the run logged its last step (``num_rollout``), every phase closed: no ``no_new_data`` |
 | engine alarms | warning | see :mod:`.engine_advisories` (abort storm, KV cache pool-bound / high) |
 | ``malformed_stream_lines`` | warning | complete stream lines that do not parse (per file: count, first byte offset) |
 | ``stream_reset`` / ``stream_unreadable`` | warning | a stream file rewritten under the reader / not readable |
@@ -50,6 +54,7 @@ import numpy.typing as npt
 from miles_tui.core.analysis.advisories import Advisory, Level, ordered
 from miles_tui.core.analysis.engine_advisories import EngineFigures, engine_alarms, engine_tuning, tiered
 from miles_tui.core.analysis.engine_feed import reader_engine_figures
+from miles_tui.core.analysis.run_state import ended, final_step
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.tail import MalformedLineError, StreamReset
@@ -474,12 +479,14 @@ def telemetry_advisories(
     from ``facts``. ``low_mfu_threshold`` is ``--low-mfu-threshold`` (0: the MFU rule is off).
     """
     step_key, times = step_times(facts.metrics)
+    newest = facts.edge if facts.edge is not None else facts.newest_write
+    finished = run_has_ended(facts)
     alarms = [
         *_stalls(facts.phases, facts.attempt_start, facts.edge if facts.edge is not None else now),
         *engine_alarms(facts.engines, facts.args),
     ]
     always = [
-        *no_new_data(facts.newest_write, times, now, step_key),
+        *(run_ended(facts) if finished else no_new_data(newest, times, now, step_key)),
         *stream_corruption(problems, resets, facts.malformed),
     ]
     tuning = [
@@ -487,6 +494,57 @@ def telemetry_advisories(
         *engine_tuning(facts.engines, facts.args),
     ]
     return ordered(tiered(alarms, tuning, always))
+
+
+def last_logged_step(store: MetricStore) -> int | None:
+    """The newest step counter the run logged (``rollout/step`` or ``train/step``), None without one."""
+    steps = [
+        float(np.nanmax(series.value))
+        for key in STEP_KEYS
+        if (series := store.series(key, key)) is not None and len(series.value) and np.isfinite(series.value).any()
+    ]
+    return int(max(steps)) if steps else None
+
+
+def open_phase_count(phases: TableArrays | Sequence[PhaseDigest], attempt_start: float | None) -> int:
+    """Phases of the current attempt opened and not (yet) closed."""
+    if isinstance(phases, TableArrays):
+        columns = tuple(phases.column(name) for name in PHASE_FIELDS)
+        rows = zip(*columns, strict=True)
+        current = [r for r in rows if attempt_start is None or r[1] >= attempt_start]
+        current = [(r[0], r[1], r[2], _key_part(r[3]), _key_part(r[4]), r[5]) for r in current]
+        return len(_open_and_closed(current)[1])
+    closes = {(k[0], _key_part(k[1]), _key_part(k[2]), k[3]) for d in phases for k in d.closes}
+    since = attempt_start if attempt_start is not None else -math.inf
+    return len(
+        {
+            (r[0], _key_part(r[2]), _key_part(r[3]), r[1])
+            for d in phases
+            for r in d.opens
+            if r[1] >= since and (r[0], _key_part(r[2]), _key_part(r[3]), r[1]) not in closes
+        }
+    )
+
+
+def run_has_ended(facts: TelemetryFacts) -> bool:
+    """The run logged its last step (``num_rollout`` − 1) and every phase of its attempt is closed.
+
+    The phases are read only once the last step is logged (a long run's phases are many)."""
+    final = final_step(facts.args)
+    last = last_logged_step(facts.metrics) if final is not None else None
+    if final is None or last is None or last < final:
+        return False
+    return ended(final, last, open_phase_count(facts.phases, facts.attempt_start))
+
+
+def run_ended(facts: TelemetryFacts) -> list[Advisory]:
+    """The info that replaces ``no_new_data`` once the run has ended."""
+    final = final_step(facts.args)
+    message = (
+        f"the run ended: it logged its last step ({final}, num_rollout {None if final is None else final + 1}) "
+        "and closed every phase; no new data is expected"
+    )
+    return [Advisory(Level.INFO, "run_ended", message)]
 
 
 def stalled_from_digests(digests: Sequence[PhaseDigest], attempt_start: float | None, at: float) -> list[Advisory]:

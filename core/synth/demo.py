@@ -74,7 +74,7 @@ def _telemetry(
     t0 = now - d
     rollout_end, train_start, train_end = t0 + 0.45 * d, t0 + 0.47 * d, t0 + 0.9 * d
     if not (dash / "meta.json").exists():
-        args = {
+        args: dict[str, Any] = {
             "rollout_max_response_len": config.response_len_max,
             "n_samples_per_prompt": config.group_size,
             "global_batch_size": config.samples_per_step,
@@ -84,6 +84,8 @@ def _telemetry(
             "qkv_format": config.qkv_format,
             "advantage_estimator": "grpo",
         }
+        if config.num_rollout is not None:
+            args["num_rollout"] = config.num_rollout
         meta = {"run_name": config.run_name, "start_ts": t0, "args": args, "schema_version": 1}
         write_json(dash / "meta.json", meta)
     samples = batch.samples
