@@ -37,6 +37,8 @@ from textual.signal import Signal
 from textual.timer import Timer
 
 from miles_tui.core.analysis import Advisory, Level, run_health
+from miles_tui.core.analysis.advisories import step_advisories
+from miles_tui.core.analysis.advisory_log import merged, step_history
 from miles_tui.core.dump import Run
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import TelemetryColumns
@@ -293,6 +295,8 @@ class MilesApp(Navigation):
         )
         model = self.model
         model.run_name, model.data_age, model.clock = health.run_name, health.data_age, health.clock
+        model.live_log = model.live_log.observe(health.advisories, model.latest, self.watcher.clock())
+        self._merge_advisory_log()
         if health.advisories != model.advisories:
             model.advisories = health.advisories
             self._ring_for_new_critical(health.advisories)
@@ -351,7 +355,20 @@ class MilesApp(Navigation):
             self.model.failures.pop((summary.rollout_id, summary.evaluation), None)
         for failure in message.failures:
             self.model.failures[failure.key] = (failure.message, failure.still_writing)
+        meta = self.watcher.follower.dashboard.meta
+        trained = [s for s in message.summaries if not s.evaluation]
+        for summary in trained:  # the log's history: the step rules over every step, not only the newest
+            found = step_advisories(summary, meta.args if meta is not None else None)
+            self.model.step_advisories[summary.rollout_id] = tuple(found)
+        if trained:
+            self._merge_advisory_log()
+            self._publish()
         self._forward(message)
+
+    def _merge_advisory_log(self) -> None:
+        """The advisory log: the steps' history (oldest first) joined with what the polls found holding."""
+        model = self.model
+        model.advisory_log = merged(step_history(model.step_advisories), model.live_log)
 
     def _ring_for_new_critical(self, advisories: tuple[Advisory, ...]) -> None:
         critical = {_identity(a) for a in advisories if a.level is Level.CRITICAL}

@@ -36,6 +36,11 @@ def _commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
         ("Outliers", "tokens and samples that stand out in the step in view (O)", app.show_outliers),
         ("Compare", "the step in view against the previous one (c)", app.show_compare),
         ("Advisories", "what needs attention, on the overview (a)", app.show_advisories),
+        (
+            "Advisory log",
+            "every advisory the run has had: first and last step, active or cleared (a a)",
+            app.show_advisory_log,
+        ),
         ("Follow on", "follow the newest step as it lands (f)", partial(app.set_follow, True)),
         ("Follow off", "stay where you are when new steps land (f)", partial(app.set_follow, False)),
     ]

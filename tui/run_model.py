@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from miles_tui.core.analysis import Advisory, RunClock, RunState
+from miles_tui.core.analysis.advisory_log import AdvisoryLog
 from miles_tui.core.dump import StepSummary
 
 
@@ -31,6 +32,12 @@ class RunModel:
     """Steps that could not be read: message, still writing."""
     advisories: tuple[Advisory, ...] = ()
     """Current advisories, alarms first."""
+    step_advisories: dict[int, tuple[Advisory, ...]] = field(default_factory=dict)
+    """The dump rules' advisories of every summarized train step (the log's history)."""
+    live_log: AdvisoryLog = field(default_factory=AdvisoryLog)
+    """What every poll found holding, folded (core's ``AdvisoryLog.observe``)."""
+    advisory_log: AdvisoryLog = field(default_factory=AdvisoryLog)
+    """Every advisory seen: the steps' history merged with the live polls (the sidebar and the log)."""
     data_age: float | None = None
     """Seconds since the newest data on the run's clock (core's ``run_health``)."""
     clock: RunClock | None = None

@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Label
 
-from miles_tui.core.analysis import Advisory
+from miles_tui.core.analysis.advisory_log import AdvisoryLog
 from miles_tui.core.dump import StepSummary
 from miles_tui.tui.formatting import MISSING, number, percent
 from miles_tui.tui.messages import (
@@ -114,7 +114,7 @@ class OverviewScreen(MonitorScreen):
     def __init__(self) -> None:
         super().__init__()
         self.new_steps = 0
-        self._advisories_shown: tuple[Advisory, ...] | None = None
+        self._advisories_shown: AdvisoryLog | None = None
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -174,7 +174,7 @@ class OverviewScreen(MonitorScreen):
         elif not rows:
             table.placeholder = "no steps yet: waiting for rollout_data/*.pt (this refreshes by itself)"
         self._refresh_trends()
-        self._show_advisories(model.advisories)
+        self._show_advisories(model.advisory_log)
         self._show_badge()
 
     def _refresh_trends(self) -> None:
@@ -209,16 +209,20 @@ class OverviewScreen(MonitorScreen):
 
     def _run_changed(self, model: RunModel) -> None:
         """The run model was published: show its advisories if they changed."""
-        if model.advisories is not self._advisories_shown:
-            self._show_advisories(model.advisories)
+        if model.advisory_log is not self._advisories_shown:
+            self._show_advisories(model.advisory_log)
 
-    def _show_advisories(self, advisories: tuple[Advisory, ...]) -> None:
-        self._advisories_shown = advisories
-        self.query_one(AdvisoryList).show(advisories)
-        self.query_one("#advisory-pane").set_class(not advisories, "quiet")
+    def _show_advisories(self, log: AdvisoryLog) -> None:
+        """The sidebar: the active advisories, then those cleared in the last few steps (dimmed)."""
+        self._advisories_shown = log
         model = self.miles.model
-        if advisories:
-            title = f"advisories ({len(advisories)})"
+        entries = log.sidebar(model.latest)
+        self.query_one(AdvisoryList).show(entries)
+        self.query_one("#advisory-pane").set_class(not entries, "quiet")
+        active = sum(e.active for e in entries)
+        cleared = len(entries) - active
+        if entries:
+            title = f"advisories ({active}{f', {cleared} cleared' if cleared else ''}) · a again: the log"
         elif model.polled and not model.looks_like_a_run and not model.steps():
             title = "advisories: none, nothing here to judge"  # the table says why (it cut at 160 columns)
         else:
@@ -255,17 +259,22 @@ class OverviewScreen(MonitorScreen):
 
     @on(AdvisoryList.Jump)
     def _jump(self, message: AdvisoryList.Jump) -> None:
-        """Enter on an advisory: open the step (and sample) it names."""
+        """Enter on an advisory: open the step (and sample) it names, or the view of its telemetry."""
         advisory = message.advisory
         if advisory.rollout_id is None:
+            self.miles.go_to_advisory(advisory)
             return
         key = (advisory.rollout_id, advisory.evaluation)
         self.query_one("#steps", VirtualTable).move_to_key(key)
         self.open_step(key, advisory.sample_index)
 
     def action_focus_advisories(self) -> None:
-        """Focus the advisory list on its first advisory (so enter jumps at once), or say there are none."""
+        """Focus the advisory list on its first advisory (so enter jumps at once); from the list, or with
+        nothing in it but a history, the advisory log; with no advisory ever, say so."""
         advisories = self.query_one(AdvisoryList)
+        if advisories.has_focus or (not advisories.advisories and self.miles.model.advisory_log.entries):
+            self.miles.show_advisory_log()
+            return
         if not advisories.advisories:
             self.notify("no advisories: nothing needs attention", timeout=3)
             return
