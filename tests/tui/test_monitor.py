@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from miles_tui.tui.app import MilesApp
+from miles_tui.tui.screens.advisory_log_screen import AdvisoryLogScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.screens.step_screen import StepScreen
 from miles_tui.tui.step_rows import SAMPLE_COLUMNS
-from miles_tui.tui.screens.advisory_log_screen import AdvisoryLogScreen
 from miles_tui.tui.widgets.advisory_list import AdvisoryList
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
@@ -96,9 +96,7 @@ async def test_advisory_enter_jumps_to_the_step(golden_copy: Callable[[str], Pat
         codes = [e.advisory.code for e in advisories.entries if e.active]
         assert codes == ["all_rewards_zero", "truncated_samples"]
         # an earlier step's advisory that no longer holds follows, dimmed, with the step it cleared at
-        assert [(e.advisory.code, e.cleared_at) for e in advisories.entries if not e.active] == [
-            ("zero_std_groups", 1)
-        ]
+        assert [(e.advisory.code, e.cleared_at) for e in advisories.entries if not e.active] == [("zero_std_groups", 1)]
         await pilot.press("a")
         await pilot.press("down")  # the truncation advisory
         await pilot.press("enter")
