@@ -146,7 +146,7 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
     # The newest write in dump files and streams (the clock where no record has a time of its own).
     writes = [files.newest_mtime for files in visible.values()]
     # The run's cadence: its step records' times, else its rollout files' times.
-    cadence = step_times(telemetry.facts.metrics)[1] if telemetry is not None else []
+    cadence: list[float] = step_times(telemetry.facts.metrics)[1].tolist() if telemetry is not None else []
     if len(cadence) < 2:
         cadence = [files.newest_mtime for (_rid, ev), files in visible.items() if not ev]
     open_phases = open_phase_count(telemetry.facts.phases, telemetry.facts.attempt_start) if telemetry else 0

@@ -187,6 +187,19 @@ class Navigation(App[None]):
             return
         self.push_screen(CompareScreen(earlier[-1], rid, evaluation))
 
+    def views_with_data(self) -> dict[str, bool]:
+        """Which global views have something to show in this run: metrics, compute (GPUs), engines."""
+        reader = self.watcher.follower.dashboard
+        counts = reader.record_counts()
+
+        def has(stream: str) -> bool:
+            try:
+                return bool(reader.partitions(stream)) or counts.get(stream, 0) > 0
+            except KeyError:
+                return False
+
+        return {"metrics": counts.get("metrics", 0) > 0, "compute": has("gpu_util"), "engines": has("engine_series")}
+
     def go_to_advisory(self, advisory: Advisory) -> None:
         """What an advisory is about: its step (and sample), the view of its telemetry, or a toast saying why
         nothing opens (never a silent key)."""

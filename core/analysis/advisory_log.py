@@ -133,9 +133,9 @@ def step_history(
     for step in sorted(per_step):
         at = times.get(step)
         here = {key_of(a): a for a in per_step[step]}
-        for key, tally in seen.items():
-            if tally.active and key not in here:
-                tally.active, tally.cleared_at = False, step
+        for key, earlier in seen.items():
+            if earlier.active and key not in here:
+                earlier.active, earlier.cleared_at = False, step
         for key, advisory in here.items():
             tally = seen.get(key)
             if tally is None:

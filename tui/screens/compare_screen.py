@@ -50,7 +50,24 @@ class CompareScreen(MonitorScreen):
         Binding("left_curly_bracket", "move('a', -1)", "A prev", key_display="{", show=False),
         Binding("right_curly_bracket", "move('a', 1)", "A next", key_display="}", show=False),
         Binding("x", "swap", "Swap A/B", show=False),
+        # a step's own views, on step B (they did nothing here and said nothing)
+        Binding("O", "outliers", "Outliers of B", show=False),
+        Binding("p", "scatter", "Scatter of B", show=False),
     ]
+
+    def action_outliers(self) -> None:
+        """O: the outliers of step B (the newer step)."""
+        from miles_tui.tui.screens.outlier_screen import OutlierScreen
+
+        self.notify(f"outliers of step B ({self.b})", timeout=2)
+        self.app.push_screen(OutlierScreen(self.b, self.evaluation))
+
+    def action_scatter(self) -> None:
+        """p: reward vs response length of step B."""
+        from miles_tui.tui.screens.scatter_screen import ScatterScreen
+
+        self.notify(f"scatter of step B ({self.b})", timeout=2)
+        self.app.push_screen(ScatterScreen(self.b, self.evaluation))
 
     def __init__(self, a: int, b: int, evaluation: bool = False, sample_index: int | None = None) -> None:
         super().__init__()

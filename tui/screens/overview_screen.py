@@ -102,6 +102,11 @@ class OverviewScreen(MonitorScreen):
         Binding("tab", "app.focus_next", "Next pane", show=False),
         Binding("O", "outliers", "Outliers"),
         Binding("c", "compare", "Compare"),
+        # the global views, offered here when the run has their data (check_action): a dashboard-only run
+        # has no steps, and its footer said nothing of the metrics, GPUs and engines it holds
+        Binding("m", "metrics", "Metrics"),
+        Binding("u", "compute", "GPUs"),
+        Binding("E", "engines", "Engines", key_display="E"),
         Binding(
             STEP_VIEW_KEYS,
             "step_view_key",
@@ -115,6 +120,7 @@ class OverviewScreen(MonitorScreen):
         super().__init__()
         self.new_steps = 0
         self._advisories_shown: AdvisoryLog | None = None
+        self._offered: tuple[object, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -132,6 +138,25 @@ class OverviewScreen(MonitorScreen):
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW_WIDTH, "narrow")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The footer offers each global view once its data is there (beside a run's steps only when the
+        terminal is wide enough for both). A view without data is hidden from the footer, and its key then
+        reaches the app's own binding, which opens the view and says what it lacks: never a silent key."""
+        model = self.miles.model
+        if action in ("metrics", "compute", "engines"):
+            has = self.miles.views_with_data().get(action, False)
+            return has and (not model.steps() or self.size.width >= 140)
+        return super().check_action(action, parameters)
+
+    def action_metrics(self) -> None:
+        self.miles.action_metrics()
+
+    def action_compute(self) -> None:
+        self.miles.action_compute()
+
+    def action_engines(self) -> None:
+        self.miles.action_engines()
 
     def action_step_view_key(self) -> None:
         self.notify("that key works in a step: press enter first", timeout=4)
@@ -172,10 +197,27 @@ class OverviewScreen(MonitorScreen):
                 "started with --dump-details? (watching it anyway)"
             )
         elif not rows:
-            table.placeholder = "no steps yet: waiting for rollout_data/*.pt (this refreshes by itself)"
+            table.placeholder = self._no_steps_text()
         self._refresh_trends()
         self._show_advisories(model.advisory_log)
         self._show_badge()
+
+    def _no_steps_text(self) -> str:
+        """What a run without rollout steps has, and the keys to reach it (a dashboard-only run is not empty)."""
+        from miles_tui.core.analysis.stream_advisories import last_logged_step
+
+        views = self.miles.views_with_data()
+        has = []
+        if views["metrics"]:
+            last = last_logged_step(self.miles.watcher.follower.metrics)
+            has.append(f"metrics{'' if last is None else f' up to step {last}'} (m)")
+        if views["compute"]:
+            has.append("GPU utilisation and phases (u)")
+        if views["engines"]:
+            has.append("inference engines (E)")
+        if not has:
+            return "no steps yet: waiting for rollout_data/*.pt (this refreshes by itself)"
+        return f"no rollout steps (rollout_data/*.pt) yet; this run has {', '.join(has)}"
 
     def _refresh_trends(self) -> None:
         model = self.miles.model
@@ -211,6 +253,14 @@ class OverviewScreen(MonitorScreen):
         """The run model was published: show its advisories if they changed."""
         if model.advisory_log is not self._advisories_shown:
             self._show_advisories(model.advisory_log)
+        offered = (tuple(self.miles.views_with_data().items()), bool(model.steps()))
+        if offered != self._offered:  # the views with data, the step keys once there are steps
+            self._offered = offered
+            self.refresh_bindings()
+            table = self.query_one("#steps", VirtualTable)
+            if model.polled and model.looks_like_a_run and not model.steps():
+                table.placeholder = self._no_steps_text()
+                table.refresh()
 
     def _show_advisories(self, log: AdvisoryLog) -> None:
         """The sidebar: the active advisories, then those cleared in the last few steps (dimmed)."""
