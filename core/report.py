@@ -231,6 +231,11 @@ def _state_line(report: Report) -> str:
     return f"state: {head} {_date(clock.last_data)} ({age}, {source})"
 
 
+def _percent(value: float | None) -> str:
+    """A fraction as the monitor shows it: a percentage (the JSON keeps the fraction)."""
+    return "–" if value is None else f"{value:.0%}"
+
+
 def _number(value: Any, digits: int = 3) -> str:
     if value is None:
         return "–"
@@ -254,9 +259,9 @@ def render_report(report: Report) -> str:
         a = summary.aggregate
         lines.append(
             f"step {a.rollout_id}: {a.n_samples} samples, reward {_number(a.reward_mean)}"
-            f" ± {_number(a.reward_std)}, zero-std groups {_number(a.zero_std_group_frac, 2)},"
-            f" truncated {_number(a.truncated_frac, 2)}, staleness {_number(a.avg_staleness, 2)},"
-            f" |lp diff| {_number(a.mean_abs_lp_diff, 4)}, entropy {_number(a.mean_entropy)}"
+            f" ± {_number(a.reward_std)}, zero-std groups {_percent(a.zero_std_group_frac)},"
+            f" truncated {_percent(a.truncated_frac)}, staleness {_number(a.avg_staleness, 2)},"
+            f" |lpΔ| {_number(a.mean_abs_lp_diff, 4)}, entropy {_number(a.mean_entropy)}"
         )
     if not report.advisories:
         lines.append("no advisories: nothing needs attention")

@@ -92,7 +92,7 @@ class MilesApp(Navigation):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Help", key_display="?"),
         # Keys of every screen: in `?` help and the palette, kept out of the footers (which then fit 80 columns).
-        Binding("f", "toggle_follow", "Follow", show=False),
+        Binding("f", "toggle_follow", "Track the newest step", show=False),
         Binding("m", "metrics", "Metrics", show=False),
         Binding("u", "compute", "GPUs", show=False),
         Binding("E", "engines", "Engines", key_display="E", show=False),
@@ -399,7 +399,9 @@ class MilesApp(Navigation):
         self.model.following = not self.model.following
         self._forward(FollowToggled(self.follow_latest))
         self._publish()
-        self.notify("following the newest step" if self.follow_latest else "follow paused", timeout=2)
+        self.notify(
+            "tracking the newest step" if self.follow_latest else "tracking off: staying where you are", timeout=2
+        )
 
 
 def _identity(advisory: Advisory) -> tuple[object, ...]:

@@ -41,8 +41,8 @@ def _commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
             "every advisory the run has had: first and last step, active or cleared (a a)",
             app.show_advisory_log,
         ),
-        ("Follow on", "follow the newest step as it lands (f)", partial(app.set_follow, True)),
-        ("Follow off", "stay where you are when new steps land (f)", partial(app.set_follow, False)),
+        ("Track newest on", "move to the newest step as it lands (f)", partial(app.set_follow, True)),
+        ("Track newest off", "stay where you are when new steps land (f)", partial(app.set_follow, False)),
     ]
     for action in ("engines",):
         method = getattr(app, f"action_{action}", None)

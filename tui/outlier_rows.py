@@ -14,12 +14,12 @@ from miles_tui.core.analysis import (
 from miles_tui.tui.formatting import MISSING, number, status_text, unread_text, unreadable
 from miles_tui.tui.widgets.virtual_table import Column
 
-KIND_LABELS = {OutlierKind.LP_DIFF: "lp diff", OutlierKind.IMP_RATIO: "imp ratio", OutlierKind.ENTROPY: "entropy"}
+KIND_LABELS = {OutlierKind.LP_DIFF: "|lpΔ|", OutlierKind.IMP_RATIO: "ratio", OutlierKind.ENTROPY: "entropy"}
 """Tab labels."""
 
 RANKED_BY = {
-    OutlierKind.LP_DIFF: ("|lp diff|", "max |lp diff|"),
-    OutlierKind.IMP_RATIO: ("|log ratio|", "|mean ratio − 1|"),
+    OutlierKind.LP_DIFF: ("|lpΔ|", "max|lpΔ|"),
+    OutlierKind.IMP_RATIO: ("|log ratio| (ratio furthest from 1)", "|mean ratio − 1|"),
     OutlierKind.ENTROPY: ("entropy − sample median", "max entropy"),
 }
 """What each kind ranks by: (tokens, samples)."""
@@ -40,7 +40,7 @@ TOKEN_COLUMNS = {
         *_LEAD,
         Column("pos", "resp pos", 8, grow=11),
         Column("token", "token", 12, "left"),
-        Column("value", "lp diff", 8),
+        Column("value", "lpΔ", 8),
         Column("sample_stat", "max|lpΔ|", 8),
         *_SAMPLE_FIGURES,
     ),
@@ -49,7 +49,7 @@ TOKEN_COLUMNS = {
         Column("pos", "resp pos", 8, grow=11),
         Column("token", "token", 12, "left"),
         Column("value", "ratio", 8),
-        Column("sample_stat", "ratio μ", 8),
+        Column("sample_stat", "mean ratio", 8),
         *_SAMPLE_FIGURES,
     ),
     OutlierKind.ENTROPY: (
@@ -62,13 +62,13 @@ TOKEN_COLUMNS = {
         *_SAMPLE_FIGURES,
     ),
 }
-SAMPLE_LABELS = {OutlierKind.LP_DIFF: "max|lpΔ|", OutlierKind.IMP_RATIO: "ratio μ", OutlierKind.ENTROPY: "maxH"}
+SAMPLE_LABELS = {OutlierKind.LP_DIFF: "max|lpΔ|", OutlierKind.IMP_RATIO: "mean ratio", OutlierKind.ENTROPY: "maxH"}
 SAMPLE_COLUMNS = (
     *_LEAD,
     Column("group", "group", 6, grow=10),
-    Column("value", "stat", 9),
+    Column("value", "value", 9),
     Column("mean_abs_lp_diff", "|lpΔ| μ", 8),
-    Column("mean_entropy", "H μ", 7),
+    Column("mean_entropy", "entropy", 7),
     *_SAMPLE_FIGURES,
 )
 

@@ -64,7 +64,7 @@ GROUP_COLUMNS = (
     Column("reward_std", "std", 8),
     Column("response_length_mean", "resp len", 9),
     Column("truncated_frac", "trunc", 6),
-    Column("zero_std", "degenerate", 11, "left"),
+    Column("zero_std", "zero-std", 11, "left"),
     Column("unreadable", "per-token", 11, "left", grow=18),
 )
 
@@ -88,7 +88,7 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool
     """
     group = Text(MISSING if row.group_index is None else str(row.group_index))
     if row.group_index in zero_std_groups:
-        group.append(" 0σ", style="yellow")
+        group.append(" zero-std", style="yellow")
     status = status_text(row, STATUS_STYLE.get(row.status or "", ""))
     if row.alignment_failed and pending:
         align = Text("pending…", style="yellow")
@@ -140,7 +140,7 @@ def sample_widths(rows: Sequence[SampleRow]) -> dict[str, int]:
 
     need("sample_index", [str(r.sample_index) for r in rows])
     need("status", [status_text(r).plain for r in rows])
-    need("group_index", [MISSING if r.group_index is None else str(r.group_index) for r in rows], 3)
+    need("group_index", [MISSING if r.group_index is None else str(r.group_index) for r in rows], 9)
     need("response_length", [str(r.response_length) for r in rows])
     need("total_length", [str(r.total_length) for r in rows])
     need("turns", [str(r.turns) for r in rows])
@@ -184,7 +184,7 @@ def group_cells(
             Text(number_within(group.reward_mean, _GROUP_WIDTH["reward_mean"])),
             Text(number_within(group.reward_std, _GROUP_WIDTH["reward_std"])),
         )
-        degenerate = Text("ZERO STD", style="bold yellow") if group.zero_std else Text("–", style="dim")
+        degenerate = Text("zero-std", style="bold yellow") if group.zero_std else Text("–", style="dim")
     if unread and pending:
         per_token = Text(f"{unread} pending…", style="yellow")
     elif unread:

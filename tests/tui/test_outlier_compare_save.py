@@ -107,7 +107,7 @@ async def test_compare_shows_deltas_moves_steps_and_traces_a_group(golden_copy: 
         assert [row.key for row in table.rows] == [("group", 0), ("group", 1), ("group", 2)]
         cells = {c.key: cell.plain for c, cell in zip(table.columns, table.rows[2].cells, strict=True)}
         assert (cells["reward_a"], cells["reward_b"], cells["reward_d"]) == ("1.000", "0.000", "↓1.000")
-        assert cells["std_d"] == "=" and cells["zero_std"] == "0σ/0σ"
+        assert cells["std_d"] == "=" and cells["zero_std"] == "zero-std/zero-std"
         await pilot.press("right_square_bracket")  # B: step 2
         await settle(pilot)
         assert (screen.a, screen.b) == (0, 2)

@@ -64,8 +64,8 @@ class OutlierScreen(MonitorScreen):
         # t, not k: k is "up" in every table, here too
         Binding("t", "cycle_kind(1)", "Kind"),
         Binding("T", "cycle_kind(-1)", "Previous kind", show=False),
-        Binding("1", "kind('lp_diff')", "lp diff", show=False),
-        Binding("2", "kind('imp_ratio')", "imp ratio", show=False),
+        Binding("1", "kind('lp_diff')", "|lpΔ|", show=False),
+        Binding("2", "kind('imp_ratio')", "ratio", show=False),
         Binding("3", "kind('entropy')", "entropy", show=False),
         Binding("a", "toggle_scope", f"Step/last {LAST_STEPS}", show=False),
         Binding("s", "toggle_level", "Tokens/samples"),

@@ -38,7 +38,7 @@ STEP_COLUMNS = (
     Column("kind", "kind", 5, "left", pinned=True),
     Column("n", "n", 5, grow=8),
     Column("reward_mean", "reward", 6),
-    Column("zero_std_group_frac", "0-std", 5),
+    Column("zero_std_group_frac", "zero-std", 8),
     Column("truncated_frac", "trunc", 5),
     Column("avg_staleness", "stale", 5),
     Column("mean_abs_lp_diff", "|lpΔ|", 6),

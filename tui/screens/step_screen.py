@@ -157,7 +157,7 @@ class StepScreen(MonitorScreen):
         text.append(f"step {summary.rollout_id} ", style="bold")
         text.append("eval" if summary.evaluation else "train", style="magenta" if summary.evaluation else "")
         text.append(f" · {a.n_samples} samples · {len(summary.groups)} groups · reward {number(a.reward_mean)}")
-        text.append(f" · 0-std {percent(a.zero_std_group_frac)} · trunc {percent(a.truncated_frac)}")
+        text.append(f" · zero-std {percent(a.zero_std_group_frac)} · trunc {percent(a.truncated_frac)}")
         text.append(f" · stale {number(a.avg_staleness, 2)} · mixed {percent(a.mixed_version_frac)}")
         text.append(f" · |lpΔ| {number(a.mean_abs_lp_diff)}")
         text.append(f" · entropy {number(a.mean_entropy)}")

@@ -96,7 +96,7 @@ class RunHeader(Widget):
         if self.new_steps:
             text.append("  ")
             text.append(
-                f" {self.new_steps} new step{'s' if self.new_steps > 1 else ''} (f: follow) ", style="reverse yellow"
+                f" {self.new_steps} new step{'s' if self.new_steps > 1 else ''} (f: track) ", style="reverse yellow"
             )
         return text
 

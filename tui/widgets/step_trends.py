@@ -28,7 +28,7 @@ TRENDS: tuple[tuple[str, str], ...] = (
     ("zero_std_group_frac", "zero-std"),
     ("truncated_frac", "truncated"),
     ("avg_staleness", "staleness"),
-    ("mean_abs_lp_diff", "|lp Δ|"),
+    ("mean_abs_lp_diff", "|lpΔ|"),
 )
 
 
