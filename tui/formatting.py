@@ -75,6 +75,15 @@ def percent(value: float | None) -> str:
     return MISSING if value is None else f"{value:.0%}"
 
 
+def trend_scale(low: float, high: float, fraction: bool) -> str:
+    """A trend's window min and max beside its line (``0.417–0.500``, ``0%–20%``), or ``= value`` when every
+    value is the same."""
+    show = percent if fraction else (lambda v: number_within(v, 6))
+    if low == high:
+        return f"= {show(low)}"
+    return f"{show(low)}–{show(high)}"
+
+
 def version_span(row: SampleRow) -> str:
     """The sample's weight versions: ``v5``, or ``v3–v5`` when it spans several; others as dumped (inert)."""
     if row.weight_version is None:

@@ -129,7 +129,10 @@ class OverviewScreen(MonitorScreen):
                 table = VirtualTable(id="steps")
                 table.placeholder = "waiting for the first step…"
                 yield table
-                yield Label("trends (oldest → newest train step)", id="trends-title")
+                yield Label(
+                    "trends (oldest → newest train step; bars rise from 0, fractions on 0–100%; min–max, newest)",
+                    id="trends-title",
+                )
                 yield StepTrends(id="trends")
             with Vertical(id="advisory-pane"):
                 yield Label("advisories", id="advisory-title")
