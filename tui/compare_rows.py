@@ -38,8 +38,14 @@ HEADLINE = (
 )
 """Step-level figures in the header, in order (mixed versions and unreadable samples join when non-zero)."""
 
+SLOT_WARNING = (
+    "group slots, not prompts: numbering restarts each step, so slot g of A and of B are usually different "
+    "prompts (the figures above compare the whole steps)"
+)
+"""Said on the per-group table itself: its deltas compare slots (core's compare module says why)."""
+
 GROUP_COLUMNS = (
-    Column("group", "group", 5, grow=10, pinned=True),
+    Column("group", "slot", 5, grow=10, pinned=True),
     Column("n", "n A/B", 5, grow=13),
     Column("reward_a", "reward A", 6),
     Column("reward_b", "reward B", 6),

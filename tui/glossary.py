@@ -31,6 +31,7 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("per-token", "whether the sample's per-token train data could be read (UNREADABLE: dumped, not placed)"),
     ("✗ removed", "the rollout removed the sample from training"),
     ("σ  Δ  A/B", "standard deviation; B − A; the two steps compared"),
+    ("slot", "compare: a group number, which restarts each step (the same slot is not the same prompt)"),
     ("–", "no such value in the dump (never zero)"),
     ("UNREAD", "a value the dump has but that could not be read or placed"),
     ("…", "a value too wide for its cell, or text cut at its end (a number is never cut)"),

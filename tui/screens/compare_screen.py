@@ -30,7 +30,7 @@ from miles_tui.core.analysis import (
     group_of,
 )
 from miles_tui.core.dump import StepSummary
-from miles_tui.tui.compare_rows import GROUP_COLUMNS, TRACE_COLUMNS, group_cells, headline, trace_rows
+from miles_tui.tui.compare_rows import GROUP_COLUMNS, SLOT_WARNING, TRACE_COLUMNS, group_cells, headline, trace_rows
 from miles_tui.tui.formatting import MISSING
 from miles_tui.tui.messages import StepsSummarized
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
@@ -160,6 +160,7 @@ class CompareScreen(MonitorScreen):
             self._show_trace()
             return
         table.set_columns(GROUP_COLUMNS)
+        table.border_title = SLOT_WARNING
         table.placeholder = "neither step has groups"
         unread_a, unread_b = (
             group_rewards_unreadable(self.fetched[rid]) if rid in self.fetched else set() for rid in (self.a, self.b)
@@ -180,6 +181,7 @@ class CompareScreen(MonitorScreen):
         summaries |= self.fetched  # A and B as compared, even if the poll has not summarized them yet
         trace = group_across_steps(summaries.values(), self.group)
         table.set_columns(TRACE_COLUMNS)
+        table.border_title = f"group slot {self.group} in each step: a slot, not a prompt"
         table.placeholder = "no summarized step has this group"
         table.set_rows(trace_rows(trace, self.a, self.b, self.evaluation), keep_key=False)
         table.move_to_key(("step", self.b))
