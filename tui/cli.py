@@ -106,13 +106,22 @@ def _export_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="miles-tui export",
         description="Print a run's steps, a step's samples, or one sample's tokens as JSON (or CSV).",
+        epilog="--tokens: token_ids (and token_text) cover the window [start, end) of the whole sequence, prompt "
+        "included; loss_mask and every per-token array (rollout_log_probs, train_log_probs, ref_log_probs, lp_diff, "
+        "imp_ratio, entropy, ref_entropy, advantages, returns) cover only its response part, positions "
+        "max(start, prompt_len) to end: entry k belongs to token_ids[response_offset + k], null where loss-masked. "
+        "--per-token: each array covers the sample's whole response, unmasked. The contract: docs/cli.md.",
     )
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--step", type=int, metavar="N", help="the step (rollout id) to export")
     parser.add_argument("--eval", action="store_true", help="the evaluation batch taken at step N")
     parser.add_argument("--per-token", action="store_true", help="add each sample's resolved per-token arrays")
     parser.add_argument("--sample", type=int, metavar="I", help="a sample index (with --tokens)")
-    parser.add_argument("--tokens", action="store_true", help="print one sample's token payload")
+    parser.add_argument(
+        "--tokens",
+        action="store_true",
+        help="print one sample's token payload (ids over the window, per-token arrays over its response part)",
+    )
     parser.add_argument(
         "--conversation", action="store_true", help="print one sample's recorded conversation (with --sample I)"
     )
@@ -130,8 +139,9 @@ def _report_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="miles-tui report",
         description="Summarize a run's health.",
-        epilog="Exit status: 0 ok, 1 warning, 2 critical, 3 RUN_DIR unreadable or not a dump, 75 still writing, "
-        "70 internal error (a bug: rerun with --debug and report it).",
+        epilog="Exit status: 0 ok (an ended run with nothing else wrong), 1 warning, 2 critical, 3 RUN_DIR unreadable "
+        "or not a dump, 75 still writing, 70 internal error (a bug: rerun with --debug and report it). "
+        "See docs/cli.md (exit codes for cron).",
     )
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
