@@ -25,11 +25,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from miles_tui.core.analysis import LOW_MFU, Advisory, Level, RunHealth, UnreadableStep, dump_advisories, run_health
+from miles_tui.core.analysis import (
+    LOW_MFU,
+    Advisory,
+    Level,
+    RunHealth,
+    RunState,
+    UnreadableStep,
+    dump_advisories,
+    quiet_after,
+    run_health,
+)
 from miles_tui.core.analysis.advisories import worst_level
 from miles_tui.core.analysis.engine_advisories import engine_figures
-from miles_tui.core.analysis.run_state import RunState, quiet_after
-from miles_tui.core.analysis.stream_advisories import TelemetryFacts, open_phase_count, step_times, telemetry_advisories
+from miles_tui.core.analysis.phase_markers import open_phase_count
+from miles_tui.core.analysis.stream_advisories import TelemetryFacts, step_times, telemetry_advisories
 from miles_tui.core.dump import Run, StepSummary
 from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
 from miles_tui.core.inert_text import inert

@@ -40,7 +40,7 @@ def build_demo(root: Path, steps: int = 6) -> Path:
 
     config = DemoConfig(samples_per_step=24, seed=3)
     for rid in range(steps):
-        write_demo_step(root, rid, config, np.random.default_rng([3, rid]), now=EPOCH - 600 - (steps - rid) * 30)
+        write_demo_step(root, rid, config, np.random.default_rng([3, rid]), now=EPOCH - 600 - (steps - 1 - rid) * 30)
     _stamp(root, EPOCH - 600)
     return root
 
@@ -267,6 +267,6 @@ SCENES = (
         shows=("step 5 · reward vs response length", "◆", "× truncated at the response cap", "(enter: open)"),
     ),
     Scene("outliers", "demo", ("O", "~"), shows=("outliers · step 5", "|lpΔ|", "ratio", "entropy", "top ")),
-    Scene("compare", "demo", ("c", "~"), shows=("compare · A = step 4  B = step 5", "rwd Δ", "reward")),
-    Scene("advisories", "degenerate", (), shows=("[WARN]", "all_rewards_zero", "advisories (2)")),
+    Scene("compare", "demo", ("c", "~"), shows=("compare · A = step 4  B = step 5", "reward Δ", "slots, not prompts")),
+    Scene("advisories", "degenerate", (), shows=("[WARN]", "all_rewards_zero", "advisories (2, 1 cleared)")),
 )

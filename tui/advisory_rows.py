@@ -13,7 +13,7 @@ from rich.text import Text
 from miles_tui.core.analysis.advisory_log import LoggedAdvisory
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import LEVEL_STYLE, LEVEL_TAG, MISSING, date_time
-from miles_tui.tui.widgets.virtual_table import Column
+from miles_tui.tui.table_layout import Column
 
 LOG_COLUMNS = (
     Column("level", "level", 6, "left", pinned=True),

@@ -16,7 +16,8 @@ from miles_tui.core.analysis import (
 )
 from miles_tui.core.dump import group_reward
 from miles_tui.tui.formatting import MISSING, number, percent, status_text, unread_text, unreadable
-from miles_tui.tui.widgets.virtual_table import Column, TableRow
+from miles_tui.tui.lazy_rows import TableRow
+from miles_tui.tui.table_layout import Column
 
 BETTER_UP = {"reward_mean": True, "truncated_frac": False, "avg_staleness": False, "zero_std_group_frac": False}
 BETTER_UP |= {"mean_abs_lp_diff": False, "mixed_version_frac": False, "alignment_failed": False}

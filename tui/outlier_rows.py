@@ -12,7 +12,7 @@ from miles_tui.core.analysis import (
     TokenOutlier,
 )
 from miles_tui.tui.formatting import MISSING, number, status_text, unread_text, unreadable
-from miles_tui.tui.widgets.virtual_table import Column
+from miles_tui.tui.table_layout import Column
 
 KIND_LABELS = {OutlierKind.LP_DIFF: "|lpΔ|", OutlierKind.IMP_RATIO: "ratio", OutlierKind.ENTROPY: "entropy"}
 """Tab labels."""

@@ -27,7 +27,7 @@ from miles_tui.tui.formatting import (
     unreadable,
     version_span,
 )
-from miles_tui.tui.widgets.virtual_table import Column
+from miles_tui.tui.table_layout import Column
 
 SAMPLE_COLUMNS = (
     Column("sample_index", "sample", 7, grow=14, pinned=True),

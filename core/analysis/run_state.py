@@ -30,6 +30,11 @@ from typing import Any, Final
 
 import numpy as np
 
+from miles_tui.core.analysis.advisories import Advisory, Level
+from miles_tui.core.analysis.phase_markers import open_phase_count
+from miles_tui.core.telemetry import MetricStore, TableArrays
+from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest
+
 QUIET_INTERVALS: Final = 3.0
 """A run is quiet once nothing new came for this many usual step intervals ..."""
 QUIET_FLOOR_S: Final = 30.0
@@ -39,6 +44,8 @@ QUIET_DEFAULT_S: Final = 600.0
 QUIET_MIN_INTERVALS: Final = 3
 QUIET_RECENT: Final = 20
 """Intervals the cadence is taken over (the recent ones: a run may change its pace)."""
+STEP_KEYS: Final = ("train/step", "rollout/step")
+"""Step keys whose records mark a step (their times give the cadence; their values the step reached)."""
 
 
 class RunState(Enum):
@@ -127,3 +134,37 @@ def run_clock(
     else:
         state = RunState.LIVE
     return RunClock(state, last_data, from_records, quiet_seconds, final)
+
+
+def last_logged_step(store: MetricStore) -> int | None:
+    """The newest step counter the run logged (``train/step`` or ``rollout/step``), None without one."""
+    steps = [
+        float(np.nanmax(series.value))
+        for key in STEP_KEYS
+        if (series := store.series(key, key)) is not None and len(series.value) and np.isfinite(series.value).any()
+    ]
+    return int(max(steps)) if steps else None
+
+
+def run_has_ended(
+    args: Mapping[str, Any] | None,
+    metrics: MetricStore,
+    phases: TableArrays | Sequence[PhaseDigest],
+    attempt_start: float | None,
+) -> bool:
+    """The run logged its last step (``num_rollout`` − 1) and every phase of its attempt is closed.
+
+    The phases are counted only once the last step is logged (a long run's phases are many)."""
+    final = final_step(args)
+    last = last_logged_step(metrics) if final is not None else None
+    if final is None or last is None or last < final:
+        return False
+    return ended(final, last, open_phase_count(phases, attempt_start))
+
+
+def run_ended(args: Mapping[str, Any] | None) -> list[Advisory]:
+    """The information that replaces ``no_new_data`` once the run has ended."""
+    final = final_step(args)
+    total = None if final is None else final + 1
+    message = f"the run ended: it logged its last step ({final}, num_rollout {total}) and closed every phase"
+    return [Advisory(Level.INFO, "run_ended", message + "; no new data is expected")]

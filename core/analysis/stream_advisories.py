@@ -54,7 +54,10 @@ import numpy.typing as npt
 from miles_tui.core.analysis.advisories import Advisory, Level, ordered
 from miles_tui.core.analysis.engine_advisories import EngineFigures, engine_alarms, engine_tuning, tiered
 from miles_tui.core.analysis.engine_feed import reader_engine_figures
-from miles_tui.core.analysis.run_state import ended, final_step
+from miles_tui.core.analysis.phase_markers import PHASE_FIELDS
+from miles_tui.core.analysis.phase_markers import key_part as _key_part
+from miles_tui.core.analysis.phase_markers import open_and_closed as _open_and_closed
+from miles_tui.core.analysis.run_state import STEP_KEYS, run_ended, run_has_ended
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.tail import MalformedLineError, StreamReset
@@ -83,8 +86,6 @@ NO_DATA_CRITICAL_FACTOR: Final = 20.0
 NO_DATA_CRITICAL_MIN_S: Final = 7200.0
 NO_DATA_MIN_INTERVALS: Final = 3
 """Step intervals needed for a usual interval; a run with fewer is too young to judge."""
-STEP_KEYS: Final = ("train/step", "rollout/step")
-"""Step keys whose record times give the usual interval, in order of preference."""
 
 _STALL_HINTS: Final = {
     "train_wait": "training is starved of rollout data: check the engines and the data buffer",
@@ -123,7 +124,6 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-PHASE_FIELDS: Final = ("name", "t0", "t1", "node", "rank", "role")
 """The phase fields the stall rule reads, in the order :func:`stalled_phase_columns` takes them."""
 
 
@@ -132,11 +132,6 @@ def _where(node: Any, rank: Any, role: Any) -> str:
     if rank is None or rank == -1:
         return f"{node} ({role})" if role else node
     return f"{node} rank {rank}"
-
-
-def _key_part(value: Any) -> Any:
-    """A JSON value as part of a dict key (a list or object, never expected, by its repr)."""
-    return repr(value) if isinstance(value, (list, dict)) else value
 
 
 def stalled_phases(phases: Iterable[Phase], attempt_start: float | None, at: float) -> list[Advisory]:
@@ -154,22 +149,6 @@ def stalled_phases(phases: Iterable[Phase], attempt_start: float | None, at: flo
     rows = list(phases)
     columns = tuple([getattr(p, name) for p in rows] for name in PHASE_FIELDS)
     return stalled_phase_columns(columns, attempt_start, at)
-
-
-def _open_and_closed(
-    rows: Sequence[tuple[Any, ...]],
-) -> tuple[dict[str, list[float]], dict[tuple[Any, ...], tuple[Any, ...]]]:
-    """(closed durations by phase name, open markers without a closing record) of (name, t0, t1, node,
-    rank, role) rows."""
-    closed_keys = {(r[0], r[3], r[4], r[1]) for r in rows if r[2] != OPEN_T1}
-    durations: dict[str, list[float]] = {}
-    open_markers: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    for r in rows:
-        if r[2] != OPEN_T1:
-            durations.setdefault(r[0], []).append(max(r[2] - r[1], 0.0))
-        elif (marker := (r[0], r[3], r[4], r[1])) not in closed_keys:
-            open_markers[marker] = r
-    return durations, open_markers
 
 
 def stalled_phase_columns(columns: Sequence[Sequence[Any]], attempt_start: float | None, at: float) -> list[Advisory]:
@@ -480,13 +459,13 @@ def telemetry_advisories(
     """
     step_key, times = step_times(facts.metrics)
     newest = facts.edge if facts.edge is not None else facts.newest_write
-    finished = run_has_ended(facts)
+    finished = run_has_ended(facts.args, facts.metrics, facts.phases, facts.attempt_start)
     alarms = [
         *_stalls(facts.phases, facts.attempt_start, facts.edge if facts.edge is not None else now),
         *engine_alarms(facts.engines, facts.args),
     ]
     always = [
-        *(run_ended(facts) if finished else no_new_data(newest, times, now, step_key)),
+        *(run_ended(facts.args) if finished else no_new_data(newest, times, now, step_key)),
         *stream_corruption(problems, resets, facts.malformed),
     ]
     tuning = [
@@ -494,57 +473,6 @@ def telemetry_advisories(
         *engine_tuning(facts.engines, facts.args),
     ]
     return ordered(tiered(alarms, tuning, always))
-
-
-def last_logged_step(store: MetricStore) -> int | None:
-    """The newest step counter the run logged (``rollout/step`` or ``train/step``), None without one."""
-    steps = [
-        float(np.nanmax(series.value))
-        for key in STEP_KEYS
-        if (series := store.series(key, key)) is not None and len(series.value) and np.isfinite(series.value).any()
-    ]
-    return int(max(steps)) if steps else None
-
-
-def open_phase_count(phases: TableArrays | Sequence[PhaseDigest], attempt_start: float | None) -> int:
-    """Phases of the current attempt opened and not (yet) closed."""
-    if isinstance(phases, TableArrays):
-        columns = tuple(phases.column(name) for name in PHASE_FIELDS)
-        rows = zip(*columns, strict=True)
-        current = [r for r in rows if attempt_start is None or r[1] >= attempt_start]
-        current = [(r[0], r[1], r[2], _key_part(r[3]), _key_part(r[4]), r[5]) for r in current]
-        return len(_open_and_closed(current)[1])
-    closes = {(k[0], _key_part(k[1]), _key_part(k[2]), k[3]) for d in phases for k in d.closes}
-    since = attempt_start if attempt_start is not None else -math.inf
-    return len(
-        {
-            (r[0], _key_part(r[2]), _key_part(r[3]), r[1])
-            for d in phases
-            for r in d.opens
-            if r[1] >= since and (r[0], _key_part(r[2]), _key_part(r[3]), r[1]) not in closes
-        }
-    )
-
-
-def run_has_ended(facts: TelemetryFacts) -> bool:
-    """The run logged its last step (``num_rollout`` − 1) and every phase of its attempt is closed.
-
-    The phases are read only once the last step is logged (a long run's phases are many)."""
-    final = final_step(facts.args)
-    last = last_logged_step(facts.metrics) if final is not None else None
-    if final is None or last is None or last < final:
-        return False
-    return ended(final, last, open_phase_count(facts.phases, facts.attempt_start))
-
-
-def run_ended(facts: TelemetryFacts) -> list[Advisory]:
-    """The info that replaces ``no_new_data`` once the run has ended."""
-    final = final_step(facts.args)
-    message = (
-        f"the run ended: it logged its last step ({final}, num_rollout {None if final is None else final + 1}) "
-        "and closed every phase; no new data is expected"
-    )
-    return [Advisory(Level.INFO, "run_ended", message)]
 
 
 def stalled_from_digests(digests: Sequence[PhaseDigest], attempt_start: float | None, at: float) -> list[Advisory]:

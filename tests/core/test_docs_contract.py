@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.dump import ROW_COLUMNS
-from miles_tui.core.dump.token_view import SERIES
+from miles_tui.core.dump import ROW_COLUMNS, SERIES
 from miles_tui.tui.cli import main
 
 REPO = Path(__file__).resolve().parents[2]

@@ -102,7 +102,7 @@ SAMPLE_CHECKS: dict[str, Check] = {
 GROUP_CHECKS: dict[str, Check] = {
     "group_index": _value("group_index", _first_int),
     "truncated_frac": _value("truncated_frac", _percent),
-    "zero_std": lambda cell, g, where: _first_int(cell, "ZERO" if g["zero_std"] else "–", where),
+    "zero_std": lambda cell, g, where: _first_int(cell, "zero-std" if g["zero_std"] else "–", where),
     "unreadable": lambda cell, g, where: None,  # a count of the group's samples, checked per sample above
 }
 

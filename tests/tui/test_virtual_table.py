@@ -7,7 +7,9 @@ from collections.abc import Hashable
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
+from miles_tui.tui.lazy_rows import TableRow
+from miles_tui.tui.table_layout import Column
+from miles_tui.tui.widgets.virtual_table import VirtualTable
 
 
 class TableApp(App[None]):
@@ -49,7 +51,7 @@ async def test_only_drawn_rows_are_formatted_and_the_cursor_follows_its_key() ->
 
 
 async def test_growing_columns_fit_their_widest_cell_and_the_placeholder_wraps() -> None:
-    from miles_tui.tui.widgets.virtual_table import fitted
+    from miles_tui.tui.table_layout import fitted
 
     app = TableApp()
     async with app.run_test(size=(30, 8)) as pilot:
@@ -78,7 +80,7 @@ async def test_growing_columns_fit_their_widest_cell_and_the_placeholder_wraps()
 
 
 def test_a_window_holds_whole_columns_only_with_the_pinned_ones_first() -> None:
-    from miles_tui.tui.widgets.virtual_table import visible_window
+    from miles_tui.tui.table_layout import visible_window
 
     columns = [Column("id", "id", 4, pinned=True), *(Column(f"c{i}", f"c{i}", 5) for i in range(6))]
     # 4+1 pinned, then 5+1 per column: 20 cells hold the id, c0, c1 whole and a free cell for the mark

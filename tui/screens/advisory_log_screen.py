@@ -19,10 +19,11 @@ from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis.advisory_log import LoggedAdvisory, key_of
 from miles_tui.tui.advisory_rows import LOG_COLUMNS, log_cells
+from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.run_header import RunHeader
-from miles_tui.tui.widgets.virtual_table import TableRow, VirtualTable
+from miles_tui.tui.widgets.virtual_table import VirtualTable
 
 
 class AdvisoryLogScreen(MonitorScreen):

@@ -39,6 +39,7 @@ from miles_tui.core.analysis import (
 from miles_tui.core.dump import OpenStep, StepSummary
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import UNREAD_STYLE
+from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.outlier_rows import (
     KIND_LABELS,
     RANKED_BY,
@@ -51,8 +52,9 @@ from miles_tui.tui.outlier_rows import (
     token_cells,
 )
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.table_layout import Column
 from miles_tui.tui.widgets.run_header import RunHeader
-from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
+from miles_tui.tui.widgets.virtual_table import VirtualTable
 
 
 class OutlierScreen(MonitorScreen):

@@ -15,6 +15,7 @@ from textual.widgets import Footer, Label
 from miles_tui.core.analysis.advisory_log import AdvisoryLog
 from miles_tui.core.dump import StepSummary
 from miles_tui.tui.formatting import MISSING, number, percent
+from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.messages import (
     FollowToggled,
     StepsChanged,
@@ -22,10 +23,11 @@ from miles_tui.tui.messages import (
 )
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.table_layout import Column
 from miles_tui.tui.widgets.advisory_list import AdvisoryList
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.step_trends import StepTrends
-from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
+from miles_tui.tui.widgets.virtual_table import VirtualTable
 
 NO_STEP = "no step yet: nothing to show"
 """What O and c say on a run (or folder) with no step."""
@@ -207,7 +209,7 @@ class OverviewScreen(MonitorScreen):
 
     def _no_steps_text(self) -> str:
         """What a run without rollout steps has, and the keys to reach it (a dashboard-only run is not empty)."""
-        from miles_tui.core.analysis.stream_advisories import last_logged_step
+        from miles_tui.core.analysis.run_state import last_logged_step
 
         views = self.miles.views_with_data()
         has = []

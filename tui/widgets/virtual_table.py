@@ -11,20 +11,18 @@ rows given whole are measured here, lazy rows are measured by their owner
 (:func:`fitted`), so an id or a state never reads ``100000…`` while space is
 free. The placeholder (shown while there are no rows) wraps to the width.
 
-No cell is ever cut at the pane's edge: the table scrolls sideways a whole
-column at a time (:func:`visible_window`), the leading ``pinned`` columns (a
-row's identity: sample, group) stay put while the others scroll, and the
-header marks columns hidden to either side (``‹`` ``›``). A column is never
-narrower than its header label, so a sort arrow never costs the name. A value
-wider than its column (its owner formats numbers to fit:
-``formatting.number_within``) reads as a mark, ``…``, never as a prefix.
+No cell is cut at the pane's edge: the table scrolls sideways a whole column at
+a time (``table_layout``), pinned columns (a row's identity) stay put, the
+header marks hidden columns (``‹`` ``›``), a column is never narrower than its
+label (a sort arrow never costs the name), and a number too wide for its column
+(owners format to fit: ``number_within``) reads ``…``, never a prefix.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar, overload
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
@@ -38,140 +36,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from miles_tui.tui.formatting import OVERFLOW
-
-
-@dataclass(frozen=True)
-class Column:
-    """One column: key, header label, width in cells and alignment."""
-
-    key: str
-    """Identifier the owner sorts by."""
-    label: str
-    """Header text."""
-    width: int
-    """Width in terminal cells."""
-    justify: str = "right"
-    """left, right or center."""
-    grow: int = 0
-    """Cells the column may widen to, to fit its widest cell (0: fixed at ``width``)."""
-    pinned: bool = False
-    """An identity column: it stays on screen while the others scroll (only a leading run of them counts)."""
-
-
-@dataclass(frozen=True)
-class Window:
-    """Which columns are drawn at a horizontal scroll position: whole columns only."""
-
-    pinned: int
-    """The leading pinned columns drawn (all that fit)."""
-    first: int
-    """The first scrolled column drawn."""
-    stop: int
-    """One past the last column drawn."""
-
-    def drawn(self) -> tuple[int, ...]:
-        """The indices of the columns drawn, left to right."""
-        return (*range(self.pinned), *range(self.first, self.stop))
-
-
-def pinned_count(columns: Sequence[Column]) -> int:
-    """How many leading columns are pinned."""
-    count = 0
-    for column in columns:
-        if not column.pinned:
-            break
-        count += 1
-    return count
-
-
-def visible_window(columns: Sequence[Column], scroll_x: int, width: int) -> Window:
-    """The whole columns that fit ``width`` cells when the scrolled columns are scrolled ``scroll_x`` cells.
-
-    Pinned columns come first (as many as fit); the scrolled part starts at the first column that begins at
-    or after ``scroll_x`` (a column half scrolled away is not drawn), and takes every following column that
-    fits whole. At the largest scroll position the remaining columns all fit, so every column can be seen.
-    """
-    pinned = pinned_count(columns)
-    used = 0
-    shown_pinned = 0
-    for column in columns[:pinned]:
-        if used + column.width > width:
-            break
-        used += column.width + 1
-        shown_pinned += 1
-    if shown_pinned < pinned:
-        return Window(shown_pinned, len(columns), len(columns))
-    first, x = pinned, 0
-    while first < len(columns) and x < scroll_x:
-        x += columns[first].width + 1
-        first += 1
-    stop = first
-    while stop < len(columns):
-        last = stop == len(columns) - 1
-        # a column with more after it leaves its separator cell free: the header's ``›`` goes there
-        if used + columns[stop].width + (0 if last else 1) > width:
-            break
-        used += columns[stop].width + 1
-        stop += 1
-    return Window(pinned, first, stop)
-
-
-def fitted(columns: Sequence[Column], needed: Mapping[str, int]) -> tuple[Column, ...]:
-    """``columns`` widened to the cells each needs (``needed`` by key), within each column's ``grow``."""
-    out = []
-    for column in columns:
-        want = needed.get(column.key, 0)
-        limit = max(column.grow, column.width)
-        width = min(max(want, column.width), limit)
-        out.append(column if width == column.width else replace(column, width=width))
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class TableRow:
-    """One row: a stable key and its already-formatted cells."""
-
-    key: Hashable
-    """Stable identity (a sample index, a step id)."""
-    cells: tuple[Text, ...]
-    """One Text per column."""
-    style: str = ""
-    """A style for the whole row (e.g. dim for removed samples)."""
-
-
-class LazyRows(Sequence[TableRow]):
-    """Rows known by key, formatted only when drawn (and then remembered)."""
-
-    def __init__(self, keys: Sequence[Hashable], render: Callable[[Hashable], TableRow]) -> None:
-        self.keys = keys
-        self._render = render
-        self._cache: dict[Hashable, TableRow] = {}
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    @overload
-    def __getitem__(self, index: int) -> TableRow: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[TableRow]: ...
-
-    def __getitem__(self, index: int | slice) -> TableRow | Sequence[TableRow]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        key = self.keys[index]
-        row = self._cache.get(key)
-        if row is None:
-            if len(self._cache) > 8192:
-                self._cache.clear()
-            row = self._cache[key] = self._render(key)
-        return row
-
-    def forget(self, keys: Iterable[Hashable]) -> None:
-        """Format these rows again when next drawn (their content changed)."""
-        for key in keys:
-            self._cache.pop(key, None)
-
+from miles_tui.tui.lazy_rows import LazyRows, TableRow
+from miles_tui.tui.table_layout import Column, Window, fitted, narrowed, pinned_count, visible_window
 
 FIT_SAMPLE = 200
 """Lazy rows measured for growing columns when the rows are set (the newest, on screen first)."""
@@ -247,6 +113,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._index: dict[Hashable, int] = {}
         self._strip_cache: dict[tuple[Hashable, int, bool, int], Strip] = {}
         self._placeholder_cache: tuple[tuple[str, int] | None, list[Strip]] = (None, [])
+        self._laid_out: tuple[object, tuple[Column, ...]] = (None, ())
         self.placeholder = ""
         """What the table says while it has no rows (wrapped to the width)."""
 
@@ -270,6 +137,8 @@ class VirtualTable(ScrollView, can_focus=True):
             self.call_after_refresh(lambda: self._scroll_column_into_view(self.cursor_column))
 
     def on_resize(self) -> None:
+        self._strip_cache.clear()  # the columns as laid out depend on the width
+        self._resize()
         self._keep_cursor_column()
 
     def _fit(self, rows: Sequence[TableRow]) -> tuple[Column, ...]:
@@ -388,8 +257,17 @@ class VirtualTable(ScrollView, can_focus=True):
         return True
 
     @property
+    def laid_out(self) -> tuple[Column, ...]:
+        """The columns as drawn at this width: a scrolled column wider than the room beside the pinned ones is
+        narrowed to it (its text ends in …, a number reads …), so every column can be shown whole."""
+        key = (self.columns, self.scrollable_content_region.width if self.is_mounted else 0)
+        if self._laid_out[0] != key:
+            self._laid_out = (key, narrowed(*key))
+        return self._laid_out[1]
+
+    @property
     def table_width(self) -> int:
-        return sum(c.width + 1 for c in self.columns)
+        return sum(c.width + 1 for c in self.laid_out)
 
     def _resize(self) -> None:
         self.virtual_size = Size(self.table_width, len(self.rows) + 1)
@@ -398,11 +276,11 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def window(self) -> Window:
         """The columns drawn at the current scroll position and width."""
-        return visible_window(self.columns, self.scroll_offset.x, self.scrollable_content_region.width)
+        return visible_window(self.laid_out, self.scroll_offset.x, self.scrollable_content_region.width)
 
     def column_x(self, index: int) -> int:
         """Where column ``index`` starts in a full (unscrolled) line."""
-        return sum(c.width + 1 for c in self.columns[:index])
+        return sum(c.width + 1 for c in self.laid_out[:index])
 
     def drawn_columns(self) -> tuple[tuple[Column, int], ...]:
         """Each column on screen with the cell its text starts at, left to right: what a line shows."""
@@ -410,8 +288,8 @@ class VirtualTable(ScrollView, can_focus=True):
         out: list[tuple[Column, int]] = []
         x = 0
         for index in window.drawn():
-            out.append((self.columns[index], x))
-            x += self.columns[index].width + 1
+            out.append((self.laid_out[index], x))
+            x += self.laid_out[index].width + 1
         return tuple(out)
 
     def _visible(self, full: Strip, width: int, style: Style, marks: bool = False) -> Strip:
@@ -422,9 +300,9 @@ class VirtualTable(ScrollView, can_focus=True):
         strip = Strip.join(parts).crop(0, width).extend_cell_length(width, style)
         if not marks:
             return strip
-        if window.first > pinned_count(self.columns) and window.pinned and pinned_end - 1 < width:
+        if window.first > pinned_count(self.laid_out) and window.pinned and pinned_end - 1 < width:
             strip = Strip.join([strip.crop(0, pinned_end - 1), Strip([Segment("‹", style)]), strip.crop(pinned_end)])
-        if window.stop < len(self.columns) and width > 0:
+        if window.stop < len(self.laid_out) and width > 0:
             strip = Strip.join([strip.crop(0, width - 1), Strip([Segment("›", style)])])
         return strip
 
@@ -452,7 +330,7 @@ class VirtualTable(ScrollView, can_focus=True):
         base = self.get_component_rich_style("virtual-table--header")
         column_style = base + self.get_component_rich_style("virtual-table--column")
         segments: list[Segment] = []
-        for i, column in enumerate(self.columns):
+        for i, column in enumerate(self.laid_out):
             style = column_style if i == self.cursor_column else base
             segments += self._cell_segments(Text(column.label), column, style)
         return self._visible(Strip(segments), width, base, marks=True)
@@ -467,7 +345,7 @@ class VirtualTable(ScrollView, can_focus=True):
             if is_cursor:
                 base = base + self.get_component_rich_style("virtual-table--cursor")
             segments: list[Segment] = []
-            for i, (column, cell) in enumerate(zip(self.columns, row.cells, strict=False)):
+            for i, (column, cell) in enumerate(zip(self.laid_out, row.cells, strict=False)):
                 style = base
                 if is_cursor and i == self.cursor_column:
                     style = base + self.get_component_rich_style("virtual-table--column")
@@ -523,8 +401,8 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def _scroll_column_into_view(self, index: int) -> None:
         """Scroll sideways (a whole column at a time) until column ``index`` is drawn."""
-        pinned = pinned_count(self.columns)
-        if not self.columns or index < pinned:
+        pinned = pinned_count(self.laid_out)
+        if not self.laid_out or index < pinned:
             return
         window = self.window()
         start = self.column_x(pinned)
