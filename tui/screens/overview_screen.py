@@ -45,7 +45,7 @@ STEP_COLUMNS = (
     Column("avg_staleness", "stale", 5),
     Column("mean_abs_lp_diff", "|lpΔ|", 6),
     Column("mean_entropy", "entropy", 7),
-    Column("state", "state", 22, "left", grow=80),
+    Column("state", "state", 12, "left", grow=80),
 )
 
 
@@ -277,7 +277,8 @@ class OverviewScreen(MonitorScreen):
         active = sum(e.active for e in entries)
         cleared = len(entries) - active
         if entries:
-            title = f"advisories ({active}{f', {cleared} cleared' if cleared else ''}) · a again: the log"
+            counts = f"{active}{f', {cleared} cleared' if cleared else ''}" if active else f"none active, {cleared} cleared"
+            title = f"advisories ({counts}) · a again: the log"
         elif model.polled and not model.looks_like_a_run and not model.steps():
             title = "advisories: none, nothing here to judge"  # the table says why (it cut at 160 columns)
         else:

@@ -78,8 +78,11 @@ class RunHeader(Widget):
             text.append("‖ PAUSED", style="bold yellow")
             if self.quiet:
                 text.append(f" · quiet since {self.last_data}", style="yellow")
-        elif self.quiet:  # a run that stopped writing is not "live"
-            text.append(f"○ QUIET since {self.last_data}", style="yellow")
+        elif self.quiet:  # a run that stopped writing is not "live": since when, and how long ago
+            text.append(f"○ QUIET since {self.last_data}", style="bold yellow")
+            if self.age_text is not None:
+                text.append(f" · {self.age_text} ago", style="bold red")
+            return self._badges(text)
         else:
             text.append("● LIVE", style="bold green")
         if self.age_text is not None:
