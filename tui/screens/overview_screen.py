@@ -277,7 +277,8 @@ class OverviewScreen(MonitorScreen):
         active = sum(e.active for e in entries)
         cleared = len(entries) - active
         if entries:
-            counts = f"{active}{f', {cleared} cleared' if cleared else ''}" if active else f"none active, {cleared} cleared"
+            counts = f"{active}" if active else "none active"
+            counts += f", {cleared} cleared" if cleared else ""
             title = f"advisories ({counts}) · a again: the log"
         elif model.polled and not model.looks_like_a_run and not model.steps():
             title = "advisories: none, nothing here to judge"  # the table says why (it cut at 160 columns)
