@@ -19,10 +19,10 @@ LOG_COLUMNS = (
     Column("level", "level", 6, "left", pinned=True),
     Column("code", "advisory", 22, "left", grow=32, pinned=True),
     Column("state", "state", 18, "left"),
+    Column("message", "message", 40, "left"),
     Column("first_step", "first step", 10),
     Column("last_step", "last step", 9),
     Column("count", "seen", 5),
-    Column("message", "message", 48, "left"),
     Column("first_seen", "first seen", 20, "left"),
     Column("last_seen", "last seen", 20, "left"),
 )
@@ -61,10 +61,10 @@ def log_cells(entry: LoggedAdvisory) -> tuple[Text, ...]:
         Text(f"[{LEVEL_TAG[advisory.level]}]", style=LEVEL_STYLE[advisory.level] if entry.active else "dim"),
         Text(inert(advisory.code), style=style),
         state_text(entry),
+        Text(inert(advisory.message), style=style),
         Text(_step(entry.first_step), style=style),
         Text(_step(entry.last_step), style=style),
         Text(str(entry.count), style=style),
-        Text(inert(advisory.message), style=style),
         Text(date_time(entry.first_seen), style=style),
         Text(date_time(entry.last_seen), style=style),
     )
