@@ -7,21 +7,40 @@ step's figures; and the dashboard streams), applies every advisory rule and retu
 warning) or 2 (a critical advisory). A run directory that cannot be read at
 all, or is not a ``--dump-details`` folder (neither ``rollout_data/`` nor
 ``dashboard/``), raises :class:`RunDirError` (the CLI exits 3). ``data_age``
-is ``now`` minus the newest write seen in dump files and telemetry streams,
-the same input as the ``no_new_data`` rule. The JSON shape is the
-contract of ``cli.md``; keys may be added, never renamed or dropped.
+is ``now`` minus the newest data on the run's one clock (the newest record
+timestamp where the streams have one, else the newest file write: the same
+input as the ``no_new_data`` rule and the monitor's header), and ``state``
+says whether the run is live, quiet or ended (:mod:`.analysis.run_state`). A
+run that ended is information (exit 0 when nothing else is wrong). A quiet run
+whose arguments do not say its last step keeps ``no_new_data``; with
+``quiet_ok`` (``--quiet-ok``) that advisory does not count towards the exit
+status unless a phase is still open. The JSON shape is the contract of
+``cli.md``; keys may be added, never renamed or dropped.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from miles_tui.core.analysis import LOW_MFU, Advisory, Level, RunHealth, UnreadableStep, dump_advisories, run_health
+from miles_tui.core.analysis import (
+    LOW_MFU,
+    Advisory,
+    Level,
+    RunHealth,
+    RunState,
+    UnreadableStep,
+    dump_advisories,
+    quiet_after,
+    run_health,
+)
+from miles_tui.core.analysis.advisories import worst_level
 from miles_tui.core.analysis.engine_advisories import engine_figures, figures_from_digests
-from miles_tui.core.analysis.stream_advisories import TelemetryFacts, telemetry_advisories
+from miles_tui.core.analysis.phase_markers import open_phase_count
+from miles_tui.core.analysis.stream_advisories import TelemetryFacts, step_times, telemetry_advisories
 from miles_tui.core.dump import Run, StepSummary
 from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
 from miles_tui.core.inert_text import inert
@@ -43,6 +62,10 @@ class Report:
     """The newest train step's summary, when it could be read."""
     cache_notice: str | None = None
     """Why the summary cache was not used (it lies inside the run), for a note on stderr."""
+    open_phases: int = 0
+    """Phases of the current attempt still open."""
+    quiet_ok: bool = False
+    """``--quiet-ok``: a quiet run whose end the arguments do not say, with no phase open, is not an alarm."""
 
     @property
     def run_name(self) -> str:
@@ -60,9 +83,14 @@ class Report:
     def advisories(self) -> tuple[Advisory, ...]:
         return self.health.advisories
 
+    def _excused(self, advisory: Advisory) -> bool:
+        """``no_new_data`` that ``--quiet-ok`` leaves out of the exit status."""
+        clock = self.health.clock
+        return self.quiet_ok and advisory.code == "no_new_data" and clock.final_step is None and self.open_phases == 0
+
     @property
     def exit_status(self) -> int:
-        worst = self.health.worst
+        worst = worst_level([a for a in self.advisories if not self._excused(a)])
         if worst is Level.CRITICAL:
             return 2
         if worst is Level.WARNING:
@@ -78,7 +106,17 @@ class Report:
                 "complete": self.latest_summary.complete,
             }
         return {
-            "run": {"name": self.run_name, "path": str(self.run_dir), "data_age_seconds": self.data_age},
+            "run": {
+                "name": self.run_name,
+                "path": str(self.run_dir),
+                "data_age_seconds": self.data_age,
+                "state": self.health.state.value,
+                "last_data_ts": self.health.clock.last_data,
+                "last_data_from": "records" if self.health.clock.from_records else "files",
+                "quiet_after_seconds": self.health.clock.quiet_after,
+                "final_step": self.health.clock.final_step,
+                "open_phases": self.open_phases,
+            },
             "steps": {"train": len(self.health.train), "eval": len(self.health.evaluation), "latest": self.latest},
             "latest_step": latest_step,
             "advisories": [a.to_dict() for a in self.advisories],
@@ -86,8 +124,9 @@ class Report:
         }
 
 
-def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MFU) -> Report:
-    """Read the run and apply every advisory rule (``low_mfu_threshold``: ``--low-mfu-threshold``, 0: off)."""
+def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MFU, quiet_ok: bool = False) -> Report:
+    """Read the run and apply every advisory rule (``low_mfu_threshold``: ``--low-mfu-threshold``, 0: off;
+    ``quiet_ok``: ``--quiet-ok``)."""
     run = Run(run_dir)
     run.dir.require_dump_folder()
     # One telemetry read serves both meta.json (run name, arguments) and the stream advisories.
@@ -115,8 +154,13 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
             telemetry.facts, now, problems=telemetry.problems, resets=telemetry.resets,
             low_mfu_threshold=low_mfu_threshold,
         )  # fmt: skip
-    # The newest write in dump files and streams (the data-age rule's own input), else in the step files.
+    # The newest write in dump files and streams (the clock where no record has a time of its own).
     writes = [files.newest_mtime for files in visible.values()]
+    # The run's cadence: its step records' times, else its rollout files' times.
+    cadence: list[float] = step_times(telemetry.facts.metrics)[1].tolist() if telemetry is not None else []
+    if len(cadence) < 2:
+        cadence = [files.newest_mtime for (_rid, ev), files in visible.items() if not ev]
+    open_phases = open_phase_count(telemetry.facts.phases, telemetry.facts.attempt_start) if telemetry else 0
     health = run_health(
         run.path,
         meta,
@@ -126,8 +170,17 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
         streams=streams,
         newest_writes=[*writes, telemetry.facts.newest_write if telemetry is not None else None],
         now=now,
+        record_time=telemetry.facts.edge if telemetry is not None else None,
+        quiet_seconds=quiet_after(cadence),
     )
-    return Report(run_dir=run.path, health=health, latest_summary=summary, cache_notice=run.cache_notice)
+    return Report(
+        run_dir=run.path,
+        health=health,
+        latest_summary=summary,
+        cache_notice=run.cache_notice,
+        open_phases=open_phases,
+        quiet_ok=quiet_ok,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,6 +225,29 @@ def read_telemetry(dashboard: Path) -> TelemetryRead:
     return TelemetryRead(meta, facts, tuple(problems), delta.resets)
 
 
+def _date(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
+
+
+def _state_line(report: Report) -> str:
+    """The run's state on its one clock, as the monitor's header says it."""
+    clock = report.health.clock
+    if clock.last_data is None:
+        return f"state: {clock.state.value}, no data yet"
+    source = "newest record" if clock.from_records else "newest file write"
+    age = f"{report.data_age:.0f}s ago" if report.data_age is not None else ""
+    word = {RunState.ENDED: "ended", RunState.QUIET: "quiet since", RunState.LIVE: "live, last data"}
+    head = word.get(clock.state, clock.state.value)
+    if clock.state is RunState.ENDED:
+        head = f"ended (step {clock.final_step} of num_rollout {(clock.final_step or 0) + 1}), last data"
+    return f"state: {head} {_date(clock.last_data)} ({age}, {source})"
+
+
+def _percent(value: float | None) -> str:
+    """A fraction as the monitor shows it: a percentage (the JSON keeps the fraction)."""
+    return "–" if value is None else f"{value:.0%}"
+
+
 def _number(value: Any, digits: int = 3) -> str:
     if value is None:
         return "–"
@@ -189,14 +265,15 @@ def render_report(report: Report) -> str:
     if report.data_age is not None:
         steps += f", newest data {report.data_age:.0f}s old"
     lines.append(steps)
+    lines.append(_state_line(report))
     summary = report.latest_summary
     if summary is not None:
         a = summary.aggregate
         lines.append(
             f"step {a.rollout_id}: {a.n_samples} samples, reward {_number(a.reward_mean)}"
-            f" ± {_number(a.reward_std)}, zero-std groups {_number(a.zero_std_group_frac, 2)},"
-            f" truncated {_number(a.truncated_frac, 2)}, staleness {_number(a.avg_staleness, 2)},"
-            f" |lp diff| {_number(a.mean_abs_lp_diff, 4)}, entropy {_number(a.mean_entropy)}"
+            f" ± {_number(a.reward_std)}, zero-std groups {_percent(a.zero_std_group_frac)},"
+            f" truncated {_percent(a.truncated_frac)}, staleness {_number(a.avg_staleness, 2)},"
+            f" |lpΔ| {_number(a.mean_abs_lp_diff, 4)}, entropy {_number(a.mean_entropy)}"
         )
     if not report.advisories:
         lines.append("no advisories: nothing needs attention")

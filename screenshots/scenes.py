@@ -40,7 +40,7 @@ def build_demo(root: Path, steps: int = 6) -> Path:
 
     config = DemoConfig(samples_per_step=24, seed=3)
     for rid in range(steps):
-        write_demo_step(root, rid, config, np.random.default_rng([3, rid]), now=EPOCH - 600 - (steps - rid) * 30)
+        write_demo_step(root, rid, config, np.random.default_rng([3, rid]), now=EPOCH - 600 - (steps - 1 - rid) * 30)
     _stamp(root, EPOCH - 600)
     return root
 
@@ -189,13 +189,13 @@ def _found(pattern: str, text: str) -> bool:
 
 
 SCENES = (
-    Scene("overview", "demo", (), shows=("step kind", "5 train", "0-std", "state", "zero-std", "staleness")),
+    Scene("overview", "demo", (), shows=("step kind", "5 train", "zero-std", "state", "zero-std", "staleness")),
     Scene("step", "demo", ("enter", "~"), shows=("step 5 train", "24/24 samples", "sample", "status", "version")),
     Scene(
         "step_groups",
         "demo",
         ("enter", "~", "g"),
-        shows=("6 groups · g: back to samples", "degenerate", "resp len", "std", "ZERO STD"),
+        shows=("6 groups · g: back to samples", "zero-std", "resp len", "std"),
         hides=("status", "24/24 samples"),
     ),
     Scene(
@@ -209,13 +209,13 @@ SCENES = (
         "sample",
         "demo",
         ("enter", "~", "down", "down", "down", "enter", "~", "n"),
-        shows=("step 5 · sample 123", "outlier #1/", "rollout logp", "lp diff"),
+        shows=("step 5 · sample 123", "outlier #1/", "rollout logp", "lpΔ"),
     ),
     Scene(
         "sample_chart",
         "demo",
         ("enter", "~", "down", "down", "down", "enter", "~", "n", "c", "~"),
-        shows=("step 5 · sample 123", "┌", "┤", "lp diff"),
+        shows=("step 5 · sample 123", "┌", "┤", "lpΔ"),
     ),
     Scene(
         "sample_conversation",
@@ -227,7 +227,7 @@ SCENES = (
         "sample_colour",
         "tp_dup",
         ("down", "enter", "~", "down", "enter", "~", "h"),
-        shows=("step 2 · sample 25", "|lp diff| 0.0011", "underlined: top 10% >0.0461", "struck: no value"),
+        shows=("step 2 · sample 25", "|lpΔ| 0.0011", "underlined: top 10% >0.0461", "struck: no value"),
         wide=("deciles of 28 trained tokens", "italic: prompt", "t17t20t96t36t31t76"),
         hides=("UNREADABLE",),
     ),
@@ -266,7 +266,7 @@ SCENES = (
         ("enter", "~", "p", "~"),
         shows=("step 5 · reward vs response length", "◆", "× truncated at the response cap", "(enter: open)"),
     ),
-    Scene("outliers", "demo", ("O", "~"), shows=("outliers · step 5", "lp diff", "imp ratio", "entropy", "top ")),
-    Scene("compare", "demo", ("c", "~"), shows=("compare · A = step 4  B = step 5", "rwd Δ", "reward")),
-    Scene("advisories", "degenerate", (), shows=("[WARN]", "all_rewards_zero", "advisories (2)")),
+    Scene("outliers", "demo", ("O", "~"), shows=("outliers · step 5", "|lpΔ|", "ratio", "entropy", "top ")),
+    Scene("compare", "demo", ("c", "~"), shows=("compare · A = step 4  B = step 5", "reward Δ", "slots, not prompts")),
+    Scene("advisories", "degenerate", (), shows=("[WARN]", "all_rewards_zero", "advisories (2, 1 cleared)")),
 )

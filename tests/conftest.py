@@ -30,15 +30,25 @@ def stamp(root: Path, mtime: float) -> None:
         os.utime(path, (mtime, mtime))
 
 
-def write_demo_run(root: Path, steps: int, *, start: int = 0, samples: int = 16, seed: int = 7) -> Path:
-    """A demo run of `steps` steps (deterministic), written with core's writer."""
+def write_demo_run(
+    root: Path,
+    steps: int,
+    *,
+    start: int = 0,
+    samples: int = 16,
+    seed: int = 7,
+    end: float = EPOCH - 600,
+    num_rollout: int | None = None,
+) -> Path:
+    """A demo run of `steps` steps (deterministic), written with core's writer; its newest records are
+    timestamped ``end`` (the time the fixtures stamp its files with: the run's clock and the files' agree)."""
     from miles_tui.core.synth.demo import write_demo_step
     from miles_tui.core.synth.demo_batch import DemoConfig
 
-    config = DemoConfig(samples_per_step=samples, seed=seed)
+    config = DemoConfig(samples_per_step=samples, seed=seed, num_rollout=num_rollout)
     for rid in range(start, start + steps):
         rng = np.random.default_rng(seed * 1000 + rid)
-        write_demo_step(root, rid, config, rng, now=EPOCH - 3600 + rid * config.step_seconds)
+        write_demo_step(root, rid, config, rng, now=end - (start + steps - 1 - rid) * config.step_seconds)
     return root
 
 

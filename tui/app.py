@@ -38,6 +38,8 @@ from textual.signal import Signal
 from textual.timer import Timer
 
 from miles_tui.core.analysis import Advisory, Level, run_health
+from miles_tui.core.analysis.advisories import step_advisories
+from miles_tui.core.analysis.advisory_log import merged, step_history
 from miles_tui.core.analysis.health import run_name
 from miles_tui.core.dump import Run
 from miles_tui.core.inert_text import inert
@@ -94,7 +96,7 @@ class MilesApp(Navigation):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Help", key_display="?"),
         # Keys of every screen: in `?` help and the palette, kept out of the footers (which then fit 80 columns).
-        Binding("f", "toggle_follow", "Follow", show=False),
+        Binding("f", "toggle_follow", "Track the newest step", show=False),
         Binding("m", "metrics", "Metrics", show=False),
         Binding("u", "compute", "GPUs", show=False),
         Binding("E", "engines", "Engines", key_display="E", show=False),
@@ -279,6 +281,7 @@ class MilesApp(Navigation):
         self._sources_reported.add("steps")
         self.model.backlog = result.pending if result.pending > BACKLOG_SHOWN else 0
         self.model.quiet_after = result.quiet_after
+        self.model.looks_like_a_run = result.looks_like_a_run  # the run's state is judged on it below
         self._take_health()
 
     def _take_health(self) -> None:
@@ -294,9 +297,14 @@ class MilesApp(Navigation):
             streams=self._stream_advisories,
             newest_writes=(self._dump_newest, self._stream_newest),
             now=self.watcher.clock(),
+            record_time=span[1] if (span := self.watcher.follower.dashboard.time_range()) is not None else None,
+            quiet_seconds=self.model.quiet_after,
+            is_dump=self.model.looks_like_a_run,
         )
         model = self.model
-        model.run_name, model.data_age = health.run_name, health.data_age
+        model.run_name, model.data_age, model.clock = health.run_name, health.data_age, health.clock
+        model.live_log = model.live_log.observe(health.advisories, model.latest, self.watcher.clock())
+        self._merge_advisory_log()
         if health.advisories != model.advisories:
             model.advisories = health.advisories
             self._ring_for_new_critical(health.advisories)
@@ -355,7 +363,20 @@ class MilesApp(Navigation):
             self.model.failures.pop((summary.rollout_id, summary.evaluation), None)
         for failure in message.failures:
             self.model.failures[failure.key] = (failure.message, failure.still_writing)
+        meta = self.watcher.follower.dashboard.meta
+        trained = [s for s in message.summaries if not s.evaluation]
+        for summary in trained:  # the log's history: the step rules over every step, not only the newest
+            found = step_advisories(summary, meta.args if meta is not None else None)
+            self.model.step_advisories[summary.rollout_id] = tuple(found)
+        if trained:
+            self._merge_advisory_log()
+            self._publish()
         self._forward(message)
+
+    def _merge_advisory_log(self) -> None:
+        """The advisory log: the steps' history (oldest first) joined with what the polls found holding."""
+        model = self.model
+        model.advisory_log = merged(step_history(model.step_advisories), model.live_log)
 
     def _ring_for_new_critical(self, advisories: tuple[Advisory, ...]) -> None:
         critical = {_identity(a) for a in advisories if a.level is Level.CRITICAL}
@@ -386,7 +407,9 @@ class MilesApp(Navigation):
         self.model.following = not self.model.following
         self._forward(FollowToggled(self.follow_latest))
         self._publish()
-        self.notify("following the newest step" if self.follow_latest else "follow paused", timeout=2)
+        self.notify(
+            "tracking the newest step" if self.follow_latest else "tracking off: staying where you are", timeout=2
+        )
 
 
 def _identity(advisory: Advisory) -> tuple[object, ...]:

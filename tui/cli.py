@@ -106,13 +106,22 @@ def _export_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="miles-tui export",
         description="Print a run's steps, a step's samples, or one sample's tokens as JSON (or CSV).",
+        epilog="--tokens: token_ids (and token_text) cover the window [start, end) of the whole sequence, prompt "
+        "included; loss_mask and every per-token array (rollout_log_probs, train_log_probs, ref_log_probs, lp_diff, "
+        "imp_ratio, entropy, ref_entropy, advantages, returns) cover only its response part, positions "
+        "max(start, prompt_len) to end: entry k belongs to token_ids[response_offset + k], null where loss-masked. "
+        "--per-token: each array covers the sample's whole response, unmasked. The contract: docs/cli.md.",
     )
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--step", type=int, metavar="N", help="the step (rollout id) to export")
     parser.add_argument("--eval", action="store_true", help="the evaluation batch taken at step N")
     parser.add_argument("--per-token", action="store_true", help="add each sample's resolved per-token arrays")
     parser.add_argument("--sample", type=int, metavar="I", help="a sample index (with --tokens)")
-    parser.add_argument("--tokens", action="store_true", help="print one sample's token payload")
+    parser.add_argument(
+        "--tokens",
+        action="store_true",
+        help="print one sample's token payload (ids over the window, per-token arrays over its response part)",
+    )
     parser.add_argument(
         "--conversation", action="store_true", help="print one sample's recorded conversation (with --sample I)"
     )
@@ -130,11 +139,18 @@ def _report_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="miles-tui report",
         description="Summarize a run's health.",
-        epilog="Exit status: 0 ok, 1 warning, 2 critical, 3 RUN_DIR unreadable or not a dump, 75 still writing, "
-        "70 internal error (a bug: rerun with --debug and report it).",
+        epilog="Exit status: 0 ok (an ended run with nothing else wrong), 1 warning, 2 critical, 3 RUN_DIR unreadable "
+        "or not a dump, 75 still writing, 70 internal error (a bug: rerun with --debug and report it). "
+        "See docs/cli.md (exit codes for cron).",
     )
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--quiet-ok",
+        action="store_true",
+        help="a run gone quiet whose arguments do not say its last step (no num_rollout) exits 0, not as an alarm, "
+        "unless a phase is still open (a run that reached num_rollout with its phases closed always exits 0)",
+    )
     _add_mfu_threshold(parser)
     _cache_flags(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -319,7 +335,9 @@ def run_report(args: argparse.Namespace) -> int:
     from miles_tui.core.report import build_report, render_report
 
     try:
-        report = build_report(Path(args.run_dir), time.time(), low_mfu_threshold=_low_mfu_threshold(args))
+        report = build_report(
+            Path(args.run_dir), time.time(), low_mfu_threshold=_low_mfu_threshold(args), quiet_ok=args.quiet_ok
+        )
     except RunDirError as err:
         print(inert(f"miles-tui: {err}"), file=sys.stderr)
         return 3

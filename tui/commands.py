@@ -36,8 +36,13 @@ def _commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
         ("Outliers", "tokens and samples that stand out in the step in view (O)", app.show_outliers),
         ("Compare", "the step in view against the previous one (c)", app.show_compare),
         ("Advisories", "what needs attention, on the overview (a)", app.show_advisories),
-        ("Follow on", "follow the newest step as it lands (f)", partial(app.set_follow, True)),
-        ("Follow off", "stay where you are when new steps land (f)", partial(app.set_follow, False)),
+        (
+            "Advisory log",
+            "every advisory the run has had: first and last step, active or cleared (a a)",
+            app.show_advisory_log,
+        ),
+        ("Track newest on", "move to the newest step as it lands (f)", partial(app.set_follow, True)),
+        ("Track newest off", "stay where you are when new steps land (f)", partial(app.set_follow, False)),
     ]
     for action in ("engines",):
         method = getattr(app, f"action_{action}", None)

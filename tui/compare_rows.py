@@ -16,7 +16,8 @@ from miles_tui.core.analysis import (
 )
 from miles_tui.core.dump import group_reward
 from miles_tui.tui.formatting import MISSING, number, percent, status_text, unread_text, unreadable
-from miles_tui.tui.widgets.virtual_table import Column, TableRow
+from miles_tui.tui.lazy_rows import TableRow
+from miles_tui.tui.table_layout import Column
 
 BETTER_UP = {"reward_mean": True, "truncated_frac": False, "avg_staleness": False, "zero_std_group_frac": False}
 BETTER_UP |= {"mean_abs_lp_diff": False, "mixed_version_frac": False, "alignment_failed": False}
@@ -30,7 +31,7 @@ HEADLINE = (
     ("reward_std", "reward σ"),
     ("response_length_mean", "resp len"),
     ("truncated_frac", "trunc"),
-    ("zero_std_group_frac", "0-std groups"),
+    ("zero_std_group_frac", "zero-std groups"),
     ("avg_staleness", "stale"),
     ("mean_abs_lp_diff", "|lpΔ|"),
     ("mean_entropy", "entropy"),
@@ -38,35 +39,41 @@ HEADLINE = (
 )
 """Step-level figures in the header, in order (mixed versions and unreadable samples join when non-zero)."""
 
+SLOT_WARNING = (
+    "group slots, not prompts: numbering restarts each step, so slot g of A and of B are usually different "
+    "prompts (the figures above compare the whole steps)"
+)
+"""Said on the per-group table itself: its deltas compare slots (core's compare module says why)."""
+
 GROUP_COLUMNS = (
-    Column("group", "group", 5, grow=10),
+    Column("group", "slot", 5, grow=10, pinned=True),
     Column("n", "n A/B", 5, grow=13),
-    Column("reward_a", "rwd A", 6),
-    Column("reward_b", "rwd B", 6),
-    Column("reward_d", "rwd Δ", 7),
+    Column("reward_a", "reward A", 6),
+    Column("reward_b", "reward B", 6),
+    Column("reward_d", "reward Δ", 7),
     Column("std_a", "σ A", 6),
     Column("std_b", "σ B", 6),
     Column("std_d", "σ Δ", 7),
-    Column("zero_std", "0σ A/B", 7, "center"),
-    Column("len_a", "len A", 6),
-    Column("len_b", "len B", 6),
-    Column("len_d", "len Δ", 7),
-    Column("trunc_a", "trc A", 5),
-    Column("trunc_b", "trc B", 5),
-    Column("trunc_d", "trc Δ", 6),
-    Column("stale_a", "stl A", 5),
-    Column("stale_b", "stl B", 5),
-    Column("stale_d", "stl Δ", 6),
+    Column("zero_std", "zero-std A/B", 17, "center"),
+    Column("len_a", "resp A", 6),
+    Column("len_b", "resp B", 6),
+    Column("len_d", "resp Δ", 7),
+    Column("trunc_a", "trunc A", 5),
+    Column("trunc_b", "trunc B", 5),
+    Column("trunc_d", "trunc Δ", 6),
+    Column("stale_a", "stale A", 5),
+    Column("stale_b", "stale B", 5),
+    Column("stale_d", "stale Δ", 6),
 )
 
 TRACE_COLUMNS = (
-    Column("step", "step", 7, "left", grow=12),
+    Column("step", "step", 7, "left", grow=12, pinned=True),
     Column("sample", "sample", 7, grow=12),
     Column("n", "n", 3, grow=6),
     Column("reward", "reward", 7),
     Column("std", "σ", 6),
-    Column("zero_std", "0σ", 3, "center"),
-    Column("len", "len", 6),
+    Column("zero_std", "zero-std", 8, "center"),
+    Column("len", "resp", 6),
     Column("trunc", "trunc", 5),
     Column("stale", "stale", 5),
     Column("status", "status", 10, "left", grow=20),
@@ -126,11 +133,11 @@ def headline(comparison: StepComparison, width: int) -> Text:
 
 def _zero_std(group: GroupComparison, unread_a: bool, unread_b: bool) -> Text:
     def mark(present: bool, zero: bool, unread: bool) -> str:
-        return MISSING if not present else ("?" if unread else "0σ" if zero else "·")
+        return MISSING if not present else ("?" if unread else "zero-std" if zero else "·")
 
     a = mark(group.a is not None, group.a is not None and group.a.zero_std, unread_a)
     b = mark(group.b is not None, group.b is not None and group.b.zero_std, unread_b)
-    return Text.styled(f"{a}/{b}", "yellow" if "0σ" in (a + b) else "")
+    return Text.styled(f"{a}/{b}", "yellow" if "zero-std" in (a + b) else "")
 
 
 def group_cells(group: GroupComparison, unread_a: bool = False, unread_b: bool = False) -> tuple[Text, ...]:
@@ -152,6 +159,10 @@ def group_cells(group: GroupComparison, unread_a: bool = False, unread_b: bool =
     return tuple(cells)
 
 
+def _zero_std_mark(zero_std: bool) -> Text:
+    return Text.styled("zero-std", "yellow") if zero_std else Text.styled("·", "dim")
+
+
 def trace_rows(trace: tuple[GroupInStep, ...], a: int, b: int, evaluation: bool) -> list[TableRow]:
     """A group slot in every step: a bold line per step, then its samples (unreadable rewards read UNREAD)."""
     reward_column = "reward" if evaluation else "raw_reward"
@@ -169,7 +180,11 @@ def trace_rows(trace: tuple[GroupInStep, ...], a: int, b: int, evaluation: bool)
                     Text(str(f.n)),
                     unread_text() if unread else Text(number(f.reward_mean)),
                     unread_text() if unread else Text(number(f.reward_std)),
-                    Text("?") if unread else Text.styled("0σ", "yellow") if f.zero_std else Text.styled("·", "dim"),
+                    Text("?")
+                    if unread
+                    else Text.styled("zero-std", "yellow")
+                    if f.zero_std
+                    else Text.styled("·", "dim"),
                     Text(number(f.response_length_mean, 1)),
                     Text(percent(f.truncated_frac)),
                     Text(number(f.avg_staleness, 2)),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 import unicodedata
 
 from rich.text import Text
@@ -49,6 +50,40 @@ def number(value: float | int | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+OVERFLOW = "…"
+"""A value no exact shorter form of fits in its cell: a visible mark, never a cut prefix of the value."""
+
+
+def _scientific(value: float, mantissa_digits: int) -> str:
+    mantissa, exponent = f"{value:.{mantissa_digits}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def number_within(value: float | int | None, width: int, digits: int = 3) -> str:
+    """:func:`number`, or, when that is wider than ``width`` cells, the most precise shorter form that fits.
+
+    The shorter forms are exact at the precision they show: fewer decimals (rounded), then scientific
+    notation with fewer mantissa digits; when none fits, :data:`OVERFLOW`. A number is never cut: 0.018 in
+    four cells reads ``0.02``, never ``0.01``.
+    """
+    text = number(value, digits)
+    if len(text) <= width or value is None or isinstance(value, bool):
+        return text
+    if isinstance(value, float) and not math.isfinite(value):
+        return text
+    if isinstance(value, float):
+        for fewer in range(digits - 1, -1, -1):
+            fixed = f"{value:.{fewer}f}"
+            # a fixed form that rounds a non-zero value to zero says less than scientific notation does
+            if len(fixed) <= width and (value == 0 or float(fixed) != 0):
+                return fixed
+    for mantissa in range(max(digits - 1, 1), -1, -1):
+        short = _scientific(float(value), mantissa)
+        if len(short) <= width:
+            return short
+    return OVERFLOW
+
+
 def percent(value: float | None) -> str:
     """A fraction as a percentage."""
     return MISSING if value is None else f"{value:.0%}"
@@ -77,6 +112,15 @@ def cell_text(text: str) -> str:
 def _escape(char: str) -> str:
     code = ord(char)
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def trend_scale(low: float, high: float, fraction: bool) -> str:
+    """A trend's window min and max beside its line (``0.417–0.500``, ``0%–20%``), or ``= value`` when every
+    value is the same."""
+    show = percent if fraction else (lambda v: number_within(v, 6))
+    if low == high:
+        return f"= {show(low)}"
+    return f"{show(low)}–{show(high)}"
 
 
 def version_span(row: SampleRow) -> str:
@@ -108,6 +152,13 @@ def age(seconds: float | None) -> str:
         return f"{hours}h{minutes:02d}m"
     days, hours = divmod(hours, 24)
     return f"{days}d{hours:02d}h"
+
+
+def date_time(ts: float | None) -> str:
+    """An absolute time, in UTC so every pane and ``report`` say the same: ``2026-08-20 11:40 UTC``."""
+    if ts is None or not math.isfinite(ts):
+        return MISSING
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
 
 
 LEVEL_STYLE = {Level.CRITICAL: "bold red", Level.WARNING: "yellow", Level.INFO: "cyan"}

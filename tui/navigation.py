@@ -23,6 +23,7 @@ from textual.app import App
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 
+from miles_tui.core.analysis import Advisory
 from miles_tui.core.dump import OpenStep, Run
 from miles_tui.core.inert_text import inert
 from miles_tui.tui import gc_policy
@@ -185,6 +186,41 @@ class Navigation(App[None]):
             self.notify("no earlier step to compare with", timeout=3)
             return
         self.push_screen(CompareScreen(earlier[-1], rid, evaluation))
+
+    def views_with_data(self) -> dict[str, bool]:
+        """Which global views have something to show in this run: metrics, compute (GPUs), engines."""
+        reader = self.watcher.follower.dashboard
+        counts = reader.record_counts()
+
+        def has(stream: str) -> bool:
+            try:
+                return bool(reader.partitions(stream)) or counts.get(stream, 0) > 0
+            except KeyError:
+                return False
+
+        return {"metrics": counts.get("metrics", 0) > 0, "compute": has("gpu_util"), "engines": has("engine_series")}
+
+    def go_to_advisory(self, advisory: Advisory) -> None:
+        """What an advisory is about: its step (and sample), the view of its telemetry, or a toast saying why
+        nothing opens (never a silent key)."""
+        from miles_tui.tui.advisory_rows import view_of
+
+        if advisory.rollout_id is not None:
+            self.open_step(advisory.rollout_id, advisory.evaluation, advisory.sample_index)
+            return
+        view = view_of(advisory.code)
+        if view is not None:
+            getattr(self, f"action_{view}")()
+            return
+        where = f" (it is about {inert(str(advisory.path))})" if advisory.path is not None else ""
+        self.notify(f"{advisory.code} names no step or view to open{where}: its message says it all", timeout=4)
+
+    def show_advisory_log(self) -> None:
+        """Every advisory the run has had, active or cleared."""
+        from miles_tui.tui.screens.advisory_log_screen import AdvisoryLogScreen
+
+        if not isinstance(self.screen, AdvisoryLogScreen):
+            self.push_screen(AdvisoryLogScreen())
 
     def show_advisories(self) -> None:
         """Back to the overview, with the advisory list focused."""

@@ -12,19 +12,23 @@ from miles_tui.core.analysis import (
     TokenOutlier,
 )
 from miles_tui.tui.formatting import MISSING, number, status_text, unread_text, unreadable
-from miles_tui.tui.widgets.virtual_table import Column
+from miles_tui.tui.table_layout import Column
 
-KIND_LABELS = {OutlierKind.LP_DIFF: "lp diff", OutlierKind.IMP_RATIO: "imp ratio", OutlierKind.ENTROPY: "entropy"}
+KIND_LABELS = {OutlierKind.LP_DIFF: "|lpΔ|", OutlierKind.IMP_RATIO: "ratio", OutlierKind.ENTROPY: "entropy"}
 """Tab labels."""
 
 RANKED_BY = {
-    OutlierKind.LP_DIFF: ("|lp diff|", "max |lp diff|"),
-    OutlierKind.IMP_RATIO: ("|log ratio|", "|mean ratio − 1|"),
+    OutlierKind.LP_DIFF: ("|lpΔ|", "max|lpΔ|"),
+    OutlierKind.IMP_RATIO: ("|log ratio| (ratio furthest from 1)", "|mean ratio − 1|"),
     OutlierKind.ENTROPY: ("entropy − sample median", "max entropy"),
 }
 """What each kind ranks by: (tokens, samples)."""
 
-_LEAD = (Column("rank", "#", 3, grow=5), Column("step", "step", 5, grow=9), Column("sample", "sample", 6, grow=12))
+_LEAD = (
+    Column("rank", "#", 3, grow=5, pinned=True),
+    Column("step", "step", 5, grow=9, pinned=True),
+    Column("sample", "sample", 6, grow=12, pinned=True),
+)
 _SAMPLE_FIGURES = (
     Column("reward", "reward", 7),
     Column("stale", "stale", 5),
@@ -36,7 +40,7 @@ TOKEN_COLUMNS = {
         *_LEAD,
         Column("pos", "resp pos", 8, grow=11),
         Column("token", "token", 12, "left"),
-        Column("value", "lp diff", 8),
+        Column("value", "lpΔ", 8),
         Column("sample_stat", "max|lpΔ|", 8),
         *_SAMPLE_FIGURES,
     ),
@@ -45,7 +49,7 @@ TOKEN_COLUMNS = {
         Column("pos", "resp pos", 8, grow=11),
         Column("token", "token", 12, "left"),
         Column("value", "ratio", 8),
-        Column("sample_stat", "ratio μ", 8),
+        Column("sample_stat", "mean ratio", 8),
         *_SAMPLE_FIGURES,
     ),
     OutlierKind.ENTROPY: (
@@ -58,13 +62,13 @@ TOKEN_COLUMNS = {
         *_SAMPLE_FIGURES,
     ),
 }
-SAMPLE_LABELS = {OutlierKind.LP_DIFF: "max|lpΔ|", OutlierKind.IMP_RATIO: "ratio μ", OutlierKind.ENTROPY: "maxH"}
+SAMPLE_LABELS = {OutlierKind.LP_DIFF: "max|lpΔ|", OutlierKind.IMP_RATIO: "mean ratio", OutlierKind.ENTROPY: "maxH"}
 SAMPLE_COLUMNS = (
     *_LEAD,
     Column("group", "group", 6, grow=10),
-    Column("value", "stat", 9),
+    Column("value", "value", 9),
     Column("mean_abs_lp_diff", "|lpΔ| μ", 8),
-    Column("mean_entropy", "H μ", 7),
+    Column("mean_entropy", "entropy", 7),
     *_SAMPLE_FIGURES,
 )
 

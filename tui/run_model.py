@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from miles_tui.core.analysis import Advisory
+from miles_tui.core.analysis import Advisory, RunClock, RunState
+from miles_tui.core.analysis.advisory_log import AdvisoryLog
 from miles_tui.core.dump import StepSummary
 
 
@@ -31,8 +32,16 @@ class RunModel:
     """Steps that could not be read: message, still writing."""
     advisories: tuple[Advisory, ...] = ()
     """Current advisories, alarms first."""
+    step_advisories: dict[int, tuple[Advisory, ...]] = field(default_factory=dict)
+    """The dump rules' advisories of every summarized train step (the log's history)."""
+    live_log: AdvisoryLog = field(default_factory=AdvisoryLog)
+    """What every poll found holding, folded (core's ``AdvisoryLog.observe``)."""
+    advisory_log: AdvisoryLog = field(default_factory=AdvisoryLog)
+    """Every advisory seen: the steps' history merged with the live polls (the sidebar and the log)."""
     data_age: float | None = None
-    """Seconds since the newest write the watcher saw."""
+    """Seconds since the newest data on the run's clock (core's ``run_health``)."""
+    clock: RunClock | None = None
+    """The run's state (live, quiet, ended, not a dump) and its clock; None before the first poll."""
     quiet_after: float = 600.0
     """Data older than this means the run has gone quiet."""
     backlog: int = 0
@@ -45,6 +54,11 @@ class RunModel:
     """Following the run as it writes (False: ``--no-follow``, the run is read once)."""
     following: bool = True
     """The views move to the newest step as it appears (``f`` pauses)."""
+
+    @property
+    def state(self) -> RunState | None:
+        """Live, quiet, ended, waiting or not a dump (None before the first poll)."""
+        return None if self.clock is None else self.clock.state
 
     @property
     def latest(self) -> int | None:

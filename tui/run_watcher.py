@@ -22,14 +22,12 @@ import asyncio
 import contextvars
 import functools
 import heapq
-import itertools
-import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from miles_tui.core.analysis import Advisory, UnreadableStep, dump_advisories
+from miles_tui.core.analysis import Advisory, UnreadableStep, dump_advisories, quiet_after
 from miles_tui.core.dump import ColumnRows, OpenStep, Run, RunDir, RunScanner, SampleContext, StepFiles, StepSummary
 from miles_tui.core.errors import MilesTuiError, StillWritingError
 from miles_tui.core.follow import RunFollower
@@ -314,9 +312,8 @@ class RunWatcher:
         train = tuple(sorted(rid for rid, ev in self._visible if not ev))
         evaluation = tuple(sorted(rid for rid, ev in self._visible if ev))
         self._ids = (train, evaluation)
-        recent = [self._steps[(rid, False)].rollout.mtime for rid in train[-21:]]
-        intervals = [b - a for a, b in itertools.pairwise(sorted(recent)) if b > a]
-        self._quiet_after = max(600.0, 5 * statistics.median(intervals)) if intervals else 600.0
+        # the run's cadence (core's one rule): a few step intervals, not a fixed 10 minutes
+        self._quiet_after = quiet_after([self._steps[(rid, False)].rollout.mtime for rid in train[-21:]])
         if self._latest is not None and (not train or self._latest.rollout_id != train[-1]):
             self._latest = None
             self._advisories = None

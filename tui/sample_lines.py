@@ -27,8 +27,8 @@ LABELS = {
     "rollout_log_probs": "rollout logp",
     "train_log_probs": "train logp",
     "ref_log_probs": "ref logp",
-    "lp_diff": "lp diff",
-    "imp_ratio": "imp ratio",
+    "lp_diff": "lpΔ",
+    "imp_ratio": "ratio",
     "entropy": "entropy",
     "ref_entropy": "ref entropy",
     "advantages": "advantage",
@@ -40,7 +40,7 @@ SHORT_LABELS = {
     "rollout_log_probs": "rollout",
     "train_log_probs": "train",
     "ref_log_probs": "ref",
-    "lp_diff": "lp diff",
+    "lp_diff": "lpΔ",
     "imp_ratio": "ratio",
     "entropy": "entropy",
     "ref_entropy": "ref ent",
@@ -174,6 +174,9 @@ def cursor_line(sample: SampleTracks, window: TokenWindow, detokenizer: Detokeni
         parts += [("  text ", "$text-muted"), (repr(sample.texts[position]), "bold")]
     if view.loss_mask is None and any(s is FieldState.UNREADABLE for s in view.states.values()):
         parts.append(("  loss mask unreadable", "$text-warning"))  # the train row holding it failed: unknown
+    elif view.evaluation:  # an eval sample is never trained on, whatever its mask says
+        mask_text = "no loss mask" if view.loss_mask is None else f"mask {int(view.loss_mask[r])}"
+        parts.append((f"  {mask_text} (eval: not trained)", "$text-muted"))
     elif view.loss_mask is None:
         parts.append(("  no loss mask (trained)", "$text-success"))
     else:

@@ -37,7 +37,7 @@ class SampleTracks:
     bands: BandArray
     """One band per token position."""
     outliers: npt.NDArray[np.int64]
-    """Response positions by |lp diff|, largest first."""
+    """Response positions by |lpΔ|, largest first."""
     texts: list[str] | None
     """Each token's text (None without a tokenizer)."""
     text_notice: str | None

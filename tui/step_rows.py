@@ -21,17 +21,18 @@ from miles_tui.tui.formatting import (
     UNREAD,
     UNREAD_STYLE,
     number,
+    number_within,
     percent,
     status_text,
     unread_text,
     unreadable,
     version_span,
 )
-from miles_tui.tui.widgets.virtual_table import Column
+from miles_tui.tui.table_layout import Column
 
 SAMPLE_COLUMNS = (
-    Column("sample_index", "sample", 7, grow=14),
-    Column("group_index", "group", 7, grow=14),
+    Column("sample_index", "sample", 7, grow=14, pinned=True),
+    Column("group_index", "group", 7, grow=14, pinned=True),
     Column("status", "status", 9, "left", grow=20),
     Column("reward", "reward", 7),
     Column("raw_reward", "raw", 7),
@@ -58,15 +59,24 @@ SAMPLE_COLUMNS = (
 )
 
 GROUP_COLUMNS = (
-    Column("group_index", "group", 7, grow=14),
+    Column("group_index", "group", 7, grow=14, pinned=True),
     Column("n", "n", 4, grow=8),
     Column("reward_mean", "reward", 8),
     Column("reward_std", "std", 8),
     Column("response_length_mean", "resp len", 9),
     Column("truncated_frac", "trunc", 6),
-    Column("zero_std", "degenerate", 11, "left"),
+    Column("zero_std", "zero-std", 11, "left"),
     Column("unreadable", "per-token", 11, "left", grow=18),
 )
+
+_SAMPLE_WIDTH = {column.key: max(column.width, column.grow) for column in SAMPLE_COLUMNS}
+_GROUP_WIDTH = {column.key: max(column.width, column.grow) for column in GROUP_COLUMNS}
+
+
+def _fit(value: float | int | None, column: str, digits: int = 3) -> str:
+    """A sample cell's number in the shortest exact form its column holds (never a cut prefix)."""
+    return number_within(value, _SAMPLE_WIDTH[column], digits)
+
 
 STATUS_STYLE = {"completed": "", "truncated": "yellow", "aborted": "red", "failed": "bold red", "pending": "dim"}
 
@@ -79,7 +89,7 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool
     """
     group = Text(MISSING if row.group_index is None else str(row.group_index))
     if row.group_index in zero_std_groups:
-        group.append(" 0σ", style="yellow")
+        group.append(" zero-std", style="yellow")
     status = status_text(row, STATUS_STYLE.get(row.status or "", ""))
     if row.alignment_failed and pending:
         align = Text("pending…", style="yellow")
@@ -97,27 +107,27 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool
         Text(str(row.sample_index)),
         group,
         status,
-        Text(number(row.reward)),
-        value("raw_reward", number(row.raw_reward)),
-        value("normalized_reward", number(row.normalized_reward)),
-        Text(number(row.staleness), style="yellow" if (row.staleness or 0) >= 2 else ""),
+        Text(_fit(row.reward, "reward")),
+        value("raw_reward", _fit(row.raw_reward, "raw_reward")),
+        value("normalized_reward", _fit(row.normalized_reward, "normalized_reward")),
+        Text(_fit(row.staleness, "staleness"), style="yellow" if (row.staleness or 0) >= 2 else ""),
         Text(version_span(row), style="magenta" if row.mixed_version else ""),
         Text(str(row.response_length), style="yellow" if row.truncated else ""),
         Text(str(row.total_length)),
         Text(str(row.turns)),
-        Text(number(row.tool_calls)),
-        value("mean_abs_lp_diff", number(row.mean_abs_lp_diff)),
-        value("max_abs_lp_diff", number(row.max_abs_lp_diff)),
-        value("mean_imp_ratio", number(row.mean_imp_ratio)),
-        value("mean_entropy", number(row.mean_entropy)),
-        value("max_entropy", number(row.max_entropy)),
-        value("adv_mean", number(row.adv_mean)),
-        value("adv_std", number(row.adv_std)),
-        value("return_mean", number(row.return_mean)),
-        value("dumped_rank", number(row.dumped_rank)),
+        Text(_fit(row.tool_calls, "tool_calls")),
+        value("mean_abs_lp_diff", _fit(row.mean_abs_lp_diff, "mean_abs_lp_diff")),
+        value("max_abs_lp_diff", _fit(row.max_abs_lp_diff, "max_abs_lp_diff")),
+        value("mean_imp_ratio", _fit(row.mean_imp_ratio, "mean_imp_ratio")),
+        value("mean_entropy", _fit(row.mean_entropy, "mean_entropy")),
+        value("max_entropy", _fit(row.max_entropy, "max_entropy")),
+        value("adv_mean", _fit(row.adv_mean, "adv_mean")),
+        value("adv_std", _fit(row.adv_std, "adv_std")),
+        value("return_mean", _fit(row.return_mean, "return_mean")),
+        value("dumped_rank", _fit(row.dumped_rank, "dumped_rank")),
         Text(percent(row.spec_accept_rate)),
         Text(percent(row.prefix_cache_hit_rate)),
-        Text(number(row.non_generation_time, 2)),
+        Text(_fit(row.non_generation_time, "non_generation_time", 2)),
         align,
     )
 
@@ -131,7 +141,7 @@ def sample_widths(rows: Sequence[SampleRow]) -> dict[str, int]:
 
     need("sample_index", [str(r.sample_index) for r in rows])
     need("status", [status_text(r).plain for r in rows])
-    need("group_index", [MISSING if r.group_index is None else str(r.group_index) for r in rows], 3)
+    need("group_index", [MISSING if r.group_index is None else str(r.group_index) for r in rows], 9)
     need("response_length", [str(r.response_length) for r in rows])
     need("total_length", [str(r.total_length) for r in rows])
     need("turns", [str(r.turns) for r in rows])
@@ -171,8 +181,11 @@ def group_cells(
         reward: tuple[Text, ...] = (unread_text(pending), unread_text(pending))
         degenerate = unread_text(pending)
     else:
-        reward = (Text(number(group.reward_mean)), Text(number(group.reward_std)))
-        degenerate = Text("ZERO STD", style="bold yellow") if group.zero_std else Text("–", style="dim")
+        reward = (
+            Text(number_within(group.reward_mean, _GROUP_WIDTH["reward_mean"])),
+            Text(number_within(group.reward_std, _GROUP_WIDTH["reward_std"])),
+        )
+        degenerate = Text("zero-std", style="bold yellow") if group.zero_std else Text("–", style="dim")
     if unread and pending:
         per_token = Text(f"{unread} pending…", style="yellow")
     elif unread:
@@ -185,7 +198,7 @@ def group_cells(
         Text(MISSING if group.group_index is None else str(group.group_index)),
         Text(str(group.n)),
         *reward,
-        Text(number(group.response_length_mean, 1)),
+        Text(number_within(group.response_length_mean, _GROUP_WIDTH["response_length_mean"], 1)),
         Text(percent(group.truncated_frac)),
         degenerate,
         per_token,

@@ -42,7 +42,7 @@ class TokenWindow:
     response_length: int
     """Response tokens (the cursor moves over these)."""
     outliers: npt.NDArray[np.int64]
-    """Response positions by |lp diff|, largest first (core's ``outlier_positions``)."""
+    """Response positions by |lpΔ|, largest first (core's ``outlier_positions``)."""
     cursor: int = 0
     """Response position under the cursor."""
     choice: int = 0
@@ -97,10 +97,10 @@ class TokenWindow:
     def outlier_step(self, step: int) -> OutlierStep:
         """The cursor on the next (``step`` 1) or previous (-1) outlier, or a note why not."""
         if len(self.outliers) == 0:
-            return OutlierStep(self, "no lp diff for this sample (needs train and rollout log-probs): no outliers")
+            return OutlierStep(self, "no lpΔ for this sample (needs train and rollout log-probs): no outliers")
         rank = self.outlier_rank + step
         if not 0 <= rank < len(self.outliers):
-            return OutlierStep(self, "no more outliers" if step > 0 else "already at the largest |lp diff|")
+            return OutlierStep(self, "no more outliers" if step > 0 else "already at the largest |lpΔ|")
         return OutlierStep(replace(self, outlier_rank=rank).moved_to(int(self.outliers[rank])), None)
 
     def on_outlier(self) -> int | None:

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         sample_outliers,
         step_outliers,
     )
+    from miles_tui.core.analysis.run_state import RunClock, RunState, quiet_after
     from miles_tui.core.analysis.scatter import Scatter, dot_of, step_cursor, step_scatter
     from miles_tui.core.analysis.stream_advisories import LOW_MFU
     from miles_tui.core.analysis.token_heat import MASKED, NO_VALUE, TOP, HeatStatistic, TokenHeat
@@ -105,7 +106,9 @@ __all__ = [
     "OutlierKind",
     "PlotData",
     "PointAt",
+    "RunClock",
     "RunHealth",
+    "RunState",
     "SampleOutlier",
     "Scatter",
     "StepComparison",
@@ -128,6 +131,7 @@ __all__ = [
     "nodes_of",
     "peak_position",
     "plot_data",
+    "quiet_after",
     "recent_steps",
     "run_health",
     "same_points",
@@ -173,6 +177,9 @@ _HOMES = {
     "RunHealth": "health",
     "dump_advisories": "health",
     "run_health": "health",
+    "RunClock": "run_state",
+    "RunState": "run_state",
+    "quiet_after": "run_state",
     "ChartSeries": "metric_view",
     "FloatArray": "metric_view",
     "PlotData": "metric_view",

@@ -25,6 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core.analysis.advisories import Advisory, Level
+from miles_tui.core.analysis.phase_markers import PHASE_FIELDS
+from miles_tui.core.analysis.phase_markers import key_part as _key_part
+from miles_tui.core.analysis.phase_markers import open_and_closed as _open_and_closed
 from miles_tui.core.telemetry import OPEN_T1, TAG_INT, TAG_NONE, TAG_OTHER, Phase, TableArrays
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, open_markers
 
@@ -54,20 +57,11 @@ _STALL_HINTS: Final = {
 }
 
 
-PHASE_FIELDS: Final = ("name", "t0", "t1", "node", "rank", "role")
-"""The phase fields the stall rule reads, in the order :func:`stalled_phase_columns` takes them."""
-
-
 def _where(node: Any, rank: Any, role: Any) -> str:
     node = node or "?"
     if rank is None or rank == -1:
         return f"{node} ({role})" if role else node
     return f"{node} rank {rank}"
-
-
-def _key_part(value: Any) -> Any:
-    """A JSON value as part of a dict key (a list or object, never expected, by its repr)."""
-    return repr(value) if isinstance(value, (list, dict)) else value
 
 
 def stalled_phases(phases: Iterable[Phase], attempt_start: float | None, at: float) -> list[Advisory]:
@@ -85,22 +79,6 @@ def stalled_phases(phases: Iterable[Phase], attempt_start: float | None, at: flo
     rows = list(phases)
     columns = tuple([getattr(p, name) for p in rows] for name in PHASE_FIELDS)
     return stalled_phase_columns(columns, attempt_start, at)
-
-
-def _open_and_closed(
-    rows: Sequence[tuple[Any, ...]],
-) -> tuple[dict[str, list[float]], dict[tuple[Any, ...], tuple[Any, ...]]]:
-    """(closed durations by phase name, open markers without a closing record) of (name, t0, t1, node,
-    rank, role) rows."""
-    closed_keys = {(r[0], r[3], r[4], r[1]) for r in rows if r[2] != OPEN_T1}
-    durations: dict[str, list[float]] = {}
-    open_markers: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    for r in rows:
-        if r[2] != OPEN_T1:
-            durations.setdefault(r[0], []).append(max(r[2] - r[1], 0.0))
-        elif (marker := (r[0], r[3], r[4], r[1])) not in closed_keys:
-            open_markers[marker] = r
-    return durations, open_markers
 
 
 def stalled_phase_columns(columns: Sequence[Sequence[Any]], attempt_start: float | None, at: float) -> list[Advisory]:

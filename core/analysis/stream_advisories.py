@@ -9,7 +9,10 @@ Contract:
   files, never read the clock and never poll.
 - Time-based alarms are judged at the newest data timestamp of the run, never
   the wall clock (a stalled phase's age is newest data − phase start); only
-  ``no_new_data`` compares with ``now``.
+  ``no_new_data`` compares with ``now``, and it too takes the data's age from
+  the newest record timestamp (file times only when no record has one: see
+  :mod:`.run_state`). A run that ended (:func:`.run_state.ended`) is
+  information, not an alarm.
 - :func:`stream_advisories` collects each rule's input from a
   :class:`~miles_tui.core.follow.RunFollower` that the caller has already polled,
   and returns alarms first, tuning advice last. It reads only what the
@@ -25,6 +28,7 @@ Contract:
 |---|---|---|
 | ``stalled_phase`` | critical | a phase of the current attempt is open > max(6 × median closed duration, 30 min) |
 | ``no_new_data`` | warning / critical | data age > max(5 × median step interval, 10 min) / > max(20 ×, 2 h) |
+| ``run_ended`` | info | the run logged its last step (``num_rollout``), every phase closed: no ``no_new_data`` |
 | engine alarms | warning | see :mod:`.engine_advisories` (abort storm, KV cache pool-bound / high) |
 | ``malformed_stream_lines`` | warning | complete stream lines that do not parse (per file: count, first byte offset) |
 | ``stream_reset`` / ``stream_unreadable`` | warning | a stream file rewritten under the reader / not readable |
@@ -48,6 +52,7 @@ import numpy.typing as npt
 from miles_tui.core.analysis.advisories import Advisory, Level, ordered
 from miles_tui.core.analysis.engine_advisories import EngineFigures, engine_alarms, engine_tuning, tiered
 from miles_tui.core.analysis.engine_feed import reader_engine_figures
+from miles_tui.core.analysis.run_state import STEP_KEYS, run_ended, run_has_ended
 from miles_tui.core.analysis.stall_rule import (
     PHASE_NUMBERS,
     PHASE_SHARED,
@@ -76,8 +81,6 @@ NO_DATA_CRITICAL_FACTOR: Final = 20.0
 NO_DATA_CRITICAL_MIN_S: Final = 7200.0
 NO_DATA_MIN_INTERVALS: Final = 3
 """Step intervals needed for a usual interval; a run with fewer is too young to judge."""
-STEP_KEYS: Final = ("train/step", "rollout/step")
-"""Step keys whose record times give the usual interval, in order of preference."""
 
 
 @dataclass(frozen=True)
@@ -303,12 +306,14 @@ def telemetry_advisories(
     from ``facts``. ``low_mfu_threshold`` is ``--low-mfu-threshold`` (0: the MFU rule is off).
     """
     step_key, times = step_times(facts.metrics)
+    newest = facts.edge if facts.edge is not None else facts.newest_write
+    finished = run_has_ended(facts.args, facts.metrics, facts.phases, facts.attempt_start)
     alarms = [
         *_stalls(facts.phases, facts.attempt_start, facts.edge if facts.edge is not None else now),
         *engine_alarms(facts.engines, facts.args),
     ]
     always = [
-        *no_new_data(facts.newest_write, times, now, step_key),
+        *(run_ended(facts.args) if finished else no_new_data(newest, times, now, step_key)),
         *stream_corruption(problems, resets, facts.malformed),
     ]
     tuning = [

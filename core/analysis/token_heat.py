@@ -2,7 +2,7 @@
 
 Contract: :func:`token_heat` takes a sample's
 :class:`~miles_tui.core.dump.token_view.TokenView` and a
-:class:`HeatStatistic` (|lp diff|, entropy or advantage) and returns a
+:class:`HeatStatistic` (|lpΔ|, entropy or advantage) and returns a
 :class:`TokenHeat`: the statistic at every response position and a *level*
 for each. A trained position with a value has its decile among the sample's
 own values (0 lowest … 9 top: above the 90th percentile); a loss-masked
@@ -43,7 +43,7 @@ NO_VALUE: Final = -2
 class HeatStatistic(enum.Enum):
     """A statistic the token text can be coloured by (the value is its name on screen)."""
 
-    LP_DIFF = "|lp diff|"
+    LP_DIFF = "|lpΔ|"
     ENTROPY = "entropy"
     ADVANTAGE = "advantage"
 
@@ -69,7 +69,7 @@ class TokenHeat:
     state: FieldState
     """Whether the series behind it is OK, NOT_DUMPED or UNREADABLE for this sample."""
     values: FloatArray
-    """The statistic at each response position (NaN where there is none; |lp diff| is the absolute)."""
+    """The statistic at each response position (NaN where there is none; |lpΔ| is the absolute)."""
     levels: LevelArray
     """Per response position: 0 … 9 (decile), :data:`MASKED` or :data:`NO_VALUE`."""
     cuts: tuple[float, ...]

@@ -4,7 +4,8 @@
 :mod:`miles_tui.core.synth.writer`, so the files are exactly what miles writes: the rollout
 batch, every writing rank's CP-sliced train shard, a trajectory sidecar, an
 eval batch every ``eval_every`` steps, and the ``dashboard/`` telemetry
-(``meta.json``, ``metrics.jsonl``, hourly ``gpu_util/`` and ``phases/``).
+(``meta.json``, ``metrics.jsonl``, hourly ``gpu_util/``, ``phases/`` and, from two
+sglang engines, ``engine_series/``).
 Each step has what a monitor must show: zero-std groups, truncated samples at
 the response cap, multi-turn samples whose tool-output tokens are masked,
 chat prompts with ``tool`` messages, weight versions mixed across turns
@@ -74,7 +75,7 @@ def _telemetry(
     t0 = now - d
     rollout_end, train_start, train_end = t0 + 0.45 * d, t0 + 0.47 * d, t0 + 0.9 * d
     if not (dash / "meta.json").exists():
-        args = {
+        args: dict[str, Any] = {
             "rollout_max_response_len": config.response_len_max,
             "n_samples_per_prompt": config.group_size,
             "global_batch_size": config.samples_per_step,
@@ -84,6 +85,8 @@ def _telemetry(
             "qkv_format": config.qkv_format,
             "advantage_estimator": "grpo",
         }
+        if config.num_rollout is not None:
+            args["num_rollout"] = config.num_rollout
         meta = {"run_name": config.run_name, "start_ts": t0, "args": args, "schema_version": 1}
         write_json(dash / "meta.json", meta)
     samples = batch.samples
@@ -139,13 +142,59 @@ def _telemetry(
             gpu_lines.append({**sample, "power_w": int(150 + 6 * util)})
             ts += config.gpu_period_s
     phases = [{**p, "t0": round(p["t0"], 3), "t1": round(p["t1"], 3)} for p in phases]
-    for stream, records, ts_key in (("phases", phases, "t1"), ("gpu_util", gpu_lines, "ts")):
+    engines = _engine_scrapes(rid, config, batch, rng, t0, rollout_end, now)
+    streams = (("phases", phases, "t1"), ("gpu_util", gpu_lines, "ts"), ("engine_series", engines, "ts"))
+    for stream, records, ts_key in streams:
         by_hour: dict[str, list[dict[str, Any]]] = {}
         for record in records:  # phases go by end hour; an open phase by its start
             stamp = record[ts_key] if record[ts_key] >= 0 else record["t0"]
             by_hour.setdefault(_hour(stamp), []).append(record)
         for hour, chunk in by_hour.items():
             append_jsonl(dash / stream / f"{hour}.jsonl", chunk)
+
+
+ENGINES = ("http://10.0.0.200:30000", "http://10.0.0.201:30000")
+"""The demo's two sglang engines (no dp-attention: no ``dp_rank`` label)."""
+ENGINE_SCRAPE_S = 15.0
+"""miles' scraper period."""
+
+
+def _engine_scrapes(
+    rid: int,
+    config: DemoConfig,
+    batch: DemoBatch,
+    rng: np.random.Generator,
+    t0: float,
+    rollout_end: float,
+    now: float,
+) -> list[dict[str, Any]]:
+    """The engines' sglang gauges and counters scraped every :data:`ENGINE_SCRAPE_S` over one step, as miles'
+    scraper writes them: busy while the rollout generates, idle while the trainer trains. The counters are
+    cumulative over the run (a step's requests are its samples, split between the engines)."""
+    per_engine = config.samples_per_step / len(ENGINES)
+    aborted = sum(s["status"] == "aborted" for s in batch.samples) / len(ENGINES)
+    lines: list[dict[str, Any]] = []
+    ts = np.ceil(t0 / ENGINE_SCRAPE_S) * ENGINE_SCRAPE_S
+    while ts <= now:
+        busy = ts <= rollout_end
+        done = min(max((ts - t0) / max(rollout_end - t0, 1e-9), 0.0), 1.0)
+        for addr in ENGINES:
+            running = float(rng.integers(8, 24)) if busy else 0.0
+            gauges = {
+                "sglang_num_running_reqs": running,
+                "sglang_num_queue_reqs": float(rng.integers(0, 4)) if busy else 0.0,
+                "sglang_token_usage": round(float(np.clip(0.45 + rng.normal(0, 0.05), 0, 1)) if busy else 0.02, 4),
+                "sglang_cache_hit_rate": round(float(np.clip(0.6 + rng.normal(0, 0.05), 0, 1)), 4),
+                "sglang_gen_throughput": round(float(1800 + rng.normal(0, 120)) if busy else 0.0, 1),
+                "sglang_num_requests_total": float(round((rid + done) * per_engine)),
+                "sglang_num_aborted_requests_total": float(round(rid * aborted + done * aborted)),
+            }
+            lines += [
+                {"ts": float(ts), "addr": addr, "metric": name, "labels": {}, "value": value}
+                for name, value in gauges.items()
+            ]
+        ts += ENGINE_SCRAPE_S
+    return lines
 
 
 def write_demo_step(

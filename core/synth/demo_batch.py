@@ -70,6 +70,8 @@ class DemoConfig:
     """GPUs per simulated node."""
     run_name: str = "demo"
     """``dashboard/meta.json`` run_name."""
+    num_rollout: int | None = None
+    """The ``num_rollout`` argument recorded in meta.json (the run's last step + 1); None: not recorded."""
 
     def __post_init__(self) -> None:
         if self.samples_per_step % self.group_size or self.samples_per_step % self.layout.dp:

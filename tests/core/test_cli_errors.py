@@ -77,25 +77,38 @@ def test_a_dump_with_nothing_in_it_yet_is_still_a_dump(tmp_path: Path, capsys: p
     assert code == 0 and err == "" and json.loads(out)["steps"]["train"] == 0
 
 
-def test_report_json_fills_data_age_from_the_streams(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_json_takes_data_age_from_the_records_not_the_copy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24.4: a copied run (fresh mtimes) is as old as its records; its files' times are not its clock."""
     if not (GOLDEN / "live_streams").is_dir():
         pytest.skip("../shared/golden is not present")
-    root = tmp_path / "live_streams"  # dashboard/ only: no step files to take an age from
+    root = tmp_path / "live_streams"  # dashboard/ only: every record carries its own ts
     shutil.copytree(GOLDEN / "live_streams", root)
-    stamp(root, time.time() - 3600)
+    stamp(root, time.time() - 60)
+    newest = 1787226017.5  # the truth file's dashboard.time_range[1]
     code, out, _ = _run(capsys, "report", str(root), "--json")
     document = json.loads(out)
-    assert code == 1
-    assert document["run"]["data_age_seconds"] == pytest.approx(3600, abs=120)
+    assert document["run"]["last_data_ts"] == newest and document["run"]["last_data_from"] == "records"
+    assert document["run"]["data_age_seconds"] == pytest.approx(time.time() - newest, abs=120)
+    assert document["run"]["state"] == "quiet"
     [stale] = [a for a in document["advisories"] if a["code"] == "no_new_data"]
-    assert "1.0h" in stale["message"]
+    assert stale["level"] == "critical" and code == 2
+    # its arguments do not say num_rollout: --quiet-ok leaves the exit code to what else is wrong (low MFU)
+    code, out, _ = _run(capsys, "report", str(root), "--json", "--quiet-ok")
+    assert code == 1 and json.loads(out)["exit_status"] == 1
 
 
 def test_report_json_data_age_counts_step_files(demo_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     stamp(demo_run, time.time() - 600)
-    stamp(demo_run / "dashboard", time.time() - 7200)  # the streams are older: the newest write wins
     _, out, _ = _run(capsys, "report", str(demo_run), "--json")
-    assert json.loads(out)["run"]["data_age_seconds"] == pytest.approx(600, abs=120)
+    run = json.loads(out)["run"]
+    # the streams' records carry their own times (EPOCH - 600): that is the run's clock, not the files'
+    assert run["last_data_from"] == "records" and run["last_data_ts"] == pytest.approx(EPOCH - 600)
+    shutil.rmtree(demo_run / "dashboard")  # no record has a time: the step files' times are the clock
+    _, out, _ = _run(capsys, "report", str(demo_run), "--json")
+    run = json.loads(out)["run"]
+    assert run["last_data_from"] == "files" and run["data_age_seconds"] == pytest.approx(600, abs=120)
 
 
 # --- token windows ------------------------------------------------------------------------------

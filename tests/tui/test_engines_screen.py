@@ -3,6 +3,7 @@ text, the GPUs view's windows, engine switching, live redraw; and what makes eac
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,7 @@ async def test_dp_ranks_split_the_charts_and_a_restart_is_marked_in_text(tmp_pat
 
 async def test_a_run_without_engine_telemetry_says_so(tmp_path: Path) -> None:
     root = write_demo_run(tmp_path / "demo", 2)
+    shutil.rmtree(root / "dashboard" / "engine_series")  # the demo scrapes engines: a run without them
     stamp(root, EPOCH - 600)
     app = _app(root)
     async with app.run_test(size=(100, 30)) as pilot:

@@ -140,7 +140,7 @@ async def test_g_shows_the_groups(demo_run: Path) -> None:
         assert screen.show_groups
         assert [c.key for c in table.columns][:4] == ["group_index", "n", "reward_mean", "reward_std"]
         assert len(table.rows) == len(screen.summary.groups)
-        assert "degenerate" in screen_text(app)
+        assert "zero-std" in screen_text(app)
         await pilot.press("g")
         await _settle(app, pilot)
         assert not screen.show_groups and len(table.rows) == 16
@@ -315,9 +315,34 @@ async def test_a_step_without_data_is_a_gap_in_the_trend_not_a_low_bar() -> None
         line = app.query_one("#trend-reward_mean", TrendLine)
         drawn = "".join(segment.text for segment in line.render_line(0))
         width = len(drawn) // 4
-        assert drawn[:width].strip() == "▁" * width  # the lowest value: the lowest bar
+        assert drawn[:width].strip() == "▃" * width  # 0.2 on a scale from 0 to 0.8: a quarter of the cell
         assert drawn[width : 3 * width].strip() == ""  # no summary yet, no reward: blank
         assert set(drawn[3 * width : 4 * width]) == {"█"}
         empty = app.query_one("#trend-avg_staleness", TrendLine)
         assert "".join(s.text for s in empty.render_line(0)).strip() == ""  # no value anywhere: nothing drawn
         assert math.isnan(float(np.asarray(line.values)[1]))
+
+
+async def test_a_trend_carries_its_scale_and_a_constant_reads_its_value() -> None:
+    """Issue 24.3: reward 0.500 -> 0.417 -> 0.417 was drawn full height dropping to the floor; a constant 0 %
+    and a constant 19 % drew the same half-height glyph; no line said its scale."""
+    from miles_tui.core.dump import StepAggregate
+    from miles_tui.tui.widgets.step_trends import TrendLine
+
+    def aggregate(rid: int, reward: float, truncated: float, stale: float) -> StepAggregate:
+        return StepAggregate(rid, False, 4, reward, None, 10.0, truncated, 0.0, None, None, 0.0, stale, 0)
+
+    def glyphs(app: App[None], key: str) -> set[str]:
+        return set("".join(s.text for s in app.query_one(f"#trend-{key}", TrendLine).render_line(0)).strip())
+
+    app = _Trends()
+    async with app.run_test(size=(60, 8)) as pilot:
+        trends = app.query_one(StepTrends)
+        trends.show([aggregate(0, 0.5, 0.0, 0.19), aggregate(1, 0.417, 0.0, 0.19), aggregate(2, 0.417, 0.0, 0.19)])
+        await pilot.pause()
+        text = screen_text(app)
+        assert "0.417–0.500" in text and "= 0%" in text and "= 0.190" in text, text
+        reward = "".join(s.text for s in app.query_one("#trend-reward_mean", TrendLine).render_line(0)).strip()
+        assert "▁" not in reward and reward[0] == "█"  # 0.417 of 0.5 is most of a cell, not the floor
+        assert glyphs(app, "truncated_frac") == {"▁"}  # a constant 0 %: flat at the floor
+        assert glyphs(app, "avg_staleness") == {"█"} and glyphs(app, "avg_staleness") != glyphs(app, "truncated_frac")

@@ -98,7 +98,7 @@ async def test_the_header_draws_only_when_its_text_changes(demo_run: Path) -> No
         for _ in range(5):
             app.poll_now()
             await _settle(app, pilot)
-        assert "data 10m00s old" in str(render())
+        assert "10m00s" in str(render())
         assert drawn == [], "the header was drawn again with the same text"
 
 

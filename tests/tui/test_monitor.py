@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from miles_tui.tui.app import MilesApp
+from miles_tui.tui.screens.advisory_log_screen import AdvisoryLogScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.screens.step_screen import StepScreen
 from miles_tui.tui.step_rows import SAMPLE_COLUMNS
@@ -92,8 +93,10 @@ async def test_advisory_enter_jumps_to_the_step(golden_copy: Callable[[str], Pat
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         advisories = app.screen.query_one(AdvisoryList)
-        codes = [a.code for a in advisories.advisories]
+        codes = [e.advisory.code for e in advisories.entries if e.active]
         assert codes == ["all_rewards_zero", "truncated_samples"]
+        # an earlier step's advisory that no longer holds follows, dimmed, with the step it cleared at
+        assert [(e.advisory.code, e.cleared_at) for e in advisories.entries if not e.active] == [("zero_std_groups", 1)]
         await pilot.press("a")
         await pilot.press("down")  # the truncation advisory
         await pilot.press("enter")
@@ -238,7 +241,16 @@ async def test_a_highlights_the_first_advisory_and_esc_returns_to_the_steps(gold
         while not isinstance(app.screen, OverviewScreen):
             await pilot.press("escape")
             await settle(pilot)
-        await pilot.press("a", "escape", "enter")  # esc leaves the advisories: enter opens the step under the cursor
+        # back from a jump the advisories still have the focus: a again would open the advisory log
+        await pilot.press("escape", "a", "escape", "enter")  # esc leaves the advisories: enter opens the step
+        await settle(pilot)
+        assert isinstance(app.screen, StepScreen), screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("a", "a")  # a on the advisories: the log, every advisory with its history
+        await settle(pilot)
+        assert isinstance(app.screen, AdvisoryLogScreen), screen_text(app)
+        await pilot.press("escape", "escape", "a", "escape", "enter")
         await settle(pilot)
         assert isinstance(app.screen, StepScreen), screen_text(app)
         while not isinstance(app.screen, OverviewScreen):

@@ -107,7 +107,7 @@ async def test_compare_shows_deltas_moves_steps_and_traces_a_group(golden_copy: 
         assert [row.key for row in table.rows] == [("group", 0), ("group", 1), ("group", 2)]
         cells = {c.key: cell.plain for c, cell in zip(table.columns, table.rows[2].cells, strict=True)}
         assert (cells["reward_a"], cells["reward_b"], cells["reward_d"]) == ("1.000", "0.000", "↓1.000")
-        assert cells["std_d"] == "=" and cells["zero_std"] == "0σ/0σ"
+        assert cells["std_d"] == "=" and cells["zero_std"] == "zero-std/zero-std"
         await pilot.press("right_square_bracket")  # B: step 2
         await settle(pilot)
         assert (screen.a, screen.b) == (0, 2)
@@ -259,3 +259,22 @@ async def test_compare_from_a_step_screen_traces_the_sample_under_the_cursor(gol
         screen = app.screen
         assert isinstance(screen, CompareScreen) and screen.tracing and screen.group == group
         assert "has no sample" not in screen_text(app)
+
+
+async def test_compare_labels_its_per_group_deltas_as_slots_on_the_table(demo_run: Path) -> None:
+    """Issue 24.6: c on the demo showed group 6 'reward Δ ↓1.000' between unrelated prompts, and only the traced
+    view said slots are not prompts."""
+    from miles_tui.tui.screens.compare_screen import CompareScreen
+    from tests.harness import frozen_app, screen_text, settle
+
+    app = frozen_app(demo_run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        assert isinstance(app.screen, CompareScreen)
+        text = screen_text(app)
+        table_top = next(line for line in text.splitlines() if line.startswith("╭"))
+        assert "slots, not prompts" in table_top, table_top
+        header = next(line for line in text.splitlines() if "reward A" in line)
+        assert header.split()[1] == "slot", header

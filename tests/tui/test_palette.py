@@ -63,7 +63,7 @@ async def test_follow_and_poll_interval(demo_run: Path) -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         assert app.follow_latest
-        await _run_command(pilot, "follow off")
+        await _run_command(pilot, "track newest off")
         assert not app.follow_latest
         await _run_command(pilot, "poll every 10")
         assert app.poll_seconds == 10.0

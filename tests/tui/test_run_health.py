@@ -76,8 +76,8 @@ async def test_every_header_follows_the_run_without_its_screen(demo_run: Path) -
         app.poll_now()
         await settle(pilot)
         header = _header(app)
-        assert "renamed-run" in header and "data 12m00s old" in header, header
-        assert "○ IDLE" in header and "no new data" in header and "LIVE" not in header, header
+        assert "renamed-run" in header and "12m00s ago" in header, header
+        assert "○ QUIET since" in header and "LIVE" not in header, header
         await pilot.press("f")
         await settle(pilot)
         assert "PAUSED" in _header(app)
@@ -117,3 +117,65 @@ async def test_a_corrupt_older_step_is_critical_in_report_as_in_the_monitor(demo
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         assert [(a.code, a.message) for a in app.model.advisories] == [(a.code, a.message) for a in report.advisories]
+
+
+# -- issue 24.4: one clock, and a header that never calls a copy, a stopped run or a stranger folder LIVE ----
+
+
+async def test_a_copied_finished_run_reads_quiet_since_its_last_record_not_live(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.conftest import GOLDEN
+
+    if not (GOLDEN / "live_streams").is_dir():
+        pytest.skip("../shared/golden is not present")
+    root = tmp_path / "copy"
+    shutil.copytree(GOLDEN / "live_streams", root)  # cp -r: every file is brand new
+    newest = 1787226017.5
+    app = frozen_app(root, newest + 104 * 86400)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        header = _header(app)
+        assert "LIVE" not in header and "QUIET since 2026-08-20 11:40 UTC" in header, header
+        assert "104d00h ago" in header, header  # the header's age and report's are the record's
+
+
+async def test_a_folder_that_is_not_a_dump_never_reads_live(tmp_path: Path) -> None:
+    (tmp_path / "photos").mkdir()
+    (tmp_path / "photos" / "a.txt").write_text("x")
+    app = frozen_app(tmp_path / "photos")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        header = _header(app)
+        assert "LIVE" not in header and "NOT A DUMP" in header, header
+
+
+async def test_a_run_that_reached_its_last_step_reads_ended_with_its_last_data(tmp_path: Path) -> None:
+    from tests.conftest import stamp, write_demo_run
+
+    root = write_demo_run(tmp_path / "run", 4, num_rollout=4)
+    stamp(root, EPOCH - 600)
+    app = frozen_app(root, EPOCH + 86400)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        header = _header(app)
+        assert "■ ENDED · last data 2026-05-28" in header and "LIVE" not in header, header
+        assert "no_new_data" not in screen_text(app)
+
+
+async def test_a_run_that_stops_is_quiet_after_a_few_of_its_own_step_intervals(tmp_path: Path) -> None:
+    from tests.conftest import write_demo_run
+
+    root = write_demo_run(tmp_path / "run", 6)
+    for rid in range(6):  # a step every 20 s, as the files say
+        for path in root.rglob(f"{rid}*.pt"):
+            os.utime(path, (EPOCH - 700 + 20 * rid, EPOCH - 700 + 20 * rid))
+    now = [EPOCH - 600 + 30]
+    app = frozen_app(root, lambda: now[0])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert "● LIVE" in _header(app), _header(app)
+        now[0] = EPOCH - 600 + 61  # three 20 s intervals: quiet (was: LIVE for 10 minutes)
+        app.poll_now()
+        await settle(pilot)
+        assert "QUIET since" in _header(app) and "LIVE" not in _header(app), _header(app)

@@ -77,7 +77,7 @@ async def test_h_cycles_lp_diff_entropy_advantage_and_off() -> None:
             await pilot.pause()
             assert text.display
             names.append(legend_text(app).split(" ")[0])
-        assert names == ["|lp", "entropy", "advantage"]
+        assert names == ["|lpΔ|", "entropy", "advantage"]
         assert legend_text(app).startswith("advantage ")
         await pilot.press("h")
         assert not text.display and screen_of(app).heat is None
@@ -134,7 +134,7 @@ async def test_an_unreadable_series_is_said_and_never_drawn_as_low() -> None:
         await pilot.press("h")
         await pilot.pause()
         legend = legend_text(app)
-        assert "|lp diff| UNREADABLE for this sample (dumped, but its slices could not be placed)" in legend
+        assert "|lpΔ| UNREADABLE for this sample (dumped, but its slices could not be placed)" in legend
         view = screen_of(app).sample.view
         drawn = token_segments(app)
         assert len(drawn) > 1

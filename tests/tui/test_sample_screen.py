@@ -112,7 +112,7 @@ async def test_masked_positions_say_masked() -> None:
         await pilot.press(*(["right"] * masked))
         line = cursor_line(app)
         assert "mask 0 (loss-masked)" in line
-        assert "lp diff masked" in line and "rollout masked" in line
+        assert "lpΔ masked" in line and "rollout masked" in line
         lp_diff = view.masked("lp_diff")
         assert lp_diff is not None and np.isnan(lp_diff[masked])
         assert panel(app, "lp_diff").reading is None
@@ -221,11 +221,11 @@ async def test_chart_toggles_and_follows_the_selected_series() -> None:
         assert not chart.display
         await pilot.press("c")
         await pilot.pause()
-        assert chart.display and chart.series is not None and chart.series.title == "lp diff"
-        assert "lp diff" in str(chart.render())
+        assert chart.display and chart.series is not None and chart.series.title == "lpΔ"
+        assert "lpΔ" in str(chart.render())
         assert chart.cursor == view_of(app).prompt_length
         await pilot.press("s")
-        assert chart.series.title == "imp ratio" and panel(app, "imp_ratio").selected
+        assert chart.series.title == "ratio" and panel(app, "imp_ratio").selected
         assert not panel(app, "lp_diff").selected
         view = view_of(app)
         values = chart.series.values[view.prompt_length :]
@@ -327,7 +327,7 @@ async def test_chart_with_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
         await pilot.press("c")
         await pilot.pause()
         chart = app.screen.query_one("#chart", SeriesChart)
-        assert "lp diff" in str(chart.render())
+        assert "lpΔ" in str(chart.render())
 
 
 async def test_conversation_shows_reasoning_and_never_reads_markup() -> None:

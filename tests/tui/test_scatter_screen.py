@@ -29,7 +29,11 @@ async def test_p_on_a_step_plots_its_samples_and_enter_opens_the_one_under_the_c
         assert f"step {rid} · reward vs response length" in title
         plot = str(screen.query_one(ScatterPlot).render())
         assert "◆" in plot  # the cursor, readable without colour
-        assert ("×" in plot) == any(p.truncated for p in screen.scatter.points)
+        # a truncated sample reads × alone in its cell, or as part of a cell's count (the legend counts them)
+        truncated = sum(p.truncated for p in screen.scatter.points)
+        body = "".join(line.split("│", 1)[1] for line in plot.splitlines() if "│" in line)
+        assert ("×" in body or any(ch.isdigit() for ch in body)) == bool(truncated)
+        assert f"{truncated} truncated" in str(screen.query_one("#legend").render())
         first = screen.scatter.points[screen.cursor]
         assert f"sample {first.sample_index}" in str(screen.query_one("#point").render())
         await pilot.press("right")
@@ -42,3 +46,31 @@ async def test_p_on_a_step_plots_its_samples_and_enter_opens_the_one_under_the_c
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, ScatterScreen)
+
+
+def test_every_point_is_counted_where_several_share_a_cell(golden_copy: object) -> None:
+    """Issue 24.9: degenerate step 1 has 6 truncated samples of 16, and one × was visible."""
+    from miles_tui.core.analysis import step_scatter
+    from miles_tui.core.dump import Run
+    from miles_tui.tui.renderers.scatter import legend, scatter_lines
+    from tests.conftest import EPOCH
+
+    root = golden_copy("degenerate")  # type: ignore[operator]
+    summary = Run(root).summary_of(Run(root).dir.visible_steps(EPOCH)[(1, False)], EPOCH)
+    scatter = step_scatter(summary)
+    truncated = sum(p.truncated for p in scatter.points)
+    assert truncated == 6
+    for width, height in ((60, 16), (100, 24), (30, 8)):
+        lines = scatter_lines(scatter, width, height, cursor=None)
+        shown = total = 0
+        for line in lines[:-2]:
+            plot = line.plain.split("│", 1)[1]
+            for span in line.spans:  # the styled marks of the plot
+                mark = line.plain[span.start : span.end]
+                if "yellow" in str(span.style):
+                    shown += int(mark) if mark.isdigit() else 10 if mark == "+" else 1
+            total += sum(int(ch) if ch.isdigit() else 0 for ch in plot)
+            total += sum(1 for ch in plot if ch == "×" or 0x2800 < ord(ch) <= 0x28FF)
+        assert shown >= truncated, (width, height, [line.plain for line in lines])  # every truncated one counted
+        assert total >= len(scatter.points) - sum(ch == "+" for line in lines for ch in line.plain) * 9
+    assert legend(scatter).startswith("16 samples, 6 truncated")

@@ -97,7 +97,7 @@ def test_the_legend_says_what_each_look_means_and_why_there_are_no_values() -> N
     cuts = tuple(float(c) for c in np.arange(1, 10))
     ok = TokenHeat(HeatStatistic.LP_DIFF, FieldState.OK, np.zeros(3), np.zeros(3, np.int8), cuts, 812, 0.0012, 3.5)
     text = legend(ok, "", 200).plain
-    assert text.startswith("|lp diff| 0.0012 ██████████ 3.5000 · deciles of 812 trained tokens")
+    assert text.startswith("|lpΔ| 0.0012 ██████████ 3.5000 · deciles of 812 trained tokens")
     assert "underlined: top 10% >9.0000" in text and "struck: no value (dim: masked)" in text
     assert "italic: prompt" in text
     assert all(len(line) <= 60 for line in legend(ok, "", 60).plain.split("\n"))

@@ -89,7 +89,7 @@ def test_outliers_walk_in_rank_order_and_say_when_they_run_out() -> None:
     assert past.note == "no more outliers" and past.window is third
     back = third.outlier_step(-1).window.outlier_step(-1).window
     assert back.cursor == 40
-    assert back.outlier_step(-1).note == "already at the largest |lp diff|"
+    assert back.outlier_step(-1).note == "already at the largest |lpΔ|"
     assert back.moved_by(1).on_outlier() is None  # moved off the outlier: no longer "#1"
     assert "no outliers" in (window(5, 100).outlier_step(1).note or "")
 

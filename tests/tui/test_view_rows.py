@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from miles_tui.core.analysis import (
     Delta,
     OutlierKind,
@@ -86,3 +88,25 @@ def test_an_outlier_of_a_removed_sample_says_removed(demo_run: Path) -> None:
 
 def cells_of(outlier: SampleOutlier) -> list[str]:
     return [cell.plain for cell in sample_cells(1, outlier)]
+
+
+@pytest.mark.parametrize(
+    ("value", "width", "shown"),
+    [
+        (0.018, 7, "0.018"),
+        (0.018, 4, "0.02"),  # rounded, never the prefix 0.01
+        (-0.866, 4, "-0.9"),  # never -0.8
+        (-0.866, 2, "-1"),
+        (12345.678, 7, "12345.7"),
+        (-123456.5, 6, "-1.2e5"),
+        (-123456.5, 5, "-1e5"),
+        (0.0004, 6, "4.0e-4"),  # not 0.00: a value that is not zero does not read as zero
+        (123456789, 5, "1.2e8"),
+        (-123456789, 3, "…"),
+        (None, 1, "–"),
+    ],
+)
+def test_a_number_that_does_not_fit_takes_a_shorter_exact_form(value: float | None, width: int, shown: str) -> None:
+    from miles_tui.tui.formatting import number_within
+
+    assert number_within(value, width) == shown

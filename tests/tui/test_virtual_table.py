@@ -7,7 +7,9 @@ from collections.abc import Hashable
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
+from miles_tui.tui.lazy_rows import TableRow
+from miles_tui.tui.table_layout import Column
+from miles_tui.tui.widgets.virtual_table import VirtualTable
 
 
 class TableApp(App[None]):
@@ -49,14 +51,17 @@ async def test_only_drawn_rows_are_formatted_and_the_cursor_follows_its_key() ->
 
 
 async def test_growing_columns_fit_their_widest_cell_and_the_placeholder_wraps() -> None:
-    from miles_tui.tui.widgets.virtual_table import fitted
+    from miles_tui.tui.table_layout import fitted
 
     app = TableApp()
     async with app.run_test(size=(30, 8)) as pilot:
         table = app.query_one(VirtualTable)
-        table.set_columns([Column("id", "id", 4, grow=10), Column("fixed", "fixed", 4)])
+        table.set_columns([Column("id", "id", 4, grow=10), Column("fixed", "fix", 4)])
         table.set_rows([TableRow(1, (Text("10000000"), Text("abcdefgh"))), TableRow(2, (Text("7"), Text("x")))])
         assert [c.width for c in table.columns] == [8, 4]  # the id fits; the fixed column cuts with …
+        table.set_columns([Column("id", "id", 4, grow=10), Column("fixed", "fixed", 4)])
+        assert [c.width for c in table.columns] == [4, 5]  # never narrower than its label
+        table.set_columns([Column("id", "id", 4, grow=10), Column("fixed", "fix", 4)])
         table.set_rows([TableRow(3, (Text("123456789012345"), Text("")))])
         assert table.columns[0].width == 10  # never past grow
         table.set_columns([Column("id", "id", 4, grow=10)])
@@ -72,3 +77,39 @@ async def test_growing_columns_fit_their_widest_cell_and_the_placeholder_wraps()
         await pilot.pause()
         lines = ["".join(s.text for s in table.render_line(y)).rstrip() for y in range(1, 5)]
         assert " ".join(line for line in lines if line) == table.placeholder
+
+
+def test_a_window_holds_whole_columns_only_with_the_pinned_ones_first() -> None:
+    from miles_tui.tui.table_layout import visible_window
+
+    columns = [Column("id", "id", 4, pinned=True), *(Column(f"c{i}", f"c{i}", 5) for i in range(6))]
+    # 4+1 pinned, then 5+1 per column: 20 cells hold the id, c0, c1 whole and a free cell for the mark
+    assert visible_window(columns, 0, 20).drawn() == (0, 1, 2)
+    assert visible_window(columns, 0, 17).drawn() == (0, 1, 2)  # 5 + 6 + 5 and a separator cell
+    assert visible_window(columns, 0, 16).drawn() == (0, 1)  # c1 would end on the last cell: not drawn
+    assert visible_window(columns, 3, 20).drawn() == (0, 2, 3)  # a column half scrolled away is not drawn
+    assert visible_window(columns, 6, 20).drawn() == (0, 2, 3)
+    assert visible_window(columns, 30, 20).drawn() == (0, 6)  # the last column ends on the last cell
+    assert visible_window(columns, 0, 3).drawn() == ()  # not even the id fits: nothing, not a cut id
+
+
+async def test_cells_never_cut_at_the_edge_and_the_header_marks_hidden_columns() -> None:
+    app = TableApp()
+    async with app.run_test(size=(24, 6)) as pilot:
+        table = app.query_one(VirtualTable)
+        columns = [Column("id", "id", 3, pinned=True), *(Column(f"c{i}", f"c{i}", 6) for i in range(5))]
+        table.set_columns(columns)
+        table.set_rows([TableRow(1, (Text("7"), *(Text(f"0.0{i}8") for i in range(5))))])
+        await pilot.pause()
+        line = table.render_line(1).text
+        assert line.split() == ["7", "0.008", "0.018", "0.028"][: len(line.split())]
+        assert table.render_line(0).text.rstrip().endswith("›")
+        table.cursor_column = 5
+        await pilot.pause()
+        await pilot.pause()
+        assert table.render_line(1).text.split()[0] == "7"  # the id stays
+        assert "0.048" in table.render_line(1).text.split()
+        assert "‹" in table.render_line(0).text
+        table.set_rows([TableRow(1, (Text("7"), *(Text("-12345.678") for _ in range(5))))])
+        await pilot.pause()
+        assert "…" in table.render_line(1).text and "-1234" not in table.render_line(1).text

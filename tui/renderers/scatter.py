@@ -1,8 +1,10 @@
 """Draw a step's reward-vs-length scatter as braille dots, with axes, marks and a cursor.
 
 Pure: a :class:`~miles_tui.core.analysis.scatter.Scatter` and a size in, Rich ``Text`` lines
-out. Each character cell holds 2 × 4 dots. A cell holding a truncated sample shows ``×`` and
-the cursor's cell ``◆``, so both read without colour.
+out. Each character cell holds 2 × 4 dots. A cell holding one sample shows its braille dot (``×``
+when it is truncated), a cell holding several shows how many (``2``-``9``, ``+`` past nine; yellow
+when one of them is truncated, and the legend counts them), and the cursor's cell ``◆``: no point
+hides behind another without the plot saying so, and all of it reads without colour.
 """
 
 from __future__ import annotations
@@ -18,7 +20,21 @@ _BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
 
 TRUNCATED_MARK = "×"
 CURSOR_MARK = "◆"
-LEGEND = f"⠶ sample  {TRUNCATED_MARK} truncated at the response cap  {CURSOR_MARK} cursor"
+LEGEND = (
+    f"⠶ sample  {TRUNCATED_MARK} truncated at the response cap  2-9 + samples in one cell (yellow: some "
+    f"truncated)  {CURSOR_MARK} cursor"
+)
+
+
+def count_mark(count: int) -> str:
+    """The mark of a cell holding ``count`` (≥ 2) samples."""
+    return str(count) if count <= 9 else "+"
+
+
+def legend(scatter: Scatter) -> str:
+    """The legend with the step's counts (every sample and every truncated one is accounted for)."""
+    truncated = sum(p.truncated for p in scatter.points)
+    return f"{len(scatter.points)} samples, {truncated} truncated · {LEGEND}"
 
 
 def scatter_lines(scatter: Scatter, width: int, height: int, cursor: int | None) -> list[Text]:
@@ -28,10 +44,12 @@ def scatter_lines(scatter: Scatter, width: int, height: int, cursor: int | None)
     cols, rows = max(1, width - gutter - 1), max(1, height - 2)
     bits = [[0] * cols for _ in range(rows)]
     truncated = [[False] * cols for _ in range(rows)]
+    counts = [[0] * cols for _ in range(rows)]
     for point in scatter.points:
         x, y = dot_of(scatter, point, cols, rows)
         bits[y // 4][x // 2] |= _BITS[y % 4][x % 2]
         truncated[y // 4][x // 2] |= point.truncated
+        counts[y // 4][x // 2] += 1
     cursor_cell = None
     if cursor is not None and scatter.points:
         x, y = dot_of(scatter, scatter.points[cursor], cols, rows)
@@ -43,6 +61,8 @@ def scatter_lines(scatter: Scatter, width: int, height: int, cursor: int | None)
         for c in range(cols):
             if (r, c) == cursor_cell:
                 line.append(CURSOR_MARK, style="bold reverse")
+            elif counts[r][c] > 1:
+                line.append(count_mark(counts[r][c]), style="bold yellow" if truncated[r][c] else "bold cyan")
             elif truncated[r][c]:
                 line.append(TRUNCATED_MARK, style="bold yellow")
             elif bits[r][c]:

@@ -30,13 +30,14 @@ from miles_tui.core.analysis import (
     group_of,
 )
 from miles_tui.core.dump import StepSummary
-from miles_tui.tui.compare_rows import GROUP_COLUMNS, TRACE_COLUMNS, group_cells, headline, trace_rows
+from miles_tui.tui.compare_rows import GROUP_COLUMNS, SLOT_WARNING, TRACE_COLUMNS, group_cells, headline, trace_rows
 from miles_tui.tui.formatting import MISSING
+from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.messages import StepsSummarized
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.step_rows import group_rewards_unreadable
 from miles_tui.tui.widgets.run_header import RunHeader
-from miles_tui.tui.widgets.virtual_table import TableRow, VirtualTable
+from miles_tui.tui.widgets.virtual_table import VirtualTable
 
 
 class CompareScreen(MonitorScreen):
@@ -50,7 +51,24 @@ class CompareScreen(MonitorScreen):
         Binding("left_curly_bracket", "move('a', -1)", "A prev", key_display="{", show=False),
         Binding("right_curly_bracket", "move('a', 1)", "A next", key_display="}", show=False),
         Binding("x", "swap", "Swap A/B", show=False),
+        # a step's own views, on step B (they did nothing here and said nothing)
+        Binding("O", "outliers", "Outliers of B", show=False),
+        Binding("p", "scatter", "Scatter of B", show=False),
     ]
+
+    def action_outliers(self) -> None:
+        """O: the outliers of step B (the newer step)."""
+        from miles_tui.tui.screens.outlier_screen import OutlierScreen
+
+        self.notify(f"outliers of step B ({self.b})", timeout=2)
+        self.app.push_screen(OutlierScreen(self.b, self.evaluation))
+
+    def action_scatter(self) -> None:
+        """p: reward vs response length of step B."""
+        from miles_tui.tui.screens.scatter_screen import ScatterScreen
+
+        self.notify(f"scatter of step B ({self.b})", timeout=2)
+        self.app.push_screen(ScatterScreen(self.b, self.evaluation))
 
     def __init__(self, a: int, b: int, evaluation: bool = False, sample_index: int | None = None) -> None:
         super().__init__()
@@ -143,6 +161,7 @@ class CompareScreen(MonitorScreen):
             self._show_trace()
             return
         table.set_columns(GROUP_COLUMNS)
+        table.border_title = SLOT_WARNING
         table.placeholder = "neither step has groups"
         unread_a, unread_b = (
             group_rewards_unreadable(self.fetched[rid]) if rid in self.fetched else set() for rid in (self.a, self.b)
@@ -163,6 +182,7 @@ class CompareScreen(MonitorScreen):
         summaries |= self.fetched  # A and B as compared, even if the poll has not summarized them yet
         trace = group_across_steps(summaries.values(), self.group)
         table.set_columns(TRACE_COLUMNS)
+        table.border_title = f"group slot {self.group} in each step: a slot, not a prompt"
         table.placeholder = "no summarized step has this group"
         table.set_rows(trace_rows(trace, self.a, self.b, self.evaluation), keep_key=False)
         table.move_to_key(("step", self.b))

@@ -203,7 +203,10 @@ class EnginesScreen(MonitorScreen):
 
     def action_engine(self, delta: int) -> None:
         if self.view is None or not self.view.engines:
+            self.notify("no engine to step through: this run has no engine_series/ scrapes", timeout=4)
             return
+        if len(self.view.engines) == 1:
+            self.notify("this run has one engine: n/N have no other to show", timeout=3)
         self.selected = (self.selected + delta) % len(self.view.engines)
         self._draw()
         self.query_one("#engines-charts", VerticalScroll).scroll_home(animate=False)

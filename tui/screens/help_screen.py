@@ -17,6 +17,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from miles_tui.core.dump import ROW_COLUMNS
+from miles_tui.tui.glossary import glossary_text
 from miles_tui.tui.row_filter import ALIASES, STATUSES
 
 FILTER_HELP = (
@@ -149,6 +150,8 @@ class HelpScreen(ModalScreen[None]):
             yield Static(_describe(self._over))
             if hasattr(self._over, "row_filter"):  # the rollout table's filter grammar, where there is one
                 yield Static(Text("\n" + FILTER_HELP, style="dim"))
+            yield Static(Text("\nwords and marks on screen", style="bold"))
+            yield Static(Text(glossary_text()))
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
         self.dismiss(None)

@@ -39,6 +39,7 @@ from miles_tui.core.analysis import (
 from miles_tui.core.dump import OpenStep, StepSummary
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import UNREAD_STYLE
+from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.outlier_rows import (
     KIND_LABELS,
     RANKED_BY,
@@ -51,8 +52,9 @@ from miles_tui.tui.outlier_rows import (
     token_cells,
 )
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.table_layout import Column
 from miles_tui.tui.widgets.run_header import RunHeader
-from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
+from miles_tui.tui.widgets.virtual_table import VirtualTable
 
 
 class OutlierScreen(MonitorScreen):
@@ -64,8 +66,8 @@ class OutlierScreen(MonitorScreen):
         # t, not k: k is "up" in every table, here too
         Binding("t", "cycle_kind(1)", "Kind"),
         Binding("T", "cycle_kind(-1)", "Previous kind", show=False),
-        Binding("1", "kind('lp_diff')", "lp diff", show=False),
-        Binding("2", "kind('imp_ratio')", "imp ratio", show=False),
+        Binding("1", "kind('lp_diff')", "|lpΔ|", show=False),
+        Binding("2", "kind('imp_ratio')", "ratio", show=False),
         Binding("3", "kind('entropy')", "entropy", show=False),
         Binding("a", "toggle_scope", f"Step/last {LAST_STEPS}", show=False),
         Binding("s", "toggle_level", "Tokens/samples"),

@@ -12,9 +12,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Label
 
-from miles_tui.core.analysis import Advisory
+from miles_tui.core.analysis.advisory_log import AdvisoryLog
 from miles_tui.core.dump import StepSummary
 from miles_tui.tui.formatting import MISSING, number, percent
+from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.messages import (
     FollowToggled,
     StepsChanged,
@@ -22,10 +23,11 @@ from miles_tui.tui.messages import (
 )
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.table_layout import Column
 from miles_tui.tui.widgets.advisory_list import AdvisoryList
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.step_trends import StepTrends
-from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable
+from miles_tui.tui.widgets.virtual_table import VirtualTable
 
 NO_STEP = "no step yet: nothing to show"
 """What O and c say on a run (or folder) with no step."""
@@ -34,16 +36,16 @@ NARROW_WIDTH = 110
 """Below this many columns the advisories move under the step list."""
 
 STEP_COLUMNS = (
-    Column("step", "step", 5, grow=10),
-    Column("kind", "kind", 5, "left"),
+    Column("step", "step", 5, grow=10, pinned=True),
+    Column("kind", "kind", 5, "left", pinned=True),
     Column("n", "n", 5, grow=8),
     Column("reward_mean", "reward", 6),
-    Column("zero_std_group_frac", "0-std", 5),
+    Column("zero_std_group_frac", "zero-std", 8),
     Column("truncated_frac", "trunc", 5),
     Column("avg_staleness", "stale", 5),
     Column("mean_abs_lp_diff", "|lpΔ|", 6),
     Column("mean_entropy", "entropy", 7),
-    Column("state", "state", 22, "left", grow=80),
+    Column("state", "state", 12, "left", grow=80),
 )
 
 
@@ -102,6 +104,11 @@ class OverviewScreen(MonitorScreen):
         Binding("tab", "app.focus_next", "Next pane", show=False),
         Binding("O", "outliers", "Outliers"),
         Binding("c", "compare", "Compare"),
+        # the global views, offered here when the run has their data (check_action): a dashboard-only run
+        # has no steps, and its footer said nothing of the metrics, GPUs and engines it holds
+        Binding("m", "metrics", "Metrics"),
+        Binding("u", "compute", "GPUs"),
+        Binding("E", "engines", "Engines", key_display="E"),
         Binding(
             STEP_VIEW_KEYS,
             "step_view_key",
@@ -114,7 +121,8 @@ class OverviewScreen(MonitorScreen):
     def __init__(self) -> None:
         super().__init__()
         self.new_steps = 0
-        self._advisories_shown: tuple[Advisory, ...] | None = None
+        self._advisories_shown: AdvisoryLog | None = None
+        self._offered: tuple[object, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -123,7 +131,10 @@ class OverviewScreen(MonitorScreen):
                 table = VirtualTable(id="steps")
                 table.placeholder = "waiting for the first step…"
                 yield table
-                yield Label("trends (oldest → newest train step)", id="trends-title")
+                yield Label(
+                    "trends (oldest → newest train step; bars rise from 0, fractions on 0–100%; min–max, newest)",
+                    id="trends-title",
+                )
                 yield StepTrends(id="trends")
             with Vertical(id="advisory-pane"):
                 yield Label("advisories", id="advisory-title")
@@ -132,6 +143,25 @@ class OverviewScreen(MonitorScreen):
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW_WIDTH, "narrow")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The footer offers each global view once its data is there (beside a run's steps only when the
+        terminal is wide enough for both). A view without data is hidden from the footer, and its key then
+        reaches the app's own binding, which opens the view and says what it lacks: never a silent key."""
+        model = self.miles.model
+        if action in ("metrics", "compute", "engines"):
+            has = self.miles.views_with_data().get(action, False)
+            return has and (not model.steps() or self.size.width >= 140)
+        return super().check_action(action, parameters)
+
+    def action_metrics(self) -> None:
+        self.miles.action_metrics()
+
+    def action_compute(self) -> None:
+        self.miles.action_compute()
+
+    def action_engines(self) -> None:
+        self.miles.action_engines()
 
     def action_step_view_key(self) -> None:
         self.notify("that key works in a step: press enter first", timeout=4)
@@ -172,10 +202,27 @@ class OverviewScreen(MonitorScreen):
                 "started with --dump-details? (watching it anyway)"
             )
         elif not rows:
-            table.placeholder = "no steps yet: waiting for rollout_data/*.pt (this refreshes by itself)"
+            table.placeholder = self._no_steps_text()
         self._refresh_trends()
-        self._show_advisories(model.advisories)
+        self._show_advisories(model.advisory_log)
         self._show_badge()
+
+    def _no_steps_text(self) -> str:
+        """What a run without rollout steps has, and the keys to reach it (a dashboard-only run is not empty)."""
+        from miles_tui.core.analysis.run_state import last_logged_step
+
+        views = self.miles.views_with_data()
+        has = []
+        if views["metrics"]:
+            last = last_logged_step(self.miles.watcher.follower.metrics)
+            has.append(f"metrics{'' if last is None else f' up to step {last}'} (m)")
+        if views["compute"]:
+            has.append("GPU utilisation and phases (u)")
+        if views["engines"]:
+            has.append("inference engines (E)")
+        if not has:
+            return "no steps yet: waiting for rollout_data/*.pt (this refreshes by itself)"
+        return f"no rollout steps (rollout_data/*.pt) yet; this run has {', '.join(has)}"
 
     def _refresh_trends(self) -> None:
         model = self.miles.model
@@ -209,16 +256,30 @@ class OverviewScreen(MonitorScreen):
 
     def _run_changed(self, model: RunModel) -> None:
         """The run model was published: show its advisories if they changed."""
-        if model.advisories is not self._advisories_shown:
-            self._show_advisories(model.advisories)
+        if model.advisory_log is not self._advisories_shown:
+            self._show_advisories(model.advisory_log)
+        offered = (tuple(self.miles.views_with_data().items()), bool(model.steps()))
+        if offered != self._offered:  # the views with data, the step keys once there are steps
+            self._offered = offered
+            self.refresh_bindings()
+            table = self.query_one("#steps", VirtualTable)
+            if model.polled and model.looks_like_a_run and not model.steps():
+                table.placeholder = self._no_steps_text()
+                table.refresh()
 
-    def _show_advisories(self, advisories: tuple[Advisory, ...]) -> None:
-        self._advisories_shown = advisories
-        self.query_one(AdvisoryList).show(advisories)
-        self.query_one("#advisory-pane").set_class(not advisories, "quiet")
+    def _show_advisories(self, log: AdvisoryLog) -> None:
+        """The sidebar: the active advisories, then those cleared in the last few steps (dimmed)."""
+        self._advisories_shown = log
         model = self.miles.model
-        if advisories:
-            title = f"advisories ({len(advisories)})"
+        entries = log.sidebar(model.latest)
+        self.query_one(AdvisoryList).show(entries)
+        self.query_one("#advisory-pane").set_class(not entries, "quiet")
+        active = sum(e.active for e in entries)
+        cleared = len(entries) - active
+        if entries:
+            counts = f"{active}" if active else "none active"
+            counts += f", {cleared} cleared" if cleared else ""
+            title = f"advisories ({counts}) · a again: the log"
         elif model.polled and not model.looks_like_a_run and not model.steps():
             title = "advisories: none, nothing here to judge"  # the table says why (it cut at 160 columns)
         else:
@@ -255,17 +316,22 @@ class OverviewScreen(MonitorScreen):
 
     @on(AdvisoryList.Jump)
     def _jump(self, message: AdvisoryList.Jump) -> None:
-        """Enter on an advisory: open the step (and sample) it names."""
+        """Enter on an advisory: open the step (and sample) it names, or the view of its telemetry."""
         advisory = message.advisory
         if advisory.rollout_id is None:
+            self.miles.go_to_advisory(advisory)
             return
         key = (advisory.rollout_id, advisory.evaluation)
         self.query_one("#steps", VirtualTable).move_to_key(key)
         self.open_step(key, advisory.sample_index)
 
     def action_focus_advisories(self) -> None:
-        """Focus the advisory list on its first advisory (so enter jumps at once), or say there are none."""
+        """Focus the advisory list on its first advisory (so enter jumps at once); from the list, or with
+        nothing in it but a history, the advisory log; with no advisory ever, say so."""
         advisories = self.query_one(AdvisoryList)
+        if advisories.has_focus or (not advisories.advisories and self.miles.model.advisory_log.entries):
+            self.miles.show_advisory_log()
+            return
         if not advisories.advisories:
             self.notify("no advisories: nothing needs attention", timeout=3)
             return

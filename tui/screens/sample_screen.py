@@ -11,7 +11,7 @@ reactives on widgets that already exist, so a key costs the same on a
 32k-token response as on a short one. The screen composes and routes: its
 text lines come from :mod:`miles_tui.tui.sample_lines`, the conversation tab
 is a :class:`~miles_tui.tui.widgets.conversation_view.ConversationView`.
-``h`` shows the token text coloured by |lp diff|, entropy or advantage
+``h`` shows the token text coloured by |lpΔ|, entropy or advantage
 (deciles from :func:`miles_tui.core.analysis.token_heat.token_heat`, drawn
 by :class:`~miles_tui.tui.widgets.token_text.TokenText`), then hides it.
 ``<``/``>`` replace the sample in place with its GRPO-group neighbour and post
@@ -272,7 +272,7 @@ class SampleScreen(Screen[None]):
         self._move(self.tokens.at_end(last))
 
     def action_outlier(self, step: int) -> None:
-        """Jump to the next (or previous) token in order of |lp diff|, largest first."""
+        """Jump to the next (or previous) token in order of |lpΔ|, largest first."""
         stepped = self.tokens.outlier_step(step)
         if stepped.note is not None:
             self.notify(stepped.note, timeout=4 if len(self.sample.outliers) == 0 else 2)
@@ -306,7 +306,7 @@ class SampleScreen(Screen[None]):
         self._show_chart()
 
     def action_cycle_heat(self) -> None:
-        """Colour the token text by |lp diff|, entropy, advantage, then hide it again."""
+        """Colour the token text by |lpΔ|, entropy, advantage, then hide it again."""
         self.heat = HEAT_CYCLE[(HEAT_CYCLE.index(self.heat) + 1) % len(HEAT_CYCLE)]
         self._show_heat()
 

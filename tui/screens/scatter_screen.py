@@ -22,7 +22,7 @@ from miles_tui.core.analysis import Scatter, step_cursor, step_scatter
 from miles_tui.core.dump import StepSummary
 from miles_tui.tui.formatting import number
 from miles_tui.tui.messages import StepsSummarized
-from miles_tui.tui.renderers.scatter import LEGEND, scatter_lines
+from miles_tui.tui.renderers.scatter import LEGEND, legend, scatter_lines
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.run_header import RunHeader
 
@@ -117,6 +117,7 @@ class ScatterScreen(MonitorScreen):
         if scatter is None:
             return
         plot.show(scatter, self.cursor if scatter.points else None)
+        self.query_one("#legend", Label).update(legend(scatter))
         point = Text()
         if scatter.points:
             p = scatter.points[self.cursor]

@@ -23,6 +23,7 @@ from miles_tui.core.dump import GroupRow, SampleRow, StepSummary
 from miles_tui.core.errors import StillWritingError
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import number, percent
+from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.messages import StepsSummarized
 from miles_tui.tui.row_filter import RowFilter, parse_filter
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
@@ -36,8 +37,9 @@ from miles_tui.tui.step_rows import (
     sample_widths,
     zero_std_groups,
 )
+from miles_tui.tui.table_layout import Column, fitted
 from miles_tui.tui.widgets.run_header import RunHeader
-from miles_tui.tui.widgets.virtual_table import Column, TableRow, VirtualTable, fitted
+from miles_tui.tui.widgets.virtual_table import VirtualTable
 
 
 def _sort_value(value: Any) -> tuple[int, Any]:
@@ -157,7 +159,7 @@ class StepScreen(MonitorScreen):
         text.append(f"step {summary.rollout_id} ", style="bold")
         text.append("eval" if summary.evaluation else "train", style="magenta" if summary.evaluation else "")
         text.append(f" · {a.n_samples} samples · {len(summary.groups)} groups · reward {number(a.reward_mean)}")
-        text.append(f" · 0-std {percent(a.zero_std_group_frac)} · trunc {percent(a.truncated_frac)}")
+        text.append(f" · zero-std {percent(a.zero_std_group_frac)} · trunc {percent(a.truncated_frac)}")
         text.append(f" · stale {number(a.avg_staleness, 2)} · mixed {percent(a.mixed_version_frac)}")
         text.append(f" · |lpΔ| {number(a.mean_abs_lp_diff)}")
         text.append(f" · entropy {number(a.mean_entropy)}")

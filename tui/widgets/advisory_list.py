@@ -1,4 +1,9 @@
-"""The advisory sidebar: alarms first, level in colour AND in text, Enter jumps to the target."""
+"""The advisory sidebar: alarms first, level in colour AND in text, Enter jumps to the target.
+
+It lists log entries (core's ``LoggedAdvisory``): the active ones, then, dimmed, those cleared
+within the last few steps ("cleared at step N"), so an advisory that flickers off is still there
+to read and to jump to (its step is the one it was last seen at).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from miles_tui.core.analysis import Advisory
+from miles_tui.core.analysis.advisory_log import LoggedAdvisory
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import level_badge
 
@@ -38,11 +44,15 @@ class AdvisoryList(OptionList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.advisories: tuple[Advisory, ...] = ()
+        """The advisories listed, active then cleared."""
+        self.entries: tuple[LoggedAdvisory, ...] = ()
 
-    def show(self, advisories: tuple[Advisory, ...]) -> None:
+    def show(self, entries: tuple[LoggedAdvisory, ...]) -> None:
         """Replace the list, keeping the highlight on the same advisory when it is still there."""
-        if advisories == self.advisories:
+        if entries == self.entries:
             return
+        self.entries = entries
+        advisories = tuple(e.advisory for e in entries)
         highlighted = self.highlighted
         current = (
             self.advisories[highlighted] if highlighted is not None and highlighted < len(self.advisories) else None
@@ -52,9 +62,12 @@ class AdvisoryList(OptionList):
         if not advisories:
             return  # the pane's title says "none, nothing needs attention"
         options = []
-        for advisory in advisories:
-            text = Text()
-            text.append_text(level_badge(advisory.level))
+        for entry in entries:
+            advisory = entry.advisory
+            text = Text(style="" if entry.active else "dim")
+            if not entry.active:
+                text.append(f"cleared at step {entry.cleared_at} ", style="dim italic")
+            text.append_text(level_badge(advisory.level) if entry.active else Text(level_badge(advisory.level).plain))
             text.append(f" {inert(advisory.code)}", style="bold")
             if advisory.rollout_id is not None:
                 where = f" step {advisory.rollout_id}{' eval' if advisory.evaluation else ''}"
@@ -74,5 +87,4 @@ class AdvisoryList(OptionList):
         event.stop()
         if event.option_index < len(self.advisories):
             advisory = self.advisories[event.option_index]
-            if advisory.rollout_id is not None:
-                self.post_message(self.Jump(advisory))
+            self.post_message(self.Jump(advisory))

@@ -1,4 +1,10 @@
-"""The one-line run header: name, latest step, live state, data age, new-step badge.
+"""The one-line run header: name, latest step, the run's state on its one clock, data age, new-step badge.
+
+The state comes from core (``RunModel.clock``, judged by ``analysis.run_state`` on the
+newest record's own timestamp, file times only where no record has one), so the header,
+the views and ``report`` agree: ``● LIVE`` only while data keeps coming at the run's
+cadence, ``○ QUIET since DATE`` when it stopped, ``■ ENDED · last data DATE`` when it
+reached its last step, ``✗ NOT A DUMP`` for a folder that is not one (never LIVE).
 
 It keeps itself current: on mount it subscribes to the app's ``run_changed``
 signal (published with the run model after every poll and follow toggle), so
@@ -15,8 +21,9 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from miles_tui.core.analysis import RunState
 from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import age
+from miles_tui.tui.formatting import age, date_time
 from miles_tui.tui.run_model import RunModel
 
 if TYPE_CHECKING:
@@ -38,6 +45,10 @@ class RunHeader(Widget):
     """The data age as shown (None: no data yet)."""
     quiet: reactive[bool] = reactive(False)
     """The run went quiet (no new data for longer than its usual step interval allows)."""
+    state: reactive[RunState | None] = reactive(None)
+    """The run's state as core judged it (None before the first poll)."""
+    last_data: reactive[str] = reactive("")
+    """The newest data time, absolute (shown once the run is quiet or ended)."""
     new_steps: reactive[int] = reactive(0)
     context: reactive[str] = reactive("")
     backlog: reactive[int] = reactive(0)
@@ -52,26 +63,43 @@ class RunHeader(Widget):
         if self.context:
             text.append(f"  {self.context}")
         text.append("  ")
+        if self.state is RunState.NOT_A_DUMP:
+            text.append("✗ NOT A DUMP", style="bold red")
+            return text
+        if self.state is RunState.ENDED:
+            text.append("■ ENDED", style="bold")
+            text.append(f" · last data {self.last_data}")
+            return self._badges(text)
         if not self.live:
             text.append("■ STATIC", style="dim")
-        elif self.following and self.quiet:  # a run that stopped writing is not "live"
-            text.append("○ IDLE", style="yellow")
-        elif self.following:
-            text.append("● LIVE", style="bold green")
-        else:
+            if self.quiet:
+                text.append(f" · quiet since {self.last_data}", style="yellow")
+        elif not self.following:
             text.append("‖ PAUSED", style="bold yellow")
+            if self.quiet:
+                text.append(f" · quiet since {self.last_data}", style="yellow")
+        elif self.quiet:  # a run that stopped writing is not "live": since when, and how long ago
+            text.append(f"○ QUIET since {self.last_data}", style="bold yellow")
+            if self.age_text is not None:
+                text.append(f" · {self.age_text} ago", style="bold red")
+            return self._badges(text)
+        else:
+            text.append("● LIVE", style="bold green")
         if self.age_text is not None:
             quiet = self.live and self.quiet
             text.append("  data ")
             text.append(f"{self.age_text} old", style="bold red" if quiet else "")
             if quiet:
                 text.append(" · no new data", style="bold red")
+        return self._badges(text)
+
+    def _badges(self, text: Text) -> Text:
         if self.backlog:
             text.append(f"  summarizing {self.backlog:,} step{'s' if self.backlog > 1 else ''}…", style="dim")
         if self.new_steps:
             text.append("  ")
             text.append(
-                f" {self.new_steps} new step{'s' if self.new_steps > 1 else ''} (f: follow) ", style="reverse yellow"
+                f" {self.new_steps} new step{'s' if self.new_steps > 1 else ''} (f: track) ", style="reverse yellow"
             )
         return text
 
@@ -86,6 +114,8 @@ class RunHeader(Widget):
         self.live = model.live
         self.latest = model.latest
         self.age_text = None if model.data_age is None else age(model.data_age)
-        self.quiet = model.data_age is not None and model.data_age > model.quiet_after
+        self.state = model.state
+        self.quiet = model.state is RunState.QUIET
+        self.last_data = date_time(model.clock.last_data) if model.clock is not None else ""
         self.backlog = model.backlog
         self.following = model.following

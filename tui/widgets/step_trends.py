@@ -9,6 +9,7 @@ same renderer as the token series); more steps than cells are averaged per cell.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -20,7 +21,7 @@ from textual.widget import Widget
 from textual.widgets import Label
 
 from miles_tui.core.dump import StepAggregate
-from miles_tui.tui.formatting import MISSING, number, percent
+from miles_tui.tui.formatting import MISSING, number, percent, trend_scale
 from miles_tui.tui.renderers.sparkline import FloatArray, SparkPicture, SparkStyles, spark_frame
 
 TRENDS: tuple[tuple[str, str], ...] = (
@@ -28,7 +29,7 @@ TRENDS: tuple[tuple[str, str], ...] = (
     ("zero_std_group_frac", "zero-std"),
     ("truncated_frac", "truncated"),
     ("avg_staleness", "staleness"),
-    ("mean_abs_lp_diff", "|lp Δ|"),
+    ("mean_abs_lp_diff", "|lpΔ|"),
 )
 
 
@@ -43,11 +44,14 @@ class TrendLine(Widget):
         super().__init__(id=id)
         self.values: FloatArray = np.zeros(0)
         """One value per step, oldest first (NaN: no value)."""
+        self.scale: tuple[float, float] | None = None
+        """The values the floor and the top of the cell stand for (None: the values' own min and max)."""
         self._drawn: tuple[int, Strip] | None = None
 
-    def show(self, values: FloatArray) -> None:
-        """Draw these values."""
+    def show(self, values: FloatArray, scale: tuple[float, float] | None = None) -> None:
+        """Draw these values against ``scale`` (low, high)."""
         self.values = values
+        self.scale = scale
         self._drawn = None
         self.refresh()
 
@@ -57,6 +61,11 @@ class TrendLine(Widget):
             return Strip.blank(width, self.rich_style)
         if self._drawn is None or self._drawn[0] != width:
             frame = spark_frame(self.values, None, width, how="mean")
+            if self.scale is not None and frame.lo is not None:
+                low, high = self.scale
+                if high <= low:  # every value is the scale's one value (a constant 0): flat at the floor
+                    high = low + 1.0
+                frame = dataclasses.replace(frame, lo=low, hi=high)
             styles = SparkStyles(bar=self.rich_style)
             self._drawn = (width, SparkPicture.draw(frame, 1).strips(styles, width, base=self.rich_style)[0])
         return self._drawn[1]
@@ -74,6 +83,7 @@ class StepTrends(Vertical):
     StepTrends > Horizontal { height: 1; }
     StepTrends Label.trend-name { width: 10; }
     StepTrends Label.trend-value { width: 9; text-align: right; }
+    StepTrends Label.trend-scale { width: 14; text-align: right; color: $text-muted; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -85,6 +95,7 @@ class StepTrends(Vertical):
             with Horizontal():
                 yield Label(label, classes="trend-name")
                 yield TrendLine(id=f"trend-{key}")
+                yield Label("", id=f"trend-scale-{key}", classes="trend-scale")
                 yield Label(MISSING, id=f"trend-value-{key}", classes="trend-value")
 
     def show(self, aggregates: Sequence[StepAggregate | None]) -> None:
@@ -93,9 +104,18 @@ class StepTrends(Vertical):
         for key, _ in TRENDS:
             values = [None if a is None else getattr(a, key) for a in aggregates]
             points = np.array([math.nan if v is None else float(v) for v in values], dtype=np.float64)
-            self.query_one(f"#trend-{key}", TrendLine).show(points)
+            fraction = key.endswith("_frac")
+            finite = points[np.isfinite(points)]
+            low, high = (float(finite.min()), float(finite.max())) if len(finite) else (math.nan, math.nan)
+            # bars rise from zero; a fraction is drawn on 0-100 %
+            scale = (0.0, 1.0) if fraction else (min(low, 0.0), max(high, 0.0))
+            self.query_one(f"#trend-{key}", TrendLine).show(points, scale if len(finite) else None)
             last = next((v for v in reversed(values) if v is not None), None)
-            text = percent(last) if key.endswith("_frac") else number(last, 3)
+            text = percent(last) if fraction else number(last, 3)
+            shown = trend_scale(low, high, fraction) if len(finite) else ""
             if self._shown.get(key) != text:
                 self._shown[key] = text
                 self.query_one(f"#trend-value-{key}", Label).update(text)
+            if self._shown.get(f"scale-{key}") != shown:
+                self._shown[f"scale-{key}"] = shown
+                self.query_one(f"#trend-scale-{key}", Label).update(shown)

@@ -10,13 +10,19 @@ Column widths come from the data where a column allows it (``Column.grow``):
 rows given whole are measured here, lazy rows are measured by their owner
 (:func:`fitted`), so an id or a state never reads ``100000…`` while space is
 free. The placeholder (shown while there are no rows) wraps to the width.
+
+No cell is cut at the pane's edge: the table scrolls sideways a whole column at
+a time (``table_layout``), pinned columns (a row's identity) stay put, the
+header marks hidden columns (``‹`` ``›``), a column is never narrower than its
+label (a sort arrow never costs the name), and a number too wide for its column
+(owners format to fit: ``number_within``) reads ``…``, never a prefix.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar, overload
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
@@ -29,79 +35,9 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-
-@dataclass(frozen=True)
-class Column:
-    """One column: key, header label, width in cells and alignment."""
-
-    key: str
-    """Identifier the owner sorts by."""
-    label: str
-    """Header text."""
-    width: int
-    """Width in terminal cells."""
-    justify: str = "right"
-    """left, right or center."""
-    grow: int = 0
-    """Cells the column may widen to, to fit its widest cell (0: fixed at ``width``)."""
-
-
-def fitted(columns: Sequence[Column], needed: Mapping[str, int]) -> tuple[Column, ...]:
-    """``columns`` widened to the cells each needs (``needed`` by key), within each column's ``grow``."""
-    out = []
-    for column in columns:
-        want = needed.get(column.key, 0)
-        limit = max(column.grow, column.width)
-        width = min(max(want, column.width), limit)
-        out.append(column if width == column.width else replace(column, width=width))
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class TableRow:
-    """One row: a stable key and its already-formatted cells."""
-
-    key: Hashable
-    """Stable identity (a sample index, a step id)."""
-    cells: tuple[Text, ...]
-    """One Text per column."""
-    style: str = ""
-    """A style for the whole row (e.g. dim for removed samples)."""
-
-
-class LazyRows(Sequence[TableRow]):
-    """Rows known by key, formatted only when drawn (and then remembered)."""
-
-    def __init__(self, keys: Sequence[Hashable], render: Callable[[Hashable], TableRow]) -> None:
-        self.keys = keys
-        self._render = render
-        self._cache: dict[Hashable, TableRow] = {}
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    @overload
-    def __getitem__(self, index: int) -> TableRow: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[TableRow]: ...
-
-    def __getitem__(self, index: int | slice) -> TableRow | Sequence[TableRow]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        key = self.keys[index]
-        row = self._cache.get(key)
-        if row is None:
-            if len(self._cache) > 8192:
-                self._cache.clear()
-            row = self._cache[key] = self._render(key)
-        return row
-
-    def forget(self, keys: Iterable[Hashable]) -> None:
-        """Format these rows again when next drawn (their content changed)."""
-        for key in keys:
-            self._cache.pop(key, None)
-
+from miles_tui.tui.formatting import OVERFLOW
+from miles_tui.tui.lazy_rows import LazyRows, TableRow
+from miles_tui.tui.table_layout import Column, Window, fitted, narrowed, pinned_count, visible_window
 
 FIT_SAMPLE = 200
 """Lazy rows measured for growing columns when the rows are set (the newest, on screen first)."""
@@ -177,19 +113,33 @@ class VirtualTable(ScrollView, can_focus=True):
         self._index: dict[Hashable, int] = {}
         self._strip_cache: dict[tuple[Hashable, int, bool, int], Strip] = {}
         self._placeholder_cache: tuple[tuple[str, int] | None, list[Strip]] = (None, [])
+        self._laid_out: tuple[object, tuple[Column, ...]] = (None, ())
         self.placeholder = ""
         """What the table says while it has no rows (wrapped to the width)."""
 
     # -- data -----------------------------------------------------------------
 
     def set_columns(self, columns: Sequence[Column]) -> None:
-        """Replace the columns (clears the line cache); growing columns fit the next rows given whole."""
-        self._declared = tuple(columns)
+        """Replace the columns (clears the line cache); growing columns fit the next rows given whole.
+
+        A column narrower than its label is widened to it (a sorted column's arrow never cuts its name)."""
+        self._declared = tuple(replace(c, width=max(c.width, Text(c.label).cell_len)) for c in columns)
         self._whole = None  # rows of other columns say nothing about these
         self.columns = self._declared
         self.cursor_column = min(self.cursor_column, max(len(self.columns) - 1, 0))
         self._strip_cache.clear()
         self._resize()
+        self._keep_cursor_column()
+
+    def _keep_cursor_column(self) -> None:
+        """After widths change (a sort arrow, new rows, a resize), scroll so the cursor's column is drawn."""
+        if self.is_mounted:
+            self.call_after_refresh(lambda: self._scroll_column_into_view(self.cursor_column))
+
+    def on_resize(self) -> None:
+        self._strip_cache.clear()  # the columns as laid out depend on the width
+        self._resize()
+        self._keep_cursor_column()
 
     def _fit(self, rows: Sequence[TableRow]) -> tuple[Column, ...]:
         needed: dict[str, int] = {}
@@ -240,6 +190,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._index = {key: i for i, key in enumerate(keys)}
         self._strip_cache.clear()
         self._resize()
+        self._keep_cursor_column()
         if current is not None and current in self._index:
             self.set_reactive(VirtualTable.cursor_row, self._index[current])
         else:
@@ -306,16 +257,59 @@ class VirtualTable(ScrollView, can_focus=True):
         return True
 
     @property
+    def laid_out(self) -> tuple[Column, ...]:
+        """The columns as drawn at this width: a scrolled column wider than the room beside the pinned ones is
+        narrowed to it (its text ends in …, a number reads …), so every column can be shown whole."""
+        key = (self.columns, self.scrollable_content_region.width if self.is_mounted else 0)
+        if self._laid_out[0] != key:
+            self._laid_out = (key, narrowed(*key))
+        return self._laid_out[1]
+
+    @property
     def table_width(self) -> int:
-        return sum(c.width + 1 for c in self.columns)
+        return sum(c.width + 1 for c in self.laid_out)
 
     def _resize(self) -> None:
         self.virtual_size = Size(self.table_width, len(self.rows) + 1)
 
     # -- drawing ----------------------------------------------------------------
 
+    def window(self) -> Window:
+        """The columns drawn at the current scroll position and width."""
+        return visible_window(self.laid_out, self.scroll_offset.x, self.scrollable_content_region.width)
+
+    def column_x(self, index: int) -> int:
+        """Where column ``index`` starts in a full (unscrolled) line."""
+        return sum(c.width + 1 for c in self.laid_out[:index])
+
+    def drawn_columns(self) -> tuple[tuple[Column, int], ...]:
+        """Each column on screen with the cell its text starts at, left to right: what a line shows."""
+        window = self.window()
+        out: list[tuple[Column, int]] = []
+        x = 0
+        for index in window.drawn():
+            out.append((self.laid_out[index], x))
+            x += self.laid_out[index].width + 1
+        return tuple(out)
+
+    def _visible(self, full: Strip, width: int, style: Style, marks: bool = False) -> Strip:
+        """The whole columns of ``full`` (a line of every column) that fit ``width`` at the scroll position."""
+        window = self.window()
+        pinned_end = self.column_x(window.pinned)
+        parts = [full.crop(0, pinned_end), full.crop(self.column_x(window.first), self.column_x(window.stop))]
+        strip = Strip.join(parts).crop(0, width).extend_cell_length(width, style)
+        if not marks:
+            return strip
+        if window.first > pinned_count(self.laid_out) and window.pinned and pinned_end - 1 < width:
+            strip = Strip.join([strip.crop(0, pinned_end - 1), Strip([Segment("‹", style)]), strip.crop(pinned_end)])
+        if window.stop < len(self.laid_out) and width > 0:
+            strip = Strip.join([strip.crop(0, width - 1), Strip([Segment("›", style)])])
+        return strip
+
     def _cell_segments(self, text: Text, column: Column, style: Style) -> list[Segment]:
         cell = text.copy()
+        if cell.cell_len > column.width and column.justify == "right":
+            cell = Text(OVERFLOW, style=cell.style)  # a number cut to a prefix reads as another number
         cell.truncate(column.width, overflow="ellipsis")
         if column.justify == "right":
             cell.pad_left(column.width - cell.cell_len)
@@ -336,11 +330,10 @@ class VirtualTable(ScrollView, can_focus=True):
         base = self.get_component_rich_style("virtual-table--header")
         column_style = base + self.get_component_rich_style("virtual-table--column")
         segments: list[Segment] = []
-        for i, column in enumerate(self.columns):
+        for i, column in enumerate(self.laid_out):
             style = column_style if i == self.cursor_column else base
             segments += self._cell_segments(Text(column.label), column, style)
-        strip = Strip(segments).crop(self.scroll_offset.x, self.scroll_offset.x + width)
-        return strip.extend_cell_length(width, base)
+        return self._visible(Strip(segments), width, base, marks=True)
 
     def _row_strip(self, index: int, width: int) -> Strip:
         row = self.rows[index]
@@ -352,7 +345,7 @@ class VirtualTable(ScrollView, can_focus=True):
             if is_cursor:
                 base = base + self.get_component_rich_style("virtual-table--cursor")
             segments: list[Segment] = []
-            for i, (column, cell) in enumerate(zip(self.columns, row.cells, strict=False)):
+            for i, (column, cell) in enumerate(zip(self.laid_out, row.cells, strict=False)):
                 style = base
                 if is_cursor and i == self.cursor_column:
                     style = base + self.get_component_rich_style("virtual-table--column")
@@ -361,8 +354,7 @@ class VirtualTable(ScrollView, can_focus=True):
             if len(self._strip_cache) > 4096:
                 self._strip_cache.clear()
             self._strip_cache[key] = cached
-        strip = cached.crop(self.scroll_offset.x, self.scroll_offset.x + width)
-        return strip.extend_cell_length(width, self.rich_style)
+        return self._visible(cached, width, self.rich_style)
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
@@ -405,13 +397,23 @@ class VirtualTable(ScrollView, can_focus=True):
     def watch_cursor_column(self, old: int, new: int) -> None:
         self._strip_cache.clear()
         self.refresh()
-        left = sum(c.width + 1 for c in self.columns[:new])
-        right = left + (self.columns[new].width if self.columns else 0)
-        view = self.scrollable_content_region.width
-        if left < self.scroll_offset.x:
-            self.scroll_to(x=left, animate=False)
-        elif right > self.scroll_offset.x + view:
-            self.scroll_to(x=max(0, right - view), animate=False)
+        self._scroll_column_into_view(new)
+
+    def _scroll_column_into_view(self, index: int) -> None:
+        """Scroll sideways (a whole column at a time) until column ``index`` is drawn."""
+        pinned = pinned_count(self.laid_out)
+        if not self.laid_out or index < pinned:
+            return
+        window = self.window()
+        start = self.column_x(pinned)
+        if index < window.first:
+            self.scroll_to(x=self.column_x(index) - start, animate=False)
+        elif index >= window.stop:
+            room = self.scrollable_content_region.width - self.column_x(pinned) - 1
+            first = index
+            while first > pinned and self.column_x(index + 1) - 1 - self.column_x(first - 1) <= room:
+                first -= 1
+            self.scroll_to(x=self.column_x(first) - start, animate=False)
 
     def _refresh_row(self, index: int) -> None:
         y = index - self.scroll_offset.y + 1
