@@ -243,15 +243,26 @@ def fleet_rows(fleet: FleetSummary) -> list[HeatRow]:
     return rows
 
 
+FAR_BACK_SECONDS: Final = 86400.0
+FAR_BACK_WINDOWS: Final = 4.0
+"""A panned window ending further back than this (and than this many of its own lengths) has an axis counted
+from its own end, named by its date and time (UTC)."""
+
+
 def axis_row(view: ComputeView, width: int) -> HeatRow:
     """The time axis under the strips (counted back from now, or from the end of a stopped run's data), with
     the suffix columns' headings."""
     frame = view.frame
     bins = view.grid.bins
+    back = view.now - bins.until
     if frame.live:
         end, ref = ("end" if frame.anchored_to_data else "now"), None
+    elif back > max(FAR_BACK_SECONDS, FAR_BACK_WINDOWS * (bins.until - bins.since)):
+        # far from now: offsets from now would all read alike (-104d02h); count back from the window's end,
+        # which is named by its date
+        end, ref = time.strftime("%m-%d %H:%M", time.gmtime(bins.until)), None
     else:
-        end, ref = f"-{span_text(view.now - bins.until)}", view.now
+        end, ref = f"-{span_text(back)}", view.now
     ticks = Text()
     for part in re.split(r"( +)", time_axis(bins.since, bins.until, width, end, ref)):
         ticks.append(part, style="" if part.startswith(" ") else "bold")  # a style per label: each is placed alone

@@ -299,3 +299,26 @@ async def test_a_stopped_run_shows_its_last_window_and_calls_the_lanes_stale_not
         texts = screen.lane_texts()
         assert len(texts) == 4 and all(text.rstrip().endswith("stale") and "2h00m" in text for text in texts)
         assert _lines(screen, "#axis")[0].rstrip().split()[-4] == "end╵"
+
+
+async def test_zero_on_a_live_window_says_so_and_a_far_panned_axis_names_its_date(
+    golden_copy: Callable[[str], Path],
+) -> None:
+    root = golden_copy("live_streams")
+    truth = json.loads((GOLDEN / "live_streams.truth.json").read_text())["dashboard"]
+    now = truth["time_range"][1] + 3 * 86400  # the run stopped three days ago
+    app = frozen_app(root, now)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open(app, pilot)
+        await pilot.press("0")
+        await settle(pilot)
+        said = [n.message for n in app._notifications]
+        assert any("already live" in m and "last sample" in m for m in said), said
+        await pilot.press("left")
+        for _ in range(50):
+            await settle(pilot)
+            if "PANNED" in _title(screen):
+                break
+        axis = _lines(screen, "#axis")[0]
+        assert "-3d" not in axis, "offsets from now would all read alike"
+        assert "08-20 " in axis and "╵" in axis, axis

@@ -345,9 +345,14 @@ class ComputeScreen(MonitorScreen):
             self._move(pan(current, direction * PAN_FRACTION))
 
     def action_live(self) -> None:
-        """Back to the live window (ends now, follows new data), same length."""
+        """Back to the live window (ends now, follows new data), same length; said when it already is."""
         current = self._current()
-        if current is not None:
+        if current is None:
+            self.notify("no GPU view yet: it is still being read", timeout=4)
+        elif current.live:
+            where = "the last sample (nothing newer was written)" if current.anchored_to_data else "now"
+            self.notify(f"already live: the window ends at {where}", timeout=4)
+        else:
             self._move(go_live(current))
 
     def action_start(self) -> None:
