@@ -301,6 +301,12 @@ class RunFollower:
             Phase(name, t0, OPEN_T1, node, tuple(gpus or ()), rank, role) for name, t0, node, rank, role, gpus in rows
         ]
 
+    def has_hours(self, stream: str) -> bool:
+        """Whether files of ``gpu_util`` or ``phases`` were found, when the follower (not its reader) reads them."""
+        with self._lock:
+            store = self.gpu_newest if stream == "gpu_util" else self.phases if stream == "phases" else None
+            return store is not None and bool(store.partitions())
+
     def phase_digests(self) -> list[PhaseDigest]:
         """Every ``phases`` hour's digest (empty when the reader follows ``phases`` itself)."""
         with self._lock:

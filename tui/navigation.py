@@ -198,7 +198,8 @@ class Navigation(App[None]):
             except KeyError:
                 return False
 
-        return {"metrics": counts.get("metrics", 0) > 0, "compute": has("gpu_util"), "engines": has("engine_series")}
+        gpus = has("gpu_util") or self.watcher.follower.has_hours("gpu_util")
+        return {"metrics": counts.get("metrics", 0) > 0, "compute": gpus, "engines": has("engine_series")}
 
     def go_to_advisory(self, advisory: Advisory) -> None:
         """What an advisory is about: its step (and sample), the view of its telemetry, or a toast saying why
