@@ -157,6 +157,9 @@ ENGINES = ("http://10.0.0.200:30000", "http://10.0.0.201:30000")
 """The demo's two sglang engines (no dp-attention: no ``dp_rank`` label)."""
 ENGINE_SCRAPE_S = 15.0
 """miles' scraper period."""
+DEMO_ABORT_RATE = 0.02
+"""Share of the demo engines' requests that end aborted, at a steady rate (a counter that fell would read as
+an engine restart)."""
 
 
 def _engine_scrapes(
@@ -172,9 +175,8 @@ def _engine_scrapes(
     scraper writes them: busy while the rollout generates, idle while the trainer trains. The counters are
     cumulative over the run (a step's requests are its samples, split between the engines)."""
     per_engine = config.samples_per_step / len(ENGINES)
-    aborted = sum(s["status"] == "aborted" for s in batch.samples) / len(ENGINES)
     lines: list[dict[str, Any]] = []
-    ts = np.ceil(t0 / ENGINE_SCRAPE_S) * ENGINE_SCRAPE_S
+    ts = np.floor(t0 / ENGINE_SCRAPE_S) * ENGINE_SCRAPE_S + ENGINE_SCRAPE_S  # after t0: the step before scraped it
     while ts <= now:
         busy = ts <= rollout_end
         done = min(max((ts - t0) / max(rollout_end - t0, 1e-9), 0.0), 1.0)
@@ -187,7 +189,7 @@ def _engine_scrapes(
                 "sglang_cache_hit_rate": round(float(np.clip(0.6 + rng.normal(0, 0.05), 0, 1)), 4),
                 "sglang_gen_throughput": round(float(1800 + rng.normal(0, 120)) if busy else 0.0, 1),
                 "sglang_num_requests_total": float(round((rid + done) * per_engine)),
-                "sglang_num_aborted_requests_total": float(round(rid * aborted + done * aborted)),
+                "sglang_num_aborted_requests_total": float(np.floor((rid + done) * per_engine * DEMO_ABORT_RATE)),
             }
             lines += [
                 {"ts": float(ts), "addr": addr, "metric": name, "labels": {}, "value": value}

@@ -167,3 +167,21 @@ def test_config_is_validated() -> None:
         DemoConfig(samples_per_step=10, group_size=4)
     with pytest.raises(ValueError, match="DP size"):
         DemoConfig(samples_per_step=12, group_size=4, layout=ParallelLayout(dp=8))
+
+
+def test_demo_engine_counters_only_grow(tmp_path: Path) -> None:
+    """A counter that falls reads as an engine restart: the demo's engines must not seem to restart."""
+    from miles_tui.core.telemetry import EngineTable, restart_times
+    from miles_tui.core.telemetry.hours.engine_columns import engine_table
+    from miles_tui.core.telemetry.hours.store import HourStore
+
+    for rid in range(10):
+        _step(tmp_path, rid, now=NOW + CONFIG.step_seconds * rid)
+    store = HourStore(tmp_path / "dashboard", "engine_series")
+    store.refresh()
+    table: EngineTable = engine_table(store.columns())
+    for metric in ("sglang_num_requests_total", "sglang_num_aborted_requests_total"):
+        series = table.series(metric)
+        assert series and all(len(one.ts) > 4 for one in series)
+        assert all(not len(restart_times(one)) for one in series), metric
+    assert any(float(one.value[-1]) > 0 for one in table.series("sglang_num_aborted_requests_total"))
