@@ -304,10 +304,14 @@ def csv_cell(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    text = str(value)
+    return inert(not_a_formula(str(value)))
+
+
+def not_a_formula(text: str) -> str:
+    """``text`` with a leading ``'`` when a spreadsheet would run it as a formula (a plain number stays)."""
     if text.startswith(FORMULA_STARTS) and _PLAIN_NUMBER.fullmatch(text) is None:
-        text = "'" + text
-    return inert(text)
+        return "'" + text
+    return text
 
 
 def rows_csv(document: dict[str, Any]) -> str:

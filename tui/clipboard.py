@@ -20,7 +20,7 @@ from typing import Any
 from textual.app import App
 
 from miles_tui.core.dump import ROW_COLUMNS, SERIES, SampleRow, TokenView, token_payload
-from miles_tui.core.export import rows_csv
+from miles_tui.core.export import not_a_formula, rows_csv
 from miles_tui.core.inert_text import inert
 from miles_tui.core.json_out import clean
 
@@ -32,12 +32,13 @@ TOKEN_COLUMNS: tuple[str, ...] = ("position", "response_position", "token_id", "
 
 
 def _cell(value: Any) -> str:
-    """One TSV cell: empty for None, true/false for booleans, tabs and newlines escaped, controls made inert."""
+    """One TSV cell: empty for None, true/false for booleans, tabs and newlines escaped, controls made inert,
+    text a spreadsheet would run as a formula quoted (a pasted row is a spreadsheet's input too)."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    text = str(value)
+    text = str(value) if isinstance(value, int | float) else not_a_formula(str(value))
     return inert(text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r"))
 
 

@@ -92,3 +92,13 @@ def test_rows_csv_keeps_negative_numbers_of_a_real_step(tmp_path: Path) -> None:
     rows = list(csv.DictReader(io.StringIO(rows_csv(document))))
     negative = [r["adv_mean"] for r in rows if r["adv_mean"].startswith("-")]
     assert negative and all(_is_number(v) for v in negative)
+
+
+@pytest.mark.parametrize("text", FORMULAS)
+def test_a_copied_row_quotes_formulas_too(text: str) -> None:
+    """``y`` copies a row as TSV, which a spreadsheet reads when pasted: the same quoting as the CSV."""
+    from miles_tui.tui.clipboard import _cell
+
+    cell = _cell(text)
+    assert cell.startswith("'") and "\t" not in cell and "\r" not in cell
+    assert _cell(-1.5) == "-1.5" and _cell("-1.5") == "-1.5" and _cell("plain") == "plain"
