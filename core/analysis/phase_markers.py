@@ -8,20 +8,14 @@ columns or per-partition digests; the stall rule (:mod:`.stream_advisories`) and
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, Final
 
 from miles_tui.core.telemetry import OPEN_T1, TableArrays
-from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest
+from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, key_part, open_markers
 
 PHASE_FIELDS: Final = ("name", "t0", "t1", "node", "rank", "role")
 """A phase row's fields, in the order the rules read them."""
-
-
-def key_part(value: Any) -> Any:
-    """A JSON value as part of a dict key (a list or object, never expected, by its repr)."""
-    return repr(value) if isinstance(value, (list, dict)) else value
 
 
 def open_and_closed(
@@ -48,7 +42,4 @@ def open_phase_count(phases: TableArrays | Sequence[PhaseDigest], attempt_start:
         current = [r for r in rows if attempt_start is None or r[1] >= attempt_start]
         current = [(r[0], r[1], r[2], key_part(r[3]), key_part(r[4]), r[5]) for r in current]
         return len(open_and_closed(current)[1])
-    closes = {(k[0], key_part(k[1]), key_part(k[2]), k[3]) for d in phases for k in d.closes}
-    since = attempt_start if attempt_start is not None else -math.inf
-    markers = {(r[0], key_part(r[2]), key_part(r[3]), r[1]) for d in phases for r in d.opens if r[1] >= since}
-    return len(markers - closes)
+    return len(open_markers(phases, attempt_start))

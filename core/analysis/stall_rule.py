@@ -26,10 +26,10 @@ import numpy.typing as npt
 
 from miles_tui.core.analysis.advisories import Advisory, Level
 from miles_tui.core.analysis.phase_markers import PHASE_FIELDS
-from miles_tui.core.analysis.phase_markers import key_part as _key_part
 from miles_tui.core.analysis.phase_markers import open_and_closed as _open_and_closed
 from miles_tui.core.telemetry import OPEN_T1, TAG_INT, TAG_NONE, TAG_OTHER, Phase, TableArrays
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, open_markers
+from miles_tui.core.telemetry.hours.phase_digest import key_part as _key_part
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -203,15 +203,14 @@ def stalled_from_digests(digests: Sequence[PhaseDigest], attempt_start: float | 
     current = attempt_start if attempt_start is not None else -math.inf
     if not any(at - r[1] > STALL_MIN_OPEN_S for r in markers):
         return []
-    unique = {(r[0], _key_part(r[2]), _key_part(r[3]), r[1]): r for r in markers}
-    out = []
-    for phase in sorted({r[0] for r in unique.values()}):
+    out = []  # the markers are one per key already (open_markers)
+    for phase in sorted({r[0] for r in markers}):
         spans = _closed_durations(digests, phase, current)
         if len(spans) < STALL_MIN_CLOSED:
             continue
         usual = float(np.median(spans))
         limit = max(STALL_FACTOR * usual, STALL_MIN_OPEN_S)
-        stuck = sorted((r for r in unique.values() if r[0] == phase and at - r[1] > limit), key=itemgetter(1))
+        stuck = sorted((r for r in markers if r[0] == phase and at - r[1] > limit), key=itemgetter(1))
         if stuck:
             where = [(r[2], r[3], r[4]) for r in stuck[:3]]
             out.append(_stall(phase, len(spans), usual, at - stuck[0][1], where, len(stuck)))

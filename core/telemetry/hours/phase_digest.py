@@ -97,20 +97,20 @@ def phase_digest(columns: Columns) -> PhaseDigest:
     return PhaseDigest(opens, closes, names, local.ravel().astype(np.int32), t0[closed].copy(), t1[closed].copy())
 
 
-def _key_part(value: Any) -> Any:
-    """A JSON value as part of a key (a list or object, never expected, by its repr)."""
+def key_part(value: Any) -> Any:
+    """A JSON value as part of a dict key (a list or object, never expected, by its repr)."""
     return repr(value) if isinstance(value, (list, dict)) else value
 
 
 def open_markers(digests: Sequence[PhaseDigest], attempt_start: float | None) -> list[OpenRow]:
     """The open markers no closing record anywhere closes, of the current attempt (started at or after
     ``attempt_start``), one per key (its last record), in order of first sight."""
-    closes = {(k[0], _key_part(k[1]), _key_part(k[2]), k[3]) for d in digests for k in d.closes}
+    closes = {(k[0], key_part(k[1]), key_part(k[2]), k[3]) for d in digests for k in d.closes}
     current = attempt_start if attempt_start is not None else -math.inf
     unique: dict[tuple[Any, ...], OpenRow] = {}
     for digest in digests:
         for r in digest.opens:
-            key = (r[0], _key_part(r[2]), _key_part(r[3]), r[1])
+            key = (r[0], key_part(r[2]), key_part(r[3]), r[1])
             if r[1] >= current and key not in closes:
                 unique[key] = r
     return list(unique.values())
