@@ -31,7 +31,6 @@ from functools import lru_cache
 from typing import Final, Literal, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
 
 from miles_tui.core.telemetry import (
     FloatArray,
@@ -50,8 +49,6 @@ from miles_tui.core.telemetry import (
 )
 from miles_tui.core.telemetry.lane_phases import lane_phases
 from miles_tui.core.telemetry.phase_bands import PhaseTime, phase_bands
-
-BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
 FLEET_LANES: Final = 64
 """Above this many lanes the fleet summary replaces the full lane list."""
@@ -97,19 +94,6 @@ class LaneGrid:
         return np.where(present.any(axis=1), top, np.nan)
 
 
-def _means(flat: IntArray, values: FloatArray, size: int, counts: IntArray) -> FloatArray:
-    """Mean of ``values`` per ``flat`` index, NaN values left out; ``counts``: samples per index, NaN or not."""
-    missing = np.isnan(values)
-    if missing.any():
-        ok = ~missing
-        totals = np.bincount(flat[ok], weights=values[ok], minlength=size)
-        counts = np.bincount(flat[ok], minlength=size)
-    else:
-        totals = np.bincount(flat, weights=values, minlength=size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, totals / counts, np.nan)
-
-
 @lru_cache(maxsize=8)
 def display_order(lanes: tuple[Lane, ...]) -> tuple[int, ...]:
     """Positions of ``lanes`` in display order (node, then gpu; both natural)."""
@@ -117,7 +101,12 @@ def display_order(lanes: tuple[Lane, ...]) -> tuple[int, ...]:
 
 
 def bin_lanes(samples: GpuSamples, bins: TimeBins) -> LaneGrid:
-    """Mean utilisation and memory per lane and bin; every known lane gets a row, with or without data."""
+    """Mean utilisation and memory per lane and bin; every known lane gets a row, with or without data.
+
+    Each row counts for its weight (:attr:`GpuSamples.weight`; a sample: one, or none where its value is
+    not a number): a bin of bucket summaries holds the mean of their samples (exact when the bins are whole
+    buckets), a bin of samples their mean.
+    """
     order = display_order(samples.lanes)
     row_of = np.empty(len(order), dtype=np.int64)
     row_of[list(order)] = np.arange(len(order))
@@ -127,48 +116,31 @@ def bin_lanes(samples: GpuSamples, bins: TimeBins) -> LaneGrid:
     flat = rows * bins.count + where[inside]
     size = len(order) * bins.count
     shape = (len(order), bins.count)
-    util = samples.util[inside]
-    if samples.weight is not None:  # bucket summaries: each row a mean over its count
-        return _weighted_grid(samples, bins, order, rows, flat, inside)
-    per_bin = np.bincount(flat, minlength=size)
+    util, mem = samples.util[inside], samples.mem_mb[inside]
+    if samples.weight is None:
+        util_n, mem_n = (~np.isnan(util)).astype(np.float64), (~np.isnan(mem)).astype(np.float64)
+        per_bin = np.bincount(flat, minlength=size)
+    else:
+        util_n, mem_n, count = (w[inside] for w in samples.weight)
+        per_bin = np.bincount(flat, weights=count, minlength=size)
     return LaneGrid(
         bins=bins,
         lanes=tuple(samples.lanes[i] for i in order),
-        util=_means(flat, util, size, per_bin).reshape(shape),
-        mem_mb=_means(flat, samples.mem_mb[inside], size, per_bin).reshape(shape),
+        util=_weighted(flat, util, util_n, size).reshape(shape),
+        mem_mb=_weighted(flat, mem, mem_n, size).reshape(shape),
         samples=per_bin.reshape(shape).astype(np.int64),
-        mean_util=_means(rows, util, len(order), np.bincount(rows, minlength=len(order))),
+        mean_util=_weighted(rows, util, util_n, len(order)),
     )
 
 
 def _weighted(flat: IntArray, means: FloatArray, counts: FloatArray, size: int) -> FloatArray:
-    """Mean per ``flat`` index of rows that are each the mean of ``counts`` values (NaN rows count nothing)."""
+    """Mean per ``flat`` index of rows that are each the mean of ``counts`` values (rows counting none, NaN
+    values among them, are left out)."""
     ok = counts > 0
     totals = np.bincount(flat[ok], weights=means[ok] * counts[ok], minlength=size)
     n = np.bincount(flat[ok], weights=counts[ok], minlength=size)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(n > 0, totals / n, np.nan)
-
-
-def _weighted_grid(
-    samples: GpuSamples, bins: TimeBins, order: tuple[int, ...], rows: IntArray, flat: IntArray, inside: BoolArray
-) -> LaneGrid:
-    """:func:`bin_lanes` of bucket summaries: a bin's mean is the mean of the samples of its buckets (exact when
-    the bins are whole buckets)."""
-    assert samples.weight is not None
-    util_n, mem_n, count = (w[inside] for w in samples.weight)
-    size = len(order) * bins.count
-    shape = (len(order), bins.count)
-    util = samples.util[inside]
-    per_bin = np.bincount(flat, weights=count, minlength=size)
-    return LaneGrid(
-        bins=bins,
-        lanes=tuple(samples.lanes[i] for i in order),
-        util=_weighted(flat, util, util_n, size).reshape(shape),
-        mem_mb=_weighted(flat, samples.mem_mb[inside], mem_n, size).reshape(shape),
-        samples=per_bin.reshape(shape).astype(np.int64),
-        mean_util=_weighted(rows, util, util_n, len(order)),
-    )
 
 
 def sampling_interval(samples: GpuSamples, recent: float = 600.0) -> float | None:
