@@ -75,9 +75,7 @@ class Partition:
         return -1.0 if self.hour is None else self.hour
 
     def overlaps(self, since: float | None, until: float | None) -> bool:
-        if self.hour is None:
-            return True
-        return (since is None or self.hour + HOUR_SECONDS > since) and (until is None or self.hour <= until)
+        return hour_overlaps(self.hour, since, until)
 
     def widen(self, records: Sequence[StreamRecord]) -> None:
         lo, hi = self.span if self.span is not None else (float("inf"), float("-inf"))
@@ -87,6 +85,13 @@ class Partition:
                 lo, hi = min(lo, span[0]), max(hi, span[1])
         if lo <= hi:
             self.span = (lo, hi)
+
+
+def hour_overlaps(hour: float | None, since: float | None, until: float | None) -> bool:
+    """Whether the partition of ``hour`` (None: a flat file, all time) may hold records of [since, until]."""
+    if hour is None:
+        return True
+    return (since is None or hour + HOUR_SECONDS > since) and (until is None or hour <= until)
 
 
 def hour_of(name: str) -> float | None:

@@ -50,7 +50,6 @@ from miles_tui.core.telemetry.record_table import TAG_INT
 from miles_tui.core.telemetry.stream_records import MAX_INDEX, MAX_TEXT
 
 _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {}
-_ONE: dict[str, msgspec.json.Decoder[Any]] = {}
 
 
 class _Rows:

@@ -29,7 +29,7 @@ import contextlib
 import multiprocessing
 import multiprocessing.context
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -49,7 +49,7 @@ from miles_tui.core.telemetry.hours.gpu_buckets import WIDTHS, GpuBuckets, from_
 from miles_tui.core.telemetry.hours.phase_cover import PhaseCover, phase_cover
 from miles_tui.core.telemetry.hours.phase_cover import from_cache as cover_from_cache
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, from_cache, phase_digest
-from miles_tui.core.telemetry.partitions import HOUR_SECONDS, hour_of
+from miles_tui.core.telemetry.partitions import HOUR_SECONDS, hour_of, hour_overlaps
 
 SETTLED_EVERY: Final = 16
 """An hour two or more behind its stream's newest is stat'ed on every this-many-th refresh only."""
@@ -96,9 +96,7 @@ class _Part:
     end: int = 0
 
     def overlaps(self, since: float | None, until: float | None) -> bool:
-        if self.hour is None:
-            return True
-        return (since is None or self.hour + HOUR_SECONDS > since) and (until is None or self.hour <= until)
+        return hour_overlaps(self.hour, since, until)
 
 
 class HourStore:
@@ -453,8 +451,3 @@ def _read_to_cache(dashboard: str, stream: str, path: str) -> bool:
 
 def _unused(value: Any) -> Columns:  # the tail decodes whole blocks (decode_block); never called per line
     raise TypeError("decoded by blocks")
-
-
-def stores(dashboard: Path, streams: Iterable[str], **options: Any) -> dict[str, HourStore]:
-    """One store per stream."""
-    return {stream: HourStore(dashboard, stream, **options) for stream in streams}
