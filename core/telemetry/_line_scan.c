@@ -14,8 +14,12 @@ Contract (the Python side, core/telemetry/line_templates.py, is the only caller)
   grammar), one of the literals NaN, Infinity, -Infinity that Python's json
   module reads, or null. An integer of more than 15 digits, or a number of more than 63
   bytes, matches nothing (the caller's general decoder takes such lines).
-- For line i: ``kinds[i]`` (int32) is the index of the first template it
-  matches (trying the last one matched first), or -1; ``starts[i]`` (int64)
+- For line i: ``kinds[i]`` (int32) is the index of a template it matches, or
+  -1. Tried in turn: the last template matched; the templates whose skeleton
+  is the line's (a hash of its bytes with each number or null that is the
+  value of a top-level member replaced by one mark, found by a table built per
+  call: the cost of a line does not grow with the templates); with at most
+  :c:macro:`LINEAR_TEMPLATES` templates, every one. ``starts[i]`` (int64)
   is its offset in ``block``. A matching line's n - 1 numbers are appended to
   ``values`` (float64), each as ``json.loads`` reads it (correctly rounded,
   as ``float()`` is; null as NaN), and to ``flags`` (uint8): 1 for an integer,
@@ -39,12 +43,17 @@ Contract (the Python side, core/telemetry/line_templates.py, is the only caller)
 #include <string.h>
 
 #define MAX_TOKEN 63
+#define LINEAR_TEMPLATES 16
+#define SLOT_MARK 0xFF
+#define FNV_OFFSET 1469598103934665603ULL
+#define FNV_PRIME 1099511628211ULL
 #define MAX_INT_DIGITS 15
 
 typedef struct {
     Py_ssize_t count;        /* segments */
     const char **data;       /* segment bytes */
     Py_ssize_t *size;        /* segment lengths */
+    uint64_t skeleton;       /* the hash of its segments with a mark between them (see line_skeleton) */
 } Template;
 
 static locale_t c_locale = (locale_t)0;
@@ -192,6 +201,77 @@ static const char *number(const char *p, const char *end, double *value, unsigne
     return p;
 }
 
+static inline uint64_t mix(uint64_t h, unsigned char c) { return (h ^ c) * FNV_PRIME; }
+
+static inline int is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* The hash of a line's skeleton: its bytes, with each token that is the value of a top-level member and starts
+   like a number or null (one of -0123456789NIn) replaced by SLOT_MARK. Strings (with their escapes) and nested
+   values are bytes of the skeleton. A template whose slots are exactly those values has the same hash; any
+   other line or template just misses (match() decides, never the hash). */
+static uint64_t line_skeleton(const char *p, const char *end) {
+    uint64_t h = FNV_OFFSET;
+    int depth = 0, in_string = 0;
+    char previous = 0; /* the last byte outside a string that is not whitespace */
+    while (p < end) {
+        char c = *p;
+        if (in_string) {
+            h = mix(h, (unsigned char)c);
+            if (c == '\\' && p + 1 < end) {
+                p++;
+                h = mix(h, (unsigned char)*p);
+            } else if (c == '"') {
+                in_string = 0;
+                previous = c;
+            }
+            p++;
+            continue;
+        }
+        if (depth == 1 && previous == ':' && (c == '-' || is_digit(c) || c == 'N' || c == 'I' || c == 'n')) {
+            while (p < end && *p != ',' && *p != '}' && !is_space(*p)) p++;
+            h = mix(h, SLOT_MARK);
+            previous = '0';
+            continue;
+        }
+        if (c == '"') in_string = 1;
+        else if (c == '{' || c == '[') depth++;
+        else if (c == '}' || c == ']') depth--;
+        if (!is_space(c)) previous = c;
+        h = mix(h, (unsigned char)c);
+        p++;
+    }
+    return h;
+}
+
+static uint64_t template_skeleton(const Template *t) {
+    uint64_t h = FNV_OFFSET;
+    for (Py_ssize_t i = 0; i < t->count; i++) {
+        for (Py_ssize_t j = 0; j < t->size[i]; j++) h = mix(h, (unsigned char)t->data[i][j]);
+        if (i + 1 < t->count) h = mix(h, SLOT_MARK);
+    }
+    return h;
+}
+
+/* Open addressing over the templates' skeletons: slots hold template index + 1 (0: empty). */
+typedef struct {
+    int32_t *slots;
+    uint64_t mask;
+} Index;
+
+static int build_index(Index *index, const Template *parsed, Py_ssize_t count) {
+    uint64_t size = 16;
+    while (size < (uint64_t)count * 2) size <<= 1;
+    index->slots = PyMem_Calloc((size_t)size, sizeof(int32_t));
+    if (index->slots == NULL) return 0;
+    index->mask = size - 1;
+    for (Py_ssize_t t = 0; t < count; t++) {
+        uint64_t at = parsed[t].skeleton & index->mask;
+        while (index->slots[at]) at = (at + 1) & index->mask;
+        index->slots[at] = (int32_t)t + 1;
+    }
+    return 1;
+}
+
 /* Line [p, end) against one template; its numbers written to values/flags. 1 when it matches. */
 static int match(const char *p, const char *end, const Template *t, double *values, unsigned char *flags) {
     for (Py_ssize_t i = 0; i < t->count; i++) {
@@ -253,11 +333,25 @@ static Template *parse_templates(PyObject *templates, Py_ssize_t count) {
             parsed[t].data[i] = PyBytes_AS_STRING(segment);
             parsed[t].size[i] = PyBytes_GET_SIZE(segment);
         }
+        parsed[t].skeleton = template_skeleton(&parsed[t]);
     }
     return parsed;
 fail:
     free_templates(parsed, count);
     return NULL;
+}
+
+/* Template t against a line: its index when it matches (its numbers appended, written advanced), else -1; full
+   set when the buffers cannot take its numbers. */
+static int32_t try_template(const char *line, const char *end, const Template *parsed, Py_ssize_t t, Py_ssize_t room,
+                            Py_ssize_t *written, double *value_out, unsigned char *flag_out, int *full) {
+    if (parsed[t].count - 1 > room - *written) {
+        *full = 1;
+        return -1;
+    }
+    if (!match(line, end, &parsed[t], value_out + *written, flag_out + *written)) return -1;
+    *written += parsed[t].count - 1;
+    return (int32_t)t;
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
@@ -266,6 +360,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_ssize_t lo, hi;
     PyObject *templates;
     Template *parsed = NULL;
+    Index index = {NULL, 0};
     Py_ssize_t ntemplates = 0, scanned = 0, written = 0, next = 0;
     PyObject *result = NULL;
     if (!PyArg_ParseTuple(args, "y*nnO!w*w*w*w*", &block, &lo, &hi, &PyTuple_Type, &templates, &kinds, &starts,
@@ -279,8 +374,16 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         !checked(&flags, 1, "flags"))
         goto done;
     ntemplates = PyTuple_GET_SIZE(templates);
+    if (ntemplates > INT32_MAX - 1) {
+        PyErr_SetString(PyExc_ValueError, "too many templates");
+        goto done;
+    }
     parsed = parse_templates(templates, ntemplates);
     if (parsed == NULL) goto done;
+    if (!build_index(&index, parsed, ntemplates)) {
+        PyErr_NoMemory();
+        goto done;
+    }
     {
         const char *base = (const char *)block.buf;
         int32_t *kind_out = (int32_t *)kinds.buf;
@@ -298,18 +401,20 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             const char *end = newline ? newline : base + hi;
             int32_t kind = -1;
             int full = 0;
-            for (Py_ssize_t k = 0; k < ntemplates; k++) {
-                Py_ssize_t t = (last + k) % ntemplates;
-                if (parsed[t].count - 1 > room - written) {
-                    full = 1;
-                    break;
+            if (ntemplates > 0) {
+                kind = try_template(line, end, parsed, last, room, &written, value_out, flag_out, &full);
+                if (kind < 0 && !full) {
+                    uint64_t skeleton = line_skeleton(line, end);
+                    for (uint64_t at = skeleton & index.mask; index.slots[at] && kind < 0 && !full;
+                         at = (at + 1) & index.mask) {
+                        Py_ssize_t t = index.slots[at] - 1;
+                        if (t != last && parsed[t].skeleton == skeleton)
+                            kind = try_template(line, end, parsed, t, room, &written, value_out, flag_out, &full);
+                    }
                 }
-                if (match(line, end, &parsed[t], value_out + written, flag_out + written)) {
-                    kind = (int32_t)t;
-                    last = t;
-                    written += parsed[t].count - 1;
-                    break;
-                }
+                for (Py_ssize_t t = 0; kind < 0 && !full && ntemplates <= LINEAR_TEMPLATES && t < ntemplates; t++)
+                    if (t != last) kind = try_template(line, end, parsed, t, room, &written, value_out, flag_out, &full);
+                if (kind >= 0) last = kind;
             }
             if (full) break;
             kind_out[scanned] = kind;
@@ -323,6 +428,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     result = Py_BuildValue("nnn", scanned, written, next);
 done:
+    PyMem_Free(index.slots);
     free_templates(parsed, ntemplates);
     PyBuffer_Release(&block);
     PyBuffer_Release(&kinds);
@@ -332,8 +438,54 @@ done:
     return result;
 }
 
+/* skeletons(block, hi, starts, out): out[i] (uint64) = the skeleton hash of the line of block[:hi] that starts at
+   starts[i] (int64), to tell which unmatched lines share a shape. */
+static PyObject *skeletons(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer block = {0}, starts = {0}, out = {0};
+    Py_ssize_t hi;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*ny*w*", &block, &hi, &starts, &out)) return NULL;
+    if (hi < 0 || hi > block.len) {
+        PyErr_SetString(PyExc_ValueError, "hi outside the block");
+        goto done;
+    }
+    if (!checked(&starts, 8, "starts") || !checked(&out, 8, "out")) goto done;
+    if (out.len < starts.len) {
+        PyErr_SetString(PyExc_ValueError, "out is shorter than starts");
+        goto done;
+    }
+    {
+        const char *base = (const char *)block.buf;
+        const int64_t *start_in = (const int64_t *)starts.buf;
+        uint64_t *hash_out = (uint64_t *)out.buf;
+        Py_ssize_t n = starts.len / 8;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (start_in[i] < 0 || start_in[i] > hi) {
+                PyErr_SetString(PyExc_ValueError, "a start outside the block");
+                goto done;
+            }
+        }
+        Py_BEGIN_ALLOW_THREADS;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const char *line = base + start_in[i];
+            const char *newline = memchr(line, '\n', (size_t)(base + hi - line));
+            hash_out[i] = line_skeleton(line, newline ? newline : base + hi);
+        }
+        Py_END_ALLOW_THREADS;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&block);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Scan metrics.jsonl lines of known templates into numbers (see the source)."},
+    {"skeletons", skeletons, METH_VARARGS, "Skeleton hashes of lines (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -30,6 +30,7 @@ from miles_tui.core.analysis.stall_rule import (
     stalled_phase_arrays,
 )
 from miles_tui.core.telemetry.hours import decode as decode_module
+from miles_tui.core.telemetry.hours import scan_decode
 from miles_tui.core.telemetry.hours import store as store_module
 from miles_tui.core.telemetry.hours.columns import SPECS
 from miles_tui.core.telemetry.hours.decode import decode
@@ -100,6 +101,30 @@ hostile_lines = st.sampled_from(
         '{"ts": 5, "metric": ["m"], "addr": "a"}',
         '{"ts": 5, "metric": "m", "labels": {"k": [1]}}',
         '{"ts": 5, "node": "a", "gpu": 1, "util": 1' + "0" * 400 + "}",
+    ]
+)
+
+
+odd_lines = st.sampled_from(
+    [
+        '{"name": "x", "t0": 1, "t1": 2, "gpus": [1099511627776], "rank": 0}',
+        '{"name": "x", "t0": 1, "t1": 2, "gpus": [0, 1], "rank": 1.5}',
+        '{"name": "x", "t0": 1, "t1": 2, "gpus": "0", "rank": null}',
+        '{"name": "x", "t0": 1, "t1": 2, "rank": null, "node": null}',
+        '{"name": "x", "t0": 1, "t1": 2, "gpus": [0], "extra": [1, 2], "rank": 3}',
+        '{"name": "x", "t0": 1, "t1": 2}',
+        '{"name": "x", "t1": 2}',
+        '{"name": "x", "t0": 1, "t1": 2, "rank": 12345678901234567}',
+        '{"ts": 5, "metric": "m", "addr": null, "labels": {"dp_rank": "0"}, "value": 1e999}',
+        '{"ts": 5, "metric": "m", "labels": {}, "value": 7}',
+        '{"ts": 5, "metric": "m", "labels": {"k": "v", "j": 2}, "value": -0.0}',
+        '{"ts": 5, "metric": "m", "labels": 3, "value": 1}',
+        '{"ts": 5, "metric": "m"}',
+        '{"ts": 5, "node": "a", "gpu": null, "util": 1}',
+        '{"ts": 5, "node": "a", "gpu": 1.0, "util": 1}',
+        '{"ts": 5, "node": "a", "gpu": -3, "util": true}',
+        '{"ts": 5, "node": "a", "gpu": 2, "util": 1, "util": 2}',
+        '{"ts":5,"node":"a","gpu":2,"util":1,"x":{"y":1}}',
     ]
 )
 
@@ -301,18 +326,21 @@ def test_the_stall_rule_over_digests_equals_it_over_every_record(tmp_path: Path,
     assert stalled_from_digests(digests.phase_digests(), start, at) == stalled_phase_arrays(arrays, start, at)
 
 
-@settings(max_examples=40, deadline=None)
-@given(content=stream_file("gpu_util"))
-def test_the_scanner_reads_gpu_lines_as_the_general_decoder_does(content: bytes) -> None:
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), stream=st.sampled_from(sorted(MAKERS)))
+def test_the_scanner_reads_every_stream_as_the_general_decoder_does(data: st.DataObject, stream: str) -> None:
+    content = data.draw(stream_file(stream))
+    if data.draw(st.booleans()):  # shapes the general decoder refuses or reads differently, beside good lines
+        content = b"".join(line.encode() + b"\n" for line in data.draw(st.lists(odd_lines, max_size=6))) + content
     end = content.rfind(b"\n")
     if end < 0:
         return
     block = content[:end]
-    scanned, scanned_bad = decode("gpu_util", block, 7, "x")
+    scanned, scanned_bad = decode(stream, block, 7, "x")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(decode_module, "SCANNER", False)
-        general, general_bad = decode("gpu_util", block, 7, "x")
-    fields = SPECS["gpu_util"].fields
+        general, general_bad = decode(stream, block, 7, "x")
+    fields = SPECS[stream].fields
     assert same([{f: scanned.value_of(f, r) for f in fields} for r in range(scanned.size)],
                 [{f: general.value_of(f, r) for f in fields} for r in range(general.size)])  # fmt: skip
     assert [(e.offset, e.reason) for e in scanned_bad] == [(e.offset, e.reason) for e in general_bad]
@@ -384,3 +412,25 @@ def test_engine_figures_from_hourly_digests_equal_those_of_every_record(tmp_path
     whole = engine_figures(engine_table(store.columns()))
     digested = figures_from_digests(store.engine_digests())
     assert digested is not None and _close(whole, digested)
+
+
+def test_hundreds_of_line_shapes_are_all_read_by_the_scanner() -> None:
+    """A phase per rank on 128 GPUs: every line's shape is learned and found (the general decoder reads none)."""
+    if not scan_decode.AVAILABLE:
+        pytest.skip("the compiled scanner is not built")
+    lines = []
+    for rank in range(128):
+        for name in ("rollout", "actor_train", "train_wait", "update_weights"):
+            t0 = HOUR + rank + len(name) / 7
+            record = {"name": name, "t0": t0, "t1": t0 + 2.5, "node": f"10.0.{rank // 8}.1", "gpus": [rank % 8],
+                      "rank": rank, "role": "train"}  # fmt: skip
+            lines.append(json.dumps(record, separators=(",", ":")))
+    block = "\n".join(lines * 2).encode()
+    scanned = scan_decode.scan_columns("phases", block, 0)
+    assert scanned.unmatched == [] and scanned.columns.size == len(lines) * 2
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decode_module, "SCANNER", False)
+        general, _ = decode("phases", block, 0, "x")
+    fields = SPECS["phases"].fields
+    assert same([{f: scanned.columns.value_of(f, r) for f in fields} for r in range(general.size)],
+                [{f: general.value_of(f, r) for f in fields} for r in range(general.size)])  # fmt: skip

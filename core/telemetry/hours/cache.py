@@ -230,7 +230,8 @@ def _narrow(column: npt.NDArray[np.float64], tags: npt.NDArray[np.uint8]) -> npt
             info = np.iinfo(kind)
             if info.min <= lo and hi <= info.max:
                 return column.astype(kind)
-    single = column.astype(np.float32)
+    with np.errstate(over="ignore"):  # a value no float32 holds: compared below, kept as float64
+        single = column.astype(np.float32)
     same = np.array_equal(single.astype(np.float64), column, equal_nan=True)
     if same and np.array_equal(np.signbit(single), np.signbit(column)):
         return single

@@ -299,22 +299,38 @@ class Interner:
 
     def code_of(self, value: Any) -> int:
         """The code of a value as parsed (a string, None, an int, a list, a dict)."""
+        return self.code(self.key_of(value), value)
+
+    @staticmethod
+    def key_of(value: Any) -> Any:
+        """What a value is keyed by: itself (a string, None), ("i", n) (an int), ("j", canonical JSON)."""
         if value is None or type(value) is str:
-            return self.code(value, value)
+            return value
         if type(value) is int:
-            return self.code(("i", value), value)
-        return self.code(("j", canonical(value)), value)
+            return ("i", value)
+        return ("j", canonical(value))
+
+
+def _dense(array: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    return np.unique(array, return_inverse=True)[1].ravel().astype(np.int64)
 
 
 def dense_keys(*codes: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     """One int64 per row that is equal exactly where every array's value is, numbered densely (no product of
-    code spaces overflows however many values a hostile file makes)."""
-    key: npt.NDArray[np.int64] = np.zeros(len(codes[0]) if codes else 0, np.int64)
+    code spaces overflows however many values a hostile file makes). Arrays of small non-negative ints (codes)
+    are combined as they are, others by rank: one sort in all, while the product of ranges fits."""
+    rows = len(codes[0]) if codes else 0
+    key: npt.NDArray[np.int64] = np.zeros(rows, np.int64)
+    span = 1
     for array in codes:
-        part = np.unique(array, return_inverse=True)[1].ravel().astype(np.int64)
-        combined = key * (int(part.max()) + 1 if len(part) else 1) + part
-        key = np.unique(combined, return_inverse=True)[1].ravel().astype(np.int64)
-    return key
+        small = rows and array.dtype.kind in "iu" and int(array.min()) >= 0 and int(array.max()) < 1 << 31
+        part = array.astype(np.int64) if small else _dense(array)
+        size = int(part.max()) + 1 if rows else 1
+        if span * size >= 1 << 62:
+            key = _dense(key)
+            span = int(key.max()) + 1
+        key, span = key * size + part, span * size
+    return _dense(key) if rows else key
 
 
 def concat(parts: Iterable[Columns], stream: str) -> Columns:

@@ -2,14 +2,17 @@
 
 Contract:
 
-- :class:`Templates` learns, per stream, the exact bytes a flat record of
-  one shape is written with (:meth:`Templates.learn`): every numeric field of
-  :data:`~.columns.SPECS` (and a GPU index) a number slot, every name a
-  literal string (so a host is part of its shape: a run has a few), any other
-  field a number slot or a literal. A template is kept only when the scanner,
-  given the line it was learned from, reads back exactly the numbers and JSON
-  types ``json.loads`` gives. At most :data:`MAX_TEMPLATES` per stream, and
-  :data:`MAX_ATTEMPTS` lines tried.
+- :class:`Templates` learns, per stream, the exact bytes a record of one
+  shape is written with (:meth:`Templates.learn`): every number (or null) that
+  is a member's value a number slot, every name and every nested value (a GPU
+  list, a label set) literal, checked as :mod:`.decode` checks it (so a host,
+  a phase, an engine's metric and labels are part of a shape: a run has
+  hundreds, and the scanner finds a line's by a hash of its skeleton, at a
+  cost that does not grow with them). A template is kept only when the
+  scanner, given the line it was learned from, reads back exactly the numbers
+  and JSON types ``json.loads`` gives. At most :data:`MAX_TEMPLATES` per
+  stream, and :data:`MAX_ATTEMPTS` lines tried; the lines of a block no
+  template matches are learned from one per skeleton.
 - :func:`scan_columns` reads the lines of a block that match a template
   straight into columns (no object per line; the scan releases the GIL),
   checks them as :mod:`.decode` does (a time is a finite number, a GPU index a
@@ -27,32 +30,36 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.telemetry.hours.columns import SPECS, CodeArray, Columns, Interner
+from miles_tui.core.telemetry.hours.columns import SPECS, CodeArray, Columns, Interner, StreamSpec
 from miles_tui.core.telemetry.line_templates import AVAILABLE as SCANNER_BUILT
 from miles_tui.core.telemetry.record_table import TAG_FLOAT, TAG_INT, TAG_NONE
 from miles_tui.core.telemetry.stream_records import MAX_INDEX, MAX_TEXT
 
 _scan: Callable[..., tuple[int, int, int]] | None
+_skeletons: Callable[..., None] | None
 try:
     from miles_tui.core.telemetry._line_scan import scan as _scan
+    from miles_tui.core.telemetry._line_scan import skeletons as _skeletons
 except ImportError:
-    _scan = None
+    _scan = _skeletons = None
 
-SCANNED_STREAMS: Final = frozenset({"gpu_util"})
-"""Streams read by the scanner (their names are few: a template per host); the others by msgspec."""
+SCANNED_STREAMS: Final = frozenset(SPECS)
+"""Streams read by the scanner."""
 
-AVAILABLE: Final = SCANNER_BUILT and _scan is not None
+AVAILABLE: Final = SCANNER_BUILT and _scan is not None and _skeletons is not None
 
-MAX_TEMPLATES: Final = 256
-MAX_ATTEMPTS: Final = 4096
-LEARN_PER_BLOCK: Final = 64
-"""Unmatched lines of a block (spread over it) tried as new templates before the block is scanned again ..."""
-LEARN_ROUNDS: Final = 4
+MAX_TEMPLATES: Final = 8192
+"""Shapes kept per stream (a phase per rank, a metric per engine and DP rank: 128 GPUs make about a thousand)."""
+MAX_ATTEMPTS: Final = 4 * MAX_TEMPLATES
+LEARN_PER_BLOCK: Final = 2048
+"""Lines of distinct skeletons no template matched, learned from before the block is scanned again ..."""
+LEARN_ROUNDS: Final = 2
 """... at most this many times, while some line teaches a new template."""
 
 _SENTINEL: Final = "\x00slot\x00"
@@ -69,6 +76,18 @@ class Template:
     """Per number: the field it is (None: a field the stream does not use)."""
     constants: tuple[tuple[str, Any], ...]
     """(field, value) of each name written literally (the same on every line of this shape)."""
+    keys: tuple[tuple[str, Any], ...] = ()
+    """(field, :meth:`Interner.key_of` its value) per constant, worked out once."""
+
+    def slot_of(self, name: str) -> int:
+        return self.slots.index(name) if name in self.slots else -1
+
+    def key_of(self, name: str) -> tuple[Any, Any]:
+        """(interner key, value) of the constant ``name`` (None when the shape lacks it)."""
+        for (field, key), (_, value) in zip(self.keys, self.constants, strict=True):
+            if field == name:
+                return key, value
+        return None, None
 
 
 class Templates:
@@ -118,8 +137,16 @@ def _number(value: Any) -> bool:
     return value is None or (type(value) in (int, float) and not (type(value) is int and abs(value) >= 10**15))
 
 
+def _required(spec: StreamSpec) -> frozenset[str]:
+    """The fields a line must have (no default in the stream's msgspec shape)."""
+    fields = spec.record.__struct_fields__
+    return frozenset(fields[: len(fields) - len(spec.record.__struct_defaults__)])
+
+
 def _shape(stream: str, record: Any) -> tuple[dict[str, int], dict[str, Any], list[Any]] | None:
-    """(field -> slot, field -> literal name, the slot values in order) of a record the scanner can read."""
+    """(field -> slot, field -> literal value, the slot values in order) of a record the scanner can read: one
+    whose every shared value passes its check here (a line that fails one is left to the general decoder, which
+    says why)."""
     if not isinstance(record, dict):
         return None
     spec = SPECS[stream]
@@ -129,7 +156,7 @@ def _shape(stream: str, record: Any) -> tuple[dict[str, int], dict[str, Any], li
     numbers: list[Any] = []
     for key, value in record.items():
         if key in numeric:
-            if not _number(value) or (key in spec.indices and type(value) is not int):
+            if not _number(value) or (key in spec.indices and value is not None and type(value) is not int):
                 return None
             slots[key] = len(numbers)
             numbers.append(value)
@@ -137,12 +164,17 @@ def _shape(stream: str, record: Any) -> tuple[dict[str, int], dict[str, Any], li
             if type(value) is not str or len(value) > MAX_TEXT:
                 return None
             constants[key] = value
-        elif type(value) in (int, float) and _number(value):
+        elif key in spec.raw:
+            try:
+                constants[key] = spec.raw[key](value)
+            except ValueError:
+                return None
+        elif _number(value):  # every other number (or null) a member holds is a slot, as the skeleton has it
             slots[key] = len(numbers)
             numbers.append(value)
     if any(f not in slots for f in spec.times) or any(f not in constants for f, null in spec.names.items() if not null):
         return None
-    if spec.raw:  # nested values (GPU lists, labels) are not read here
+    if not _required(spec) <= record.keys():
         return None
     return slots, constants, numbers
 
@@ -159,10 +191,12 @@ def _render(
         return None
     order = sorted(slots, key=slots.__getitem__)
     spec_fields = set(SPECS_FIELDS)
+    fixed = tuple(sorted(constants.items()))
     return Template(
         tuple(p.encode() for p in pieces),
         tuple(f if f in spec_fields else None for f in order),
-        tuple(sorted(constants.items())),
+        fixed,
+        tuple((f, Interner.key_of(v)) for f, v in fixed),
     )
 
 
@@ -202,7 +236,7 @@ class Scanned:
 
 def scan_columns(stream: str, data: bytes, base: int) -> Scanned:
     """See the module docstring (``data``: complete lines without the final newline, at byte ``base``)."""
-    assert _scan is not None
+    assert _scan is not None and _skeletons is not None
     learned = templates_for(stream)
     kinds, starts, values, flags = _scan_all(data, learned.known)
     for _ in range(LEARN_ROUNDS):
@@ -210,7 +244,10 @@ def scan_columns(stream: str, data: bytes, base: int) -> Scanned:
         if not len(missed):
             break
         before = len(learned.known)
-        for index in missed[:: max(1, len(missed) // LEARN_PER_BLOCK)][:LEARN_PER_BLOCK].tolist():
+        hashes = np.empty(len(missed), np.uint64)
+        _skeletons(data, len(data), np.ascontiguousarray(starts[missed]), hashes)
+        first = np.unique(hashes, return_index=True)[1]  # one line of each skeleton, in file order
+        for index in missed[np.sort(first)][:LEARN_PER_BLOCK].tolist():
             start = int(starts[index])
             stop = data.find(b"\n", start)
             learned.learn(data[start : stop if stop >= 0 else len(data)])
@@ -241,6 +278,8 @@ def _scan_all(
         parts.append((kinds[:scanned], starts[:scanned], values[:written], flags[:written]))
         if not scanned:
             break
+    if len(parts) == 1:  # the usual case: the buffers' filled parts, no copy
+        return parts[0][0], parts[0][1], parts[0][2], parts[0][3]
     kinds, starts, values, flags = (np.concatenate([p[i] for p in parts]) for i in range(4))
     return kinds, starts, values, flags
 
@@ -259,12 +298,28 @@ def _assemble(
     matched = kinds >= 0
     unmatched = _runs(~matched, starts, len(data))
     kind = kinds[matched].astype(np.int64)
-    count = np.array([len(t.segments) - 1 for t in known] or [0], np.int64)
-    first = np.concatenate([[0], np.cumsum(count[kind])[:-1]]) if len(kind) else np.zeros(0, np.int64)
     rows = len(kind)
+    used = np.flatnonzero(np.bincount(kind, minlength=len(known))).tolist() if rows else []
+
+    def table(of: Callable[[Template], int]) -> npt.NDArray[np.int64]:
+        """Per template used (others 0): ``of`` it."""
+        out = np.zeros(max(len(known), 1), np.int64)
+        for t in used:
+            out[t] = of(known[t])
+        return out
+
+    shapes = {known[t].slots for t in used}
+    uniform = len(shapes) == 1 and len(values) == rows * len(next(iter(shapes)))
 
     def field(name: str) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8]]:
-        slot = np.array([t.slots.index(name) if name in t.slots else -1 for t in known] or [-1], np.int64)[kind]
+        if uniform:  # every line has its numbers in the same places: one strided view
+            slots = next(iter(shapes))
+            if name not in slots:
+                return np.zeros(rows), np.full(rows, 2, np.uint8)
+            width, at = len(slots), slots.index(name)
+            return values.reshape(rows, width)[:, at], flags.reshape(rows, width)[:, at]
+        slot = table(lambda t: t.slot_of(name))[kind]
+        first = np.concatenate([[0], np.cumsum(table(lambda t: len(t.segments) - 1)[kind])[:-1]])
         where = np.where(slot >= 0, first + slot, 0)
         got = values[where] if len(values) else np.zeros(rows)
         flag = flags[where] if len(flags) else np.full(rows, 2, np.uint8)
@@ -284,26 +339,51 @@ def _assemble(
             keep &= ~bad
     interner = Interner()
     codes: dict[str, CodeArray] = {}
-    for name in spec.names:
-        table = np.array([interner.code_of(dict(t.constants).get(name)) for t in known] or [0], np.int32)
-        codes[name] = table[kind] if rows else np.zeros(0, np.int32)
+    for name in (*spec.names, *spec.raw):  # literal in every template: a code per template
+        codes[name] = table(partial(_constant_code, interner, name))[kind].astype(np.int32)
     for name in spec.indices:
         got, flag = field(name)
-        ok = (flag == 1) & (np.abs(got) < MAX_INDEX)
+        null = flag == 2
+        ok = null | ((flag == 1) & (np.abs(got) < MAX_INDEX))
         bad = ~ok & keep
         reasons.update((int(r), f"field {name!r} is not an index (an int of magnitude under {MAX_INDEX}) or null")
                        for r in np.flatnonzero(bad))  # fmt: skip
         keep &= ~bad
-        ints = np.where(ok, got, 0).astype(np.int64)
-        distinct, inverse = np.unique(ints, return_inverse=True)
-        table = np.array([interner.code_of(int(v)) for v in distinct.tolist()] or [0], np.int32)
-        codes[name] = table[inverse.ravel()] if rows else np.zeros(0, np.int32)
+        codes[name] = _index_codes(np.where(ok & ~null, got, 0).astype(np.int64), null, interner)
     columns = Columns(stream, rows, numbers, tags, {k: {} for k in spec.numbers}, codes, tuple(interner.values))
     offsets = starts[matched].astype(np.int64) + base
     refused = [(int(offsets[r]), reason) for r, reason in sorted(reasons.items())]
     if not keep.all():
         columns, offsets = columns.take(keep), offsets[keep]
     return Scanned(columns, offsets, refused, unmatched)
+
+
+def _constant_code(interner: Interner, name: str, template: Template) -> int:
+    return interner.code(*template.key_of(name))
+
+
+SMALL_INDEX: Final = 1 << 16
+"""Indices in [0, this) are coded through a table as long (a GPU index, a rank); others through a sort."""
+
+
+def _index_codes(ints: npt.NDArray[np.int64], null: npt.NDArray[np.bool_], interner: Interner) -> CodeArray:
+    """Each row's code: its int's, or None's where ``null``; codes handed out in order of value."""
+    if not len(ints):
+        return np.zeros(0, np.int32)
+    if null.any():
+        interner.code_of(None)
+    if int(ints.min()) >= 0 and int(ints.max()) < SMALL_INDEX:
+        seen = np.zeros(int(ints.max()) + 1, bool)
+        seen[ints[~null]] = True
+        table = np.zeros(len(seen), np.int32)
+        for value in np.flatnonzero(seen).tolist():
+            table[value] = interner.code_of(value)
+        codes = table[ints]
+    else:
+        distinct, inverse = np.unique(np.where(null, 0, ints), return_inverse=True)
+        table = np.array([interner.code_of(int(v)) for v in distinct.tolist()], np.int32)
+        codes = table[inverse.ravel()]
+    return np.where(null, interner.code_of(None), codes).astype(np.int32) if null.any() else codes
 
 
 def _runs(mask: npt.NDArray[np.bool_], starts: npt.NDArray[np.int64], size: int) -> list[tuple[int, int]]:

@@ -29,6 +29,7 @@ import contextlib
 import multiprocessing
 import multiprocessing.context
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from miles_tui.core import cache_dir
 from miles_tui.core.errors import StreamError
 from miles_tui.core.run_files import os_error_message
 from miles_tui.core.tail import MalformedLineError, ReadHook, TailFile
@@ -150,11 +152,12 @@ class HourStore:
             del self._parts[gone]
         for path, hour in found.items():
             if path not in self._parts:
-                tail: TailFile[Columns] = TailFile(
-                    path, _unused, read_hook=self._read_hook, decode_block=self._decoder(Path(path))
-                )
-                self._parts[path] = _Part(Path(path), hour, tail)
+                self._parts[path] = self._part(Path(path), hour)
         return sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+
+    def _part(self, path: Path, hour: float | None) -> _Part:
+        tail: TailFile[Columns] = TailFile(path, _unused, read_hook=self._read_hook, decode_block=self._decoder(path))
+        return _Part(path, hour, tail)
 
     def _decoder(self, path: Path) -> Any:
         stream = self.stream
@@ -219,7 +222,7 @@ class HourStore:
             return
         try:
             with ProcessPoolExecutor(
-                self.workers, mp_context=_context(), initializer=_lower, initargs=(self.nice,)
+                self.workers, mp_context=_context(), initializer=_start, initargs=(self.nice, _cache_settings())
             ) as pool:
                 order = sorted(fresh, key=lambda p: -sizes[p.path])  # the biggest first: the workers finish together
                 list(pool.map(_read_to_cache, [str(self.dashboard)] * len(order), [self.stream] * len(order),
@@ -434,19 +437,36 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
-def _lower(nice: int) -> None:
+def _cache_settings() -> dict[str, str | None]:
+    """This process's cache settings (a forkserver's children have the environment it started with, not ours)."""
+    return {name: os.environ.get(name) for name in (cache_dir.ENV_DIR, cache_dir.ENV_MAX, cache_dir.ENV_OFF)}
+
+
+def _start(nice: int, settings: Mapping[str, str | None]) -> None:
+    """A worker's start: the caller's cache settings, its niceness, and nothing it might print (a numpy warning)
+    reaching the terminal the monitor draws on."""
+    for name, value in settings.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     if nice:
         with contextlib.suppress(OSError):
             os.nice(nice)
+    warnings.simplefilter("ignore")
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
 
 
 def _read_to_cache(dashboard: str, stream: str, path: str) -> bool:
     """A worker: read one hour whole, summarise it and save its cache entry (what the parent restores)."""
     store = HourStore(Path(dashboard), stream, keep_columns=False)
-    parts = [p for p in store._list([]) if str(p.path) == path]
-    for part in parts:
-        store._sync(part, [], settled=True)
-    return bool(parts)
+    part = store._part(Path(path), hour_of(Path(path).name))
+    store._sync(part, [], settled=True)
+    return part.end > 0
 
 
 def _unused(value: Any) -> Columns:  # the tail decodes whole blocks (decode_block); never called per line
