@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import threading
 from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import Any, Final
@@ -190,7 +191,29 @@ def _rank(value: float, tag: int) -> Any:
     return None if tag == TAG_NONE else int(value) if tag == TAG_INT else value
 
 
+_last: list[tuple[tuple[PhaseDigest, ...], float | None, float, list[Advisory]]] = []
+"""The last answer of :func:`stalled_from_digests` (a followed run asks again every poll, mostly the same)."""
+_last_lock = threading.Lock()
+
+
 def stalled_from_digests(digests: Sequence[PhaseDigest], attempt_start: float | None, at: float) -> list[Advisory]:
+    """:func:`stalled_phases` over per-partition digests (:mod:`~miles_tui.core.telemetry.hours.phase_digest`),
+    answered again without work when asked of the same digests (digests are immutable), start and time."""
+    key = tuple(digests)
+    with _last_lock:
+        if _last and _last[0][1:3] == (attempt_start, at) and _same(_last[0][0], key):
+            return list(_last[0][3])
+    answer = _stalled_from_digests(key, attempt_start, at)
+    with _last_lock:
+        _last[:] = [(key, attempt_start, at, answer)]
+    return list(answer)
+
+
+def _same(a: tuple[PhaseDigest, ...], b: tuple[PhaseDigest, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _stalled_from_digests(digests: Sequence[PhaseDigest], attempt_start: float | None, at: float) -> list[Advisory]:
     """:func:`stalled_phases` over per-partition digests (:mod:`~miles_tui.core.telemetry.hours.phase_digest`).
 
     An open marker is open when no closing record anywhere has its key: the

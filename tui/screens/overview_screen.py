@@ -122,6 +122,7 @@ class OverviewScreen(MonitorScreen):
         super().__init__()
         self.new_steps = 0
         self._advisories_shown: AdvisoryLog | None = None
+        self._advisory_title = ""
         self._offered: tuple[object, ...] = ()
 
     def compose(self) -> ComposeResult:
@@ -284,7 +285,10 @@ class OverviewScreen(MonitorScreen):
             title = "advisories: none, nothing here to judge"  # the table says why (it cut at 160 columns)
         else:
             title = "advisories: none, nothing needs attention"
-        self.query_one("#advisory-title", Label).update(title)
+        label = self.query_one("#advisory-title", Label)
+        if title != self._advisory_title:  # an update re-lays the screen out, even with the same text
+            self._advisory_title = title
+            label.update(title)
 
     @on(FollowToggled)
     def _follow_toggled(self, message: FollowToggled) -> None:

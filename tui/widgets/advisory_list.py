@@ -49,7 +49,8 @@ class AdvisoryList(OptionList):
 
     def show(self, entries: tuple[LoggedAdvisory, ...]) -> None:
         """Replace the list, keeping the highlight on the same advisory when it is still there."""
-        if entries == self.entries:
+        if _shown(entries) == _shown(self.entries):  # when they were last seen changes every poll: not drawn
+            self.entries = entries
             return
         self.entries = entries
         advisories = tuple(e.advisory for e in entries)
@@ -88,3 +89,8 @@ class AdvisoryList(OptionList):
         if event.option_index < len(self.advisories):
             advisory = self.advisories[event.option_index]
             self.post_message(self.Jump(advisory))
+
+
+def _shown(entries: tuple[LoggedAdvisory, ...]) -> tuple[tuple[Advisory, bool, int | None], ...]:
+    """What the list draws of its entries."""
+    return tuple((e.advisory, e.active, e.cleared_at) for e in entries)
