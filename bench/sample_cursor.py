@@ -162,7 +162,7 @@ def main() -> int:
     from miles_tui.tui.screens.sample_screen import SampleScreen
 
     step = synthetic_step()
-    golden = REPO.parent / "shared" / "golden" / "tp_dup"
+    golden = REPO / "tests" / "golden" / "tp_dup"
     detokenizer = Run(golden, use_cache=False).detokenizer if golden.is_dir() else None
     failed = False
     for spec in args.sizes.split(","):

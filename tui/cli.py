@@ -12,6 +12,7 @@ import functools
 import gc
 import json
 import math
+import os
 import sys
 import time
 import traceback
@@ -49,9 +50,32 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return f"miles-tui {version('miles-tui')}"
+        name = f"miles-tui {version('miles-tui')}"
     except PackageNotFoundError:
-        return "miles-tui (version unknown: not installed as a package)"
+        name = "miles-tui (version unknown: not installed as a package)"
+    return f"{name}\n{_scanner_line()}"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, worked out only when asked (it loads the scanner to say whether it is built)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        sys.stdout.write(_version() + "\n")
+        parser.exit(0)
+
+
+def _scanner_line() -> str:
+    """Whether the compiled line scanner is in use: without it telemetry reads the same, several times slower."""
+    from miles_tui.core.telemetry import line_templates
+
+    if line_templates.AVAILABLE:
+        return "line scanner: compiled (fast telemetry decoding)"
+    if os.environ.get("MILES_TUI_NO_SCANNER"):
+        return "line scanner: off (MILES_TUI_NO_SCANNER is set)"
+    return "line scanner: not built (no C compiler at install?): telemetry decodes in Python, slower"
 
 
 def _poll_seconds(text: str) -> float:
@@ -186,7 +210,7 @@ def _monitor_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sample", type=int, metavar="I", help="with --step: open on sample I of that step")
     parser.add_argument("--no-bell", action="store_true", help="do not ring the bell when a critical advisory appears")
     _add_mfu_threshold(parser)
-    parser.add_argument("-V", "--version", action="version", version=_version())
+    parser.add_argument("-V", "--version", action=_VersionAction, help="version; is the scanner built")
     _cache_flags(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser

@@ -13,8 +13,7 @@ from miles_tui.core.analysis import compare_steps, group_across_steps, group_of
 from miles_tui.core.analysis.compare import AGGREGATE_FIGURES, GROUP_FIGURES, sample_group_across_steps
 from miles_tui.core.dump import Run, StepSummary
 
-GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
-pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason="shared/golden not present")
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 
 def _summaries(case: str, *rids: int) -> list[StepSummary]:

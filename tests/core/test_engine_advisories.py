@@ -325,8 +325,6 @@ def test_engine_figures_are_recomputed_only_when_scrapes_arrive(tmp_path: Path) 
 
 
 def _truth() -> dict[str, Any]:
-    if not (GOLDEN / "live_engines").is_dir():
-        pytest.skip("../shared/golden is not present")
     truth: dict[str, Any] = json.loads((GOLDEN / "live_engines.truth.json").read_text())
     return truth
 

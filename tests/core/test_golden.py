@@ -29,12 +29,10 @@ import pytest
 
 from miles_tui.tui.cli import main
 
-GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CASES = sorted(p.name[: -len(".truth.json")] for p in GOLDEN.glob("*.truth.json"))
 DUMP_CASES = [c for c in CASES if (GOLDEN / c / "rollout_data").is_dir()]
 TOLERANCE = 1e-5
-
-pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason="../shared/golden is not checked out beside the repo")
 
 
 def _close(expected: Any, actual: Any, where: str) -> list[str]:

@@ -22,8 +22,7 @@ from miles_tui.core.analysis import (
 from miles_tui.core.dump import OpenStep, Run
 from miles_tui.core.dump.token_view import token_view
 
-GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
-pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason="shared/golden not present")
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 
 def _open(case: str, rollout_id: int, evaluation: bool = False) -> OpenStep:

@@ -125,10 +125,9 @@ def test_levels_follow_the_values_and_only_masks_are_masked(values: list[float],
         np.testing.assert_array_equal(heat.top(), ranked & (array > heat.top_cut))
 
 
-GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 
-@pytest.mark.skipif(not (GOLDEN / "tp_dup").is_dir(), reason="shared/golden not present")
 def test_on_a_real_dump_the_largest_lp_diff_is_top_and_masks_are_masked() -> None:
     step = Run(GOLDEN / "tp_dup", use_cache=False).open(0, False, time.time() + 3600)
     view = token_view(step, 1)

@@ -35,8 +35,7 @@ from miles_tui.core.synth.dump_files import (
 from miles_tui.core.synth.layout import MODEL_OUTPUT_KEYS, SAMPLE_KEYS, SHARD_LAYOUT_KEYS, ParallelLayout
 from miles_tui.core.synth.writer import balanced_partitions, normalize_rewards, write_step
 
-GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
-needs_golden = pytest.mark.skipif(not GOLDEN.is_dir(), reason="../shared/golden is not checked out beside the repo")
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 TRAIN_CASES = sorted(p.parent.name for p in GOLDEN.glob("*/train_data"))
 LAYOUTS = [ParallelLayout(tp=tp, pp=pp, cp=cp, dp=dp) for tp, pp, cp, dp in itertools.product((1, 2), repeat=4)]
 CP_FIELDS = ("rollout_log_probs", *MODEL_OUTPUT_KEYS)
@@ -90,8 +89,6 @@ def _reassemble(files: dict[int, dict[str, Any]], layout: ParallelLayout, sample
 
 @pytest.fixture(scope="module")
 def golden_train() -> dict[str, Any]:
-    if not GOLDEN.is_dir():
-        pytest.skip("../shared/golden is not checked out beside the repo")
     return {
         "thd": load_pt(GOLDEN / "cp2_thd" / "train_data" / "0_0.pt"),
         "bshd": load_pt(GOLDEN / "cp2_bshd" / "train_data" / "0_0.pt"),
@@ -102,7 +99,6 @@ def golden_train() -> dict[str, Any]:
 # --- layout --------------------------------------------------------------------------------------
 
 
-@needs_golden
 def test_rank_order_reproduces_every_golden_write_record() -> None:
     checked = 0
     for truth in GOLDEN.glob("*.truth.json"):
@@ -280,7 +276,6 @@ def _assert_same(a: Any, b: Any) -> None:
     _same(a, b, "rollout_data")
 
 
-@needs_golden
 @pytest.mark.parametrize("case", TRAIN_CASES)
 def test_write_step_rebuilds_golden_train_files(tmp_path: Path, case: str) -> None:
     meta = json.loads((GOLDEN / f"{case}.truth.json").read_text())["meta"]
@@ -313,7 +308,6 @@ def test_write_step_rebuilds_golden_train_files(tmp_path: Path, case: str) -> No
 # --- the other writers ---------------------------------------------------------------------------
 
 
-@needs_golden
 def test_make_sample_has_golden_sample_keys(tmp_path: Path) -> None:
     golden = load_pt(GOLDEN / "tp_dup" / "rollout_data" / "0.pt")
     assert tuple(golden["samples"][0]) == SAMPLE_KEYS
@@ -388,7 +382,6 @@ def test_policy_loss_debug_only_from_tp_rank_0(tmp_path: Path) -> None:
     assert loaded["samples"][0]["train_log_probs"].tolist() == [-0.5]
 
 
-@needs_golden
 def test_trajectory_sidecar_lines_parse_like_golden(tmp_path: Path) -> None:
     golden = [json.loads(line) for line in (GOLDEN / "tp_dup" / "trajectory" / "0.jsonl").read_text().splitlines()]
     path = write_trajectory(tmp_path, 0, golden)

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from tests.security.fuzzing import STORAGES, Worker, golden_archives, mutate, opcode_stream
 from tests.security.hostile import REPO, write_archive
 
-GOLDEN = REPO.parent / "shared" / "golden"
+GOLDEN = REPO / "tests" / "golden"
 MINUTES = float(os.environ.get("MILES_TUI_FUZZ_MINUTES", "0") or 0)
 SECONDS = MINUTES * 60 if MINUTES > 0 else 20.0
 BATCH = settings(
@@ -100,7 +100,6 @@ def test_generated_opcode_streams(worker: Worker, tmp_path: Path) -> None:
     _run(worker, "opcode streams", batch, keep)
 
 
-@pytest.mark.skipif(not golden_archives(GOLDEN), reason="golden data not present (../shared/golden)")
 def test_mutated_golden_archives(worker: Worker, tmp_path: Path) -> None:
     keep = _keep_dir(tmp_path)
     archives = [p.read_bytes() for p in golden_archives(GOLDEN)]

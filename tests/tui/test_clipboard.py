@@ -15,8 +15,7 @@ from miles_tui.core.export import rows_csv, step_export
 from miles_tui.tui.clipboard import TOKEN_COLUMNS, default_csv_path, rows_csv_text, sample_row_tsv, token_window_tsv
 from miles_tui.tui.screens.save_csv_screen import CsvPathError, csv_target
 
-GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
-pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason="shared/golden not present")
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 NOW = time.time() + 3600
 
 

@@ -16,7 +16,7 @@ from miles_tui.tui.app import MilesApp, make_app
 from miles_tui.tui.cli import _monitor_parser
 from miles_tui.tui.screens.engines_screen import EnginesScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
-from screenshots.scenes import EPOCH, GOLDEN, SCENES, SIZES, Scene, build_engines
+from screenshots.scenes import EPOCH, SCENES, SIZES, Scene, build_engines
 from tests.conftest import stamp, write_demo_run
 
 
@@ -53,8 +53,6 @@ def _scene(name: str) -> Scene:
 
 @pytest.fixture
 def live_engines(tmp_path: Path) -> Path:
-    if not (GOLDEN / "live_engines").is_dir():
-        pytest.skip("../shared/golden is not present")
     return _scene("engines").build(tmp_path)
 
 
@@ -149,8 +147,6 @@ async def test_new_scrapes_redraw_the_view(tmp_path: Path) -> None:
 async def test_scene_shows_what_makes_it(name: str, size: tuple[int, int], tmp_path: Path) -> None:
     """The screenshot scenes' content in text: a baseline cannot approve a broken engines screen."""
     scene = _scene(name)
-    if scene.needs_golden and not (GOLDEN / scene.source).is_dir():
-        pytest.skip("../shared/golden is not present")
     app = scene.app(tmp_path)
     async with app.run_test(size=size) as pilot:
         await scene.driver()(pilot)

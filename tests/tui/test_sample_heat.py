@@ -19,9 +19,7 @@ from miles_tui.tui.screens.sample_screen import SampleScreen
 from miles_tui.tui.widgets.heat_lines import HeatLines
 from miles_tui.tui.widgets.token_text import TokenText
 
-GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
-
-pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason="shared/golden not present")
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 
 class SampleApp(App[None]):

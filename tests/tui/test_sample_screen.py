@@ -24,11 +24,9 @@ from miles_tui.tui.widgets.series_chart import ChartSeries, SeriesChart, chart_t
 from miles_tui.tui.widgets.token_sparkline import GUTTER, TokenSparkline
 
 REPO = Path(__file__).resolve().parents[2]
-GOLDEN = REPO.parent / "shared" / "golden"
+GOLDEN = REPO / "tests" / "golden"
 sys.path.insert(0, str(REPO))  # bench/ is not a package: the latency test shares the benchmark's fixture and clock
 from bench.sample_cursor import measure, synthetic_step  # noqa: E402
-
-pytestmark = pytest.mark.skipif(not GOLDEN.is_dir(), reason="shared/golden not present")
 
 
 class SampleApp(App[None]):
