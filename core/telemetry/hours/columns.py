@@ -311,7 +311,22 @@ class Interner:
         return ("j", canonical(value))
 
 
+DENSE_BY_TABLE: Final = 1 << 22
+"""Int arrays whose range is under this (and under a few times their length) are numbered through a table."""
+
+
 def _dense(array: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """Each row's rank among the distinct values (np.unique's inverse): by a table over a small int range, else
+    by a sort."""
+    if len(array) and array.dtype.kind in "iu":
+        low, high = int(array.min()), int(array.max())
+        span = high - low + 1
+        if span < DENSE_BY_TABLE and span <= 4 * len(array) and low > -(1 << 62) and high < 1 << 62:
+            shifted = array.astype(np.int64) - low
+            seen = np.zeros(span, np.int64)
+            seen[shifted] = 1
+            rank: npt.NDArray[np.int64] = np.cumsum(seen) - 1
+            return rank[shifted]
     return np.unique(array, return_inverse=True)[1].ravel().astype(np.int64)
 
 

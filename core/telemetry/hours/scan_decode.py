@@ -363,7 +363,8 @@ def _constant_code(interner: Interner, name: str, template: Template) -> int:
 
 
 SMALL_INDEX: Final = 1 << 16
-"""Indices in [0, this) are coded through a table as long (a GPU index, a rank); others through a sort."""
+"""Indices spanning fewer values than this are coded through a table (a GPU index, a rank, -1 for none); others
+through a sort."""
 
 
 def _index_codes(ints: npt.NDArray[np.int64], null: npt.NDArray[np.bool_], interner: Interner) -> CodeArray:
@@ -372,13 +373,15 @@ def _index_codes(ints: npt.NDArray[np.int64], null: npt.NDArray[np.bool_], inter
         return np.zeros(0, np.int32)
     if null.any():
         interner.code_of(None)
-    if int(ints.min()) >= 0 and int(ints.max()) < SMALL_INDEX:
-        seen = np.zeros(int(ints.max()) + 1, bool)
-        seen[ints[~null]] = True
+    low = int(ints.min())
+    if int(ints.max()) - low < SMALL_INDEX:
+        shifted = ints - low
+        seen = np.zeros(int(shifted.max()) + 1, bool)
+        seen[shifted[~null]] = True
         table = np.zeros(len(seen), np.int32)
         for value in np.flatnonzero(seen).tolist():
-            table[value] = interner.code_of(value)
-        codes = table[ints]
+            table[value] = interner.code_of(value + low)
+        codes = table[shifted]
     else:
         distinct, inverse = np.unique(np.where(null, 0, ints), return_inverse=True)
         table = np.array([interner.code_of(int(v)) for v in distinct.tolist()], np.int32)
