@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from textual import events
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input
+
+from miles_tui.tui.widgets.run_header import RunHeader
 
 if TYPE_CHECKING:
     from miles_tui.tui.app import MilesApp
@@ -23,6 +26,22 @@ class MonitorScreen(Screen[None]):
     def miles(self) -> MilesApp:
         """The app, typed: its watcher (reads), model (what is known) and follow state."""
         return cast("MilesApp", self.app)
+
+    async def _on_idle(self, event: events.Idle) -> None:
+        """Under an opaque screen nothing this one draws is seen, but Textual counts the screen just under the top
+        as visible: once it had anything to repaint it marks itself for a repaint again after passing the change up,
+        so every message it took (a poll's, each second) repainted the whole screen on top. Covered, it keeps no
+        repaint pending; shown again, Textual lays it out and draws it whole. (Private: pinned by
+        tests/tui/test_covered_screen_repaint.py.)"""
+        top = self.app.screen
+        if top is not self and top.styles.background.a == 1:
+            self._repaint_required = False
+        await super()._on_idle(event)
+
+    def on_screen_resume(self) -> None:
+        """Shown again: its header takes the figures that came while it was hidden."""
+        for header in self.query(RunHeader):
+            header.catch_up()
 
     def focus_now(self, widget: Widget) -> None:
         """Focus ``widget`` before the next key is handled.

@@ -54,6 +54,9 @@ class RunHeader(Widget):
     backlog: reactive[int] = reactive(0)
     """Steps still to summarize (a long run back-filling)."""
 
+    _pending: RunModel | None = None
+    """The newest figures that came while its screen was under another (see :meth:`show_run`)."""
+
     def render(self) -> Text:
         text = Text()
         text.append("miles-tui ", style="bold")
@@ -109,7 +112,21 @@ class RunHeader(Widget):
         app.run_changed.subscribe(self, self.show_run)
 
     def show_run(self, model: RunModel) -> None:
-        """Take the run's current figures (every screen's header shows the same)."""
+        """Take the run's current figures (every screen's header shows the same); a header under another screen
+        keeps the newest until its screen is shown again (:meth:`catch_up`): repainting a hidden header every
+        poll made Textual repaint the screen on top."""
+        if not self.screen.is_active:  # is_current holds for the screen just under the top one too
+            self._pending = model
+            return
+        self._pending = None
+        self._take(model)
+
+    def catch_up(self) -> None:
+        """Its screen is shown again: take the figures that came while it was hidden."""
+        if self._pending is not None:
+            self.show_run(self._pending)
+
+    def _take(self, model: RunModel) -> None:
         self.run_name = model.run_name
         self.live = model.live
         self.latest = model.latest
