@@ -8,7 +8,10 @@ Contract:
 - Staleness is ``rollout_id - min(numeric weight versions)``, numeric meaning
   decimal digits only (miles' rule: "+3", " 3 ", "-1" are not); per-token
   statistics use only positions with ``loss_mask > 0``; an empty selection
-  gives None. Views never recompute any of these.
+  gives None. Views never recompute any of these. ``weight_versions`` and
+  ``spec_info`` are read in every shape miles writes
+  (:mod:`miles_tui.core.dump.record_formats`); a shape it does not know is named
+  in the row's ``unknown_format``, never read as absent.
 - A standard deviation (a group's ``reward_std``, a sample's ``adv_std``) is
   the sample standard deviation: None with fewer than two values, never 0.
 - Groups are degenerate (``zero_std``) when they have reward data and the
@@ -27,6 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from miles_tui.core.dump.record_formats import Unrecognised, read_versions, spec_counts
 from miles_tui.core.dump.resolve import TrainRow
 from miles_tui.core.dump.step_summary import ROW_COLUMNS, GroupRow, SampleRow, StepAggregate
 
@@ -136,13 +140,16 @@ def sample_row(
     raw_reward: float | None,
 ) -> SampleRow:
     """Build the ROW of one rollout sample (``train`` None: no shard holds it, or an eval step)."""
-    versions = list(sample.get("weight_versions") or [])
+    read = read_versions(sample.get("weight_versions"))
+    counts = spec_counts(sample.get("spec_info"))
+    unknown = [r.field for r in (read, counts) if isinstance(r, Unrecognised)]
+    versions = [] if isinstance(read, Unrecognised) else list(read.versions)
+    accepted, drafted = (None, None) if isinstance(counts, Unrecognised) else counts
     numeric = numeric_versions(versions)
     prompt = sample.get("prompt")
     tool_calls = None
     if isinstance(prompt, list):
         tool_calls = sum(1 for m in prompt if isinstance(m, Mapping) and m.get("role") == "tool")
-    spec = sample.get("spec_info") or {}
     cache = sample.get("prefix_cache_info") or {}
     status = sample.get("status")
     status_text = None if status is None else str(getattr(status, "value", status))
@@ -191,10 +198,10 @@ def sample_row(
         weight_version_min=min(numeric) if numeric else None,
         mixed_version=len({str(v) for v in versions}) > 1,
         staleness=rollout_id - min(numeric) if numeric else None,
-        turns=len(versions),
+        turns=0 if isinstance(read, Unrecognised) else read.turns,
         tool_calls=tool_calls,
         non_generation_time=_number(sample.get("non_generation_time")),
-        spec_accept_rate=_ratio(spec.get("spec_accept_token_num"), spec.get("spec_draft_token_num")),
+        spec_accept_rate=_ratio(accepted, drafted),
         prefix_cache_hit_rate=_ratio(cache.get("cached_tokens"), cache.get("total_prompt_tokens")),
         raw_reward=raw_reward if train is not None else None,
         normalized_reward=train.normalized_reward if train is not None else None,
@@ -210,6 +217,7 @@ def sample_row(
         adv_std=stats["adv_std"],
         return_mean=stats["return_mean"],
         alignment_failed=train.alignment_failed if train is not None else False,
+        unknown_format=" ".join(unknown) or None,
     )
 
 
