@@ -52,3 +52,17 @@ async def test_the_upstream_forms_show_their_values(tmp_path: Path) -> None:
     assert cells[1] == {"staleness": "3", "weight_version": "v6–v8", "turns": "2", "spec_accept_rate": "0%"}
     assert cells[2]["weight_version"] == "v8" and cells[2]["spec_accept_rate"] == "100%"
     assert "unknown format" not in text
+
+
+def test_the_sample_header_says_unknown_format_for_its_versions(tmp_path: Path) -> None:
+    from miles_tui.core.dump import Run
+    from miles_tui.tui.sample_lines import chips
+    from miles_tui.tui.sample_tracks import SampleTracks
+
+    root = write_drift_run(tmp_path / "unknown", "unknown")
+    stamp(root, EPOCH - 3600)
+    step = Run(root).open(STEP, False, EPOCH)
+    unknown = " · ".join(text for text, _ in chips(step, SampleTracks.load(step, 0, None)))
+    assert "staleness and versions: unknown format (weight_versions)" in unknown and "staleness –" not in unknown
+    known = " · ".join(text for text, _ in chips(step, SampleTracks.load(step, 1, None)))
+    assert "staleness 3" in known and "v6–v8 mixed" in known
