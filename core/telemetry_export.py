@@ -96,18 +96,22 @@ def read_window(run_dir: Path, stream: str, since: TimeBound | None, until: Time
 
 
 def field_values(columns: Columns, field: str) -> list[Any]:
-    """One field over every record, as the records have it (vectorised: no call per cell for numbers)."""
+    """One field over every record, as the records have it, a number that is not finite as None (vectorised:
+    no call per cell for numbers, each shared value cleaned once)."""
     if field in columns.codes:
-        table = columns.values
-        return [table[code] for code in columns.codes[field].tolist()]
-    values: list[Any] = columns.numbers[field].tolist()
+        codes = columns.codes[field]
+        used = np.unique(codes).tolist()
+        table = dict(zip(used, clean([columns.values[code] for code in used]), strict=True))
+        return [table[code] for code in codes.tolist()]
+    numbers = columns.numbers[field]
+    values: list[Any] = numbers.tolist()
     tags = columns.tags[field]
     for row in np.flatnonzero(tags == TAG_INT).tolist():
         values[row] = int(values[row])
-    for row in np.flatnonzero(tags == TAG_NONE).tolist():
+    for row in np.flatnonzero((tags == TAG_NONE) | ((tags != TAG_OTHER) & ~np.isfinite(numbers))).tolist():
         values[row] = None
     for row in np.flatnonzero(tags == TAG_OTHER).tolist():
-        values[row] = columns.other[field][row]
+        values[row] = clean(columns.other[field][row])
     return values
 
 
@@ -125,7 +129,7 @@ def stream_export(window: StreamWindow) -> dict[str, Any]:
         "newest": window.newest,
         "count": window.columns.size,
         "fields": list(fields),
-        "columns": {field: clean(field_values(window.columns, field)) for field in fields},
+        "columns": {field: field_values(window.columns, field) for field in fields},
         "problems": [_problem(p) for p in window.problems],
     }
     return document

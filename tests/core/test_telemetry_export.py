@@ -191,3 +191,18 @@ def test_a_malformed_line_is_named_and_the_rest_exported(tmp_path: Path, capsys:
     assert document["problems"] and document["problems"][0]["file"] == str(path)
     assert document["count"] == len(_lines(root, "phases")) - 1
     assert all(not (isinstance(v, float) and math.isnan(v)) for v in document["columns"]["t1"])
+
+
+def test_odd_numbers_stay_exact_or_null(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """NaN and overflowing floats are null (strict JSON); an int past 64 bits is written exactly."""
+    path = tmp_path / "odd" / "dashboard" / "gpu_util" / "20260820_15.jsonl"
+    path.parent.mkdir(parents=True)
+    huge = 123456789012345678901234567890
+    path.write_text(
+        f'{{"ts":1787240000.0,"node":"n","gpu":0,"util":NaN,"mem_mb":{huge},"power_w":1e400}}\n'
+        '{"ts":1787240001.0,"node":"n","gpu":1,"util":5,"mem_mb":2,"power_w":3.5}\n'
+    )
+    code, out, _ = _export(capsys, str(tmp_path / "odd"), "--gpu")
+    assert code == 0
+    columns = json.loads(out)["columns"]
+    assert columns["util"] == [None, 5] and columns["power_w"] == [None, 3.5] and columns["mem_mb"] == [huge, 2]
