@@ -163,6 +163,11 @@ def sample_widths(rows: Sequence[SampleRow]) -> dict[str, int]:
     return widths
 
 
+def unknown_format_count(summary: StepSummary, field: str) -> int:
+    """Samples of the step whose ``field`` has a shape the reader does not know (their figures are left out)."""
+    return sum(1 for row in summary.rows if row.unknown_format and field in row.unknown_format.split())
+
+
 def group_unreadable(summary: StepSummary) -> dict[int | None, int]:
     """Per group: samples whose per-token data is unreadable."""
     counts: dict[int | None, int] = {}

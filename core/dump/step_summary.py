@@ -148,7 +148,7 @@ class StepAggregate:
     mean_entropy: float | None
     """Mean over samples of their mean entropy."""
     mixed_version_frac: float | None
-    """Fraction of samples generated across several weight versions."""
+    """Fraction of samples generated across several weight versions (of those whose versions could be read)."""
     avg_staleness: float | None
     """Mean staleness over samples that have one."""
     alignment_failed: int

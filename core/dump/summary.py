@@ -261,6 +261,11 @@ def _present(values: Sequence[float | None]) -> npt.NDArray[np.float64]:
     return np.array([v for v in values if v is not None], dtype=np.float64)
 
 
+def _read_mixed(rows: Sequence[SampleRow]) -> list[bool]:
+    """``mixed_version`` of the rows whose weight_versions was read (an unknown shape is not "not mixed")."""
+    return [r.mixed_version for r in rows if not (r.unknown_format and "weight_versions" in r.unknown_format)]
+
+
 def step_aggregate(
     rollout_id: int, evaluation: bool, rows: Sequence[SampleRow], groups: Sequence[GroupRow]
 ) -> StepAggregate:
@@ -278,7 +283,7 @@ def step_aggregate(
         zero_std_group_frac=float(np.mean([g.zero_std for g in groups])) if groups else None,
         mean_abs_lp_diff=_mean(_present([r.mean_abs_lp_diff for r in rows])),
         mean_entropy=_mean(_present([r.mean_entropy for r in rows])),
-        mixed_version_frac=float(np.mean([r.mixed_version for r in rows])) if n else None,
+        mixed_version_frac=float(np.mean(mixed)) if (mixed := _read_mixed(rows)) else None,
         avg_staleness=_mean(_present([None if r.staleness is None else float(r.staleness) for r in rows])),
         alignment_failed=sum(r.alignment_failed for r in rows),
     )

@@ -181,6 +181,8 @@ def test_an_unrecognised_shape_reads_unknown_format_in_json_and_csv(
     assert all(rows[0][k] == UNKNOWN_FORMAT for k in (*VERSION_COLUMNS, "spec_accept_rate"))
     assert rows[1]["spec_accept_rate"] == UNKNOWN_FORMAT and rows[1]["staleness"] == 3  # only its spec is unknown
     assert rows[3]["unknown_format"] is None and rows[3]["staleness"] == 4
+    # the step's figures are over the samples whose versions were read (1, 3, 5), not the unknown ones
+    assert document["aggregate"]["avg_staleness"] == 3.5 and document["aggregate"]["mixed_version_frac"] == 2 / 3
     table = list(csv.DictReader(io.StringIO(_export(capsys, str(root), "--step", str(STEP), "--format", "csv"))))
     assert table[0]["staleness"] == UNKNOWN_FORMAT and table[0]["spec_accept_rate"] == UNKNOWN_FORMAT
     assert table[4]["staleness"] == UNKNOWN_FORMAT and table[4]["spec_accept_rate"] == "0.125"
