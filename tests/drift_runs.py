@@ -43,6 +43,8 @@ EXPECTED: tuple[dict[str, Any], ...] = (
 
 UNKNOWN_SPEC = {"accepted_drafts": 3, "proposed_drafts": 5}
 """A ``spec_info`` under keys no miles writes."""
+UNKNOWN_PREFIX = {"hit_tokens": 3, "prompt_tokens": 4}
+"""A ``prefix_cache_info`` under keys no miles writes (the last sample of the ``unknown`` form)."""
 UNKNOWN_VERSIONS = [{"weight_version": "7", "from": 0, "to": 4}]
 """A ``weight_versions`` of a shape no miles writes (flat dicts, not per-call span lists)."""
 
@@ -58,6 +60,9 @@ def _sample(i: int, form: Form) -> dict[str, Any]:
     spec: dict[str, Any] = spec_info(accepted, drafted, 2, response, "current" if form == "current" else "legacy")
     if form == "unknown" and i < 3:
         spec = UNKNOWN_SPEC
+    extra: dict[str, Any] = {}
+    if form == "unknown" and i == len(VERSIONS) - 1:
+        extra["prefix_cache_info"] = UNKNOWN_PREFIX
     return make_sample(
         index=i,
         group_index=i // 2,
@@ -66,6 +71,7 @@ def _sample(i: int, form: Form) -> dict[str, Any]:
         reward=float(i % 2),
         weight_versions=versions,
         spec_info=spec,
+        **extra,
     )
 
 

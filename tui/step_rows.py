@@ -54,7 +54,7 @@ SAMPLE_COLUMNS = (
     Column("return_mean", "return", 7),
     Column("dumped_rank", "rank", 5, grow=8),
     Column("spec_accept_rate", "spec", 5, grow=len(UNKNOWN_FORMAT)),
-    Column("prefix_cache_hit_rate", "cache", 5),
+    Column("prefix_cache_hit_rate", "cache", 5, grow=len(UNKNOWN_FORMAT)),
     Column("non_generation_time", "ngen s", 7),
     Column("alignment_failed", "per-token", 11, "left"),
 )
@@ -135,7 +135,7 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool
         value("return_mean", _fit(row.return_mean, "return_mean")),
         value("dumped_rank", _fit(row.dumped_rank, "dumped_rank")),
         known("spec_accept_rate", Text(percent(row.spec_accept_rate))),
-        Text(percent(row.prefix_cache_hit_rate)),
+        known("prefix_cache_hit_rate", Text(percent(row.prefix_cache_hit_rate))),
         Text(_fit(row.non_generation_time, "non_generation_time", 2)),
         align,
     )

@@ -15,6 +15,7 @@ Contract:
   miles' ``_weight_version_summary`` counts them. With one span per call the
   two forms give the same versions, so staleness, the last version and
   ``mixed_version`` are the same figures.
+- ``prefix_cache_info`` holds ``cached_tokens`` and ``total_prompt_tokens``.
 - Any other shape is :class:`Unrecognised`: the reader does not guess, the
   ROW columns derived from that field (:data:`DERIVED_COLUMNS`) read
   :data:`UNKNOWN_FORMAT`, and the step's advisory names the field.
@@ -40,8 +41,12 @@ SPEC_COUNTERS: Final = (
 SPAN_KEYS: Final = frozenset({"version", "abs_start", "abs_end"})
 """The keys of one weight-version span (miles' ``WeightVersionSpan``)."""
 
+PREFIX_COUNTERS: Final = ("cached_tokens", "total_prompt_tokens")
+"""The counters of a ``prefix_cache_info`` (miles' ``PrefixCacheInfo``)."""
+
 DERIVED_COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
     "spec_info": ("spec_accept_rate",),
+    "prefix_cache_info": ("prefix_cache_hit_rate",),
     "weight_versions": ("weight_version", "weight_version_min", "mixed_version", "staleness", "turns"),
 }
 """Record field -> the ROW columns computed from it."""
@@ -83,6 +88,15 @@ def spec_counts(spec: Any) -> tuple[Any, Any] | Unrecognised:
     if not (has_accepted and has_drafted):
         return Unrecognised("spec_info")
     return accepted, drafted
+
+
+def prefix_counts(info: Any) -> tuple[Any, Any] | Unrecognised:
+    """(cached, prompt) token counters of a ``prefix_cache_info`` (None, None when it holds none)."""
+    if not info:
+        return None, None
+    if not isinstance(info, Mapping) or not all(name in info for name in PREFIX_COUNTERS):
+        return Unrecognised("prefix_cache_info")
+    return info[PREFIX_COUNTERS[0]], info[PREFIX_COUNTERS[1]]
 
 
 def _is_version(value: Any) -> bool:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.dump.record_formats import Unrecognised, read_versions, spec_counts
+from miles_tui.core.dump.record_formats import Unrecognised, prefix_counts, read_versions, spec_counts
 from miles_tui.core.dump.resolve import TrainRow
 from miles_tui.core.dump.step_summary import ROW_COLUMNS, GroupRow, SampleRow, StepAggregate
 
@@ -142,15 +142,16 @@ def sample_row(
     """Build the ROW of one rollout sample (``train`` None: no shard holds it, or an eval step)."""
     read = read_versions(sample.get("weight_versions"))
     counts = spec_counts(sample.get("spec_info"))
-    unknown = [r.field for r in (read, counts) if isinstance(r, Unrecognised)]
+    prefix = prefix_counts(sample.get("prefix_cache_info"))
+    unknown = [r.field for r in (read, counts, prefix) if isinstance(r, Unrecognised)]
     versions = [] if isinstance(read, Unrecognised) else list(read.versions)
     accepted, drafted = (None, None) if isinstance(counts, Unrecognised) else counts
+    cached, prompt_tokens = (None, None) if isinstance(prefix, Unrecognised) else prefix
     numeric = numeric_versions(versions)
     prompt = sample.get("prompt")
     tool_calls = None
     if isinstance(prompt, list):
         tool_calls = sum(1 for m in prompt if isinstance(m, Mapping) and m.get("role") == "tool")
-    cache = sample.get("prefix_cache_info") or {}
     status = sample.get("status")
     status_text = None if status is None else str(getattr(status, "value", status))
     tokens = sample.get("tokens")
@@ -202,7 +203,7 @@ def sample_row(
         tool_calls=tool_calls,
         non_generation_time=_number(sample.get("non_generation_time")),
         spec_accept_rate=_ratio(accepted, drafted),
-        prefix_cache_hit_rate=_ratio(cache.get("cached_tokens"), cache.get("total_prompt_tokens")),
+        prefix_cache_hit_rate=_ratio(cached, prompt_tokens),
         raw_reward=raw_reward if train is not None else None,
         normalized_reward=train.normalized_reward if train is not None else None,
         truncated=truncated,

@@ -19,7 +19,14 @@ from hypothesis import strategies as st
 from miles_tui.core.analysis.advisories import step_advisories
 from miles_tui.core.analysis.format_drift import schema_label
 from miles_tui.core.dump.pt_archive import load_pt
-from miles_tui.core.dump.record_formats import UNKNOWN_FORMAT, Unrecognised, Versions, read_versions, spec_counts
+from miles_tui.core.dump.record_formats import (
+    UNKNOWN_FORMAT,
+    Unrecognised,
+    Versions,
+    prefix_counts,
+    read_versions,
+    spec_counts,
+)
 from miles_tui.core.dump.summary import sample_row
 from miles_tui.core.synth.dump_files import save_rollout
 from miles_tui.core.synth.record_formats import span_calls, spec_info, train_weight_versions
@@ -58,6 +65,12 @@ def test_spec_counters_are_read_under_either_key_set() -> None:
 def test_spec_info_without_either_key_set_is_unrecognised() -> None:
     assert spec_counts({"accepted_drafts": 3, "proposed_drafts": 5}) == Unrecognised("spec_info")
     assert spec_counts({"spec_accept_token_num": 3}) == Unrecognised("spec_info")  # drafted missing
+
+
+def test_prefix_cache_info_needs_both_counters() -> None:
+    assert prefix_counts({"cached_tokens": 3, "total_prompt_tokens": 4}) == (3, 4)
+    assert prefix_counts({}) == (None, None) and prefix_counts(None) == (None, None)
+    assert prefix_counts({"hit_tokens": 3}) == Unrecognised("prefix_cache_info")
 
 
 def test_weight_versions_in_both_forms() -> None:
@@ -186,6 +199,8 @@ def test_an_unrecognised_shape_reads_unknown_format_in_json_and_csv(
     table = list(csv.DictReader(io.StringIO(_export(capsys, str(root), "--step", str(STEP), "--format", "csv"))))
     assert table[0]["staleness"] == UNKNOWN_FORMAT and table[0]["spec_accept_rate"] == UNKNOWN_FORMAT
     assert table[4]["staleness"] == UNKNOWN_FORMAT and table[4]["spec_accept_rate"] == "0.125"
+    assert rows[5]["unknown_format"] == "prefix_cache_info" and rows[5]["prefix_cache_hit_rate"] == UNKNOWN_FORMAT
+    assert rows[4]["prefix_cache_hit_rate"] is None and rows[5]["spec_accept_rate"] == 0.5  # 0 of 0 prompt tokens
 
 
 def test_one_advisory_per_field_names_file_field_and_schema_version(
@@ -195,13 +210,14 @@ def test_one_advisory_per_field_names_file_field_and_schema_version(
     main(["report", str(root), "--json"])
     report = json.loads(capsys.readouterr().out)
     found = [a for a in report["advisories"] if a["code"] == "unknown_format"]
-    assert len(found) == 2
-    by_field = {("'spec_info'" in a["message"]): a for a in found}
+    assert len(found) == 3
+    by_field = {("'spec_info'" in a["message"]): a for a in found if "prefix_cache_info" not in a["message"]}
     for advisory in found:
         assert advisory["level"] == "warning" and advisory["path"] == f"rollout_data/{STEP}.pt"
         assert f"rollout_data/{STEP}.pt" in advisory["message"] and "schema_version 3" in advisory["message"]
     assert "'weight_versions' of 3 samples" in by_field[False]["message"]
     assert "'spec_info' of 3 samples" in by_field[True]["message"]
+    assert any("'prefix_cache_info' of 1 sample in step" in a["message"] for a in found)
 
 
 def test_known_forms_raise_no_advisory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
