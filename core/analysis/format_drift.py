@@ -1,11 +1,13 @@
-"""Format drift is said: one advisory per step file and field whose shape this reader does not know.
+"""Format drift is said: one advisory for the record fields whose shape this reader does not know.
 
 Contract: :func:`unknown_formats` is a pure rule over a step summary's rows
 (their ``unknown_format``, set by :mod:`miles_tui.core.dump.record_formats`);
-it returns one warning per field, naming the rollout file (relative to the
-run), the field, how many samples hold it, the run's dashboard
-``schema_version`` (:func:`schema_label`) and the columns that read
-"unknown format" instead of a value. Reads no files.
+it returns one warning for the step, naming the rollout file (relative to the
+run), each field in a shape not recognised with how many samples hold it and
+the columns that read "unknown format" instead of a value, and the run's
+dashboard ``schema_version`` (:func:`schema_label`). The advisory carries no
+path, so the advisory log keeps one entry for the run, seen at every step
+that has it. Reads no files.
 """
 
 from __future__ import annotations
@@ -39,22 +41,25 @@ def rollout_file(summary: StepSummary) -> Path:
 
 
 def unknown_formats(summary: StepSummary, schema: str) -> list[Advisory]:
-    """One warning per field of the step's samples in an unrecognised shape (``schema``: :func:`schema_label`)."""
+    """One warning for the step when some sample has a field in an unrecognised shape (``schema``:
+    :func:`schema_label`), naming the file, each such field, its samples and the columns it leaves unknown."""
     counts: Counter[str] = Counter()
-    first: dict[str, int] = {}
+    first: int | None = None
     for row in summary.rows:
-        for field in (row.unknown_format or "").split():
-            counts[field] += 1
-            first.setdefault(field, row.sample_index)
+        if row.unknown_format:
+            counts.update(row.unknown_format.split())
+            first = row.sample_index if first is None else first
+    if not counts:
+        return []
     path = rollout_file(summary)
-    out = []
-    for field, count in counts.items():
-        columns = ", ".join(DERIVED_COLUMNS.get(field, ()))
-        samples = f"{count} sample{'s' if count != 1 else ''}"
-        message = (
-            f"{path}: '{field}' of {samples} in step {summary.rollout_id} has a shape this miles-tui does not "
-            f"recognise ({schema}): {columns} read {UNKNOWN_FORMAT!r}, not a value. The run was likely written by "
-            "a newer miles: update miles-tui"
-        )
-        out.append(Advisory(Level.WARNING, CODE, message, summary.rollout_id, summary.evaluation, first[field], path))
-    return out
+    fields = "; ".join(
+        f"'{field}' of {count} sample{'s' if count != 1 else ''} ({', '.join(DERIVED_COLUMNS.get(field, ()))})"
+        for field, count in counts.items()
+    )
+    message = (
+        f"{path} (step {summary.rollout_id}) has records in a shape this miles-tui does not recognise "
+        f"({schema}): {fields} read {UNKNOWN_FORMAT!r}, not a value. The run was likely written by a newer "
+        "miles: update miles-tui"
+    )
+    # no path: the log keeps one entry for the run's format drift, seen at every step that has it
+    return [Advisory(Level.WARNING, CODE, message, summary.rollout_id, summary.evaluation, first)]

@@ -67,3 +67,17 @@ def test_the_sample_header_says_unknown_format_for_its_versions(tmp_path: Path) 
     assert "staleness and versions: unknown format (weight_versions)" in unknown and "staleness –" not in unknown
     known = " · ".join(text for text, _ in chips(step, SampleTracks.load(step, 1, None)))
     assert "staleness 3" in known and "v6–v8 mixed" in known
+
+
+async def test_the_overview_lists_one_advisory_naming_file_fields_and_schema(tmp_path: Path) -> None:
+    from tests.harness import frozen_app
+
+    root = write_drift_run(tmp_path / "unknown", "unknown", schema_version=4)
+    stamp(root, EPOCH - 3600)
+    app = frozen_app(root)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        text = " ".join(screen_text(app).replace("│", " ").replace("▏", " ").split())
+    assert "advisories (1)" in text and "[WARN] unknown_format step 9" in text
+    assert f"rollout_data/{STEP}.pt (step {STEP})" in text and "schema_version 4" in text
+    assert "'weight_versions' of 3" in text and "'spec_info' of 3" in text
