@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
 from miles_tui.core.dump import ROW_COLUMNS, Run, RunDir, StepSummary
+from miles_tui.core.dump.record_formats import marked
 from miles_tui.core.errors import CorruptFileError, MetricNotFoundError, StepNotFoundError
 from miles_tui.core.inert_text import inert
 from miles_tui.core.json_out import clean
@@ -190,7 +191,7 @@ def step_export(run: Run, rollout_id: int, evaluation: bool, now: float, per_tok
     samples = []
     problems = _problems(summary)
     for row in summary.rows:
-        record = row.to_dict()
+        record = marked(row.to_dict())  # a column of an unrecognised field reads "unknown format", not null
         if per_token:
             record["per_token"] = _per_token(opened, row.sample_index, problems)
         samples.append(record)

@@ -40,6 +40,7 @@ from textual.timer import Timer
 from miles_tui.core.analysis import Advisory, Level, run_health
 from miles_tui.core.analysis.advisories import step_advisories
 from miles_tui.core.analysis.advisory_log import merged, step_history
+from miles_tui.core.analysis.format_drift import schema_label
 from miles_tui.core.analysis.health import run_name
 from miles_tui.core.dump import Run
 from miles_tui.core.inert_text import inert
@@ -366,7 +367,7 @@ class MilesApp(Navigation):
         meta = self.watcher.follower.dashboard.meta
         trained = [s for s in message.summaries if not s.evaluation]
         for summary in trained:  # the log's history: the step rules over every step, not only the newest
-            found = step_advisories(summary, meta.args if meta is not None else None)
+            found = step_advisories(summary, meta.args if meta is not None else None, schema_label(meta))
             self.model.step_advisories[summary.rollout_id] = tuple(found)
         if trained:
             self._merge_advisory_log()

@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 from miles_tui.core.errors import MilesTuiError, RunDirError, StillWritingError
 from miles_tui.core.inert_text import inert
 from miles_tui.core.memory_settings import no_huge_pages
+from miles_tui.tui import export_telemetry
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -134,7 +135,10 @@ def _export_parser() -> argparse.ArgumentParser:
         "included; loss_mask and every per-token array (rollout_log_probs, train_log_probs, ref_log_probs, lp_diff, "
         "imp_ratio, entropy, ref_entropy, advantages, returns) cover only its response part, positions "
         "max(start, prompt_len) to end: entry k belongs to token_ids[response_offset + k], null where loss-masked. "
-        "--per-token: each array covers the sample's whole response, unmasked. The contract: docs/cli.md.",
+        "--per-token: each array covers the sample's whole response, unmasked. --phases/--gpu/--engines: "
+        "{stream, since, until, newest, count, fields, columns: {FIELD: [...]}, problems}, records whose time "
+        "(a phase: its end, its start while open) is in [--since, --until], reading only the hours the window "
+        "touches. The contract: docs/cli.md.",
     )
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--step", type=int, metavar="N", help="the step (rollout id) to export")
@@ -154,6 +158,7 @@ def _export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--metrics", nargs="*", metavar="KEY", help="metric series from dashboard/metrics.jsonl")
     parser.add_argument("--x", metavar="STEP_KEY", help="the step key to plot metrics against")
     parser.add_argument("--format", choices=("json", "csv"), default="json")
+    export_telemetry.add_flags(parser)
     _cache_flags(parser)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
@@ -289,6 +294,11 @@ class UsageError(Exception):
 
 def _check_export_options(args: argparse.Namespace) -> None:
     """Refuse option combinations that would print something other than what was asked for."""
+    problem = export_telemetry.usage_problem(args)
+    if problem is not None:
+        raise UsageError(problem)
+    if export_telemetry.wanted(args):
+        return
     if args.metrics is not None:
         if args.format == "csv":
             raise UsageError("--format csv is for a step's rows: give --step N, not --metrics")
@@ -321,6 +331,8 @@ def run_export(args: argparse.Namespace) -> int:
 
     _check_export_options(args)
     RunDir(args.run_dir).require_dump_folder()
+    if export_telemetry.wanted(args):
+        return export_telemetry.run(args)
     now = time.time()
     if args.metrics is not None:
         from miles_tui.core.export import write_metrics_export

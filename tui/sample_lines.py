@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 from textual.content import Content
 
-from miles_tui.core.dump import SERIES, Detokenizer, FieldState, OpenStep
+from miles_tui.core.dump import SERIES, Detokenizer, FieldState, OpenStep, SampleRow
+from miles_tui.core.dump.record_formats import UNKNOWN_FORMAT, unknown_columns
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING, REMOVED, number, version_span
 from miles_tui.tui.sample_tracks import SampleTracks
@@ -82,12 +83,21 @@ def chips(step: OpenStep, sample: SampleTracks) -> list[tuple[str, str]]:
         (inert(row.status or MISSING), status_style),
         *([(f"{REMOVED} from training", "bold $text-error")] if row.remove_sample else []),
         (f"reward {number(row.reward)}", ""),
-        (f"staleness {MISSING if row.staleness is None else row.staleness}", ""),
-        (version_span(row) + (" mixed" if row.mixed_version else ""), "$text-warning" if row.mixed_version else ""),
+        *_version_chips(row),
         (f"prompt {view.prompt_length} + response {view.response_length} = {view.total_length} tok", ""),
         alignment,
     ]
     return result
+
+
+def _version_chips(row: SampleRow) -> list[tuple[str, str]]:
+    """Staleness and versions; "unknown format" when the sample's weight_versions has a shape not known."""
+    if "staleness" in unknown_columns(row.unknown_format):
+        return [(f"staleness and versions: {UNKNOWN_FORMAT} (weight_versions)", "bold $text-warning")]
+    return [
+        (f"staleness {MISSING if row.staleness is None else row.staleness}", ""),
+        (version_span(row) + (" mixed" if row.mixed_version else ""), "$text-warning" if row.mixed_version else ""),
+    ]
 
 
 def chip_lines(chip_list: list[tuple[str, str]], width: int) -> Content:

@@ -16,6 +16,7 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from miles_tui.core.dump import GroupRow, SampleRow, StepSummary
+from miles_tui.core.dump.record_formats import UNKNOWN_FORMAT, unknown_columns
 from miles_tui.tui.formatting import (
     MISSING,
     UNREAD,
@@ -37,11 +38,11 @@ SAMPLE_COLUMNS = (
     Column("reward", "reward", 7),
     Column("raw_reward", "raw", 7),
     Column("normalized_reward", "norm", 7),
-    Column("staleness", "stale", 5),
+    Column("staleness", "stale", 5, grow=len(UNKNOWN_FORMAT)),
     Column("weight_version", "version", 9, "left", grow=24),
     Column("response_length", "resp", 6, grow=10),
     Column("total_length", "total", 6, grow=10),
-    Column("turns", "turns", 5, grow=8),
+    Column("turns", "turns", 5, grow=len(UNKNOWN_FORMAT)),
     Column("tool_calls", "tools", 5, grow=8),
     Column("mean_abs_lp_diff", "|lpΔ|", 7),
     Column("max_abs_lp_diff", "max|lpΔ|", 8),
@@ -52,8 +53,8 @@ SAMPLE_COLUMNS = (
     Column("adv_std", "adv σ", 7),
     Column("return_mean", "return", 7),
     Column("dumped_rank", "rank", 5, grow=8),
-    Column("spec_accept_rate", "spec", 5),
-    Column("prefix_cache_hit_rate", "cache", 5),
+    Column("spec_accept_rate", "spec", 5, grow=len(UNKNOWN_FORMAT)),
+    Column("prefix_cache_hit_rate", "cache", 5, grow=len(UNKNOWN_FORMAT)),
     Column("non_generation_time", "ngen s", 7),
     Column("alignment_failed", "per-token", 11, "left"),
 )
@@ -77,6 +78,9 @@ def _fit(value: float | int | None, column: str, digits: int = 3) -> str:
     """A sample cell's number in the shortest exact form its column holds (never a cut prefix)."""
     return number_within(value, _SAMPLE_WIDTH[column], digits)
 
+
+UNKNOWN_STYLE = "bold magenta"
+"""A value derived from a record field of a shape this reader does not know (never ``–``: it may exist)."""
 
 STATUS_STYLE = {"completed": "", "truncated": "yellow", "aborted": "red", "failed": "bold red", "pending": "dim"}
 
@@ -103,6 +107,11 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool
     def value(column: str, text: str, style: str = "") -> Text:
         return unread_text(pending) if unreadable(row, column) else Text(text, style=style)
 
+    drifted = unknown_columns(row.unknown_format)
+
+    def known(column: str, cell: Text) -> Text:
+        return Text(UNKNOWN_FORMAT, style=UNKNOWN_STYLE) if column in drifted else cell
+
     return (
         Text(str(row.sample_index)),
         group,
@@ -110,11 +119,11 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool
         Text(_fit(row.reward, "reward")),
         value("raw_reward", _fit(row.raw_reward, "raw_reward")),
         value("normalized_reward", _fit(row.normalized_reward, "normalized_reward")),
-        Text(_fit(row.staleness, "staleness"), style="yellow" if (row.staleness or 0) >= 2 else ""),
-        Text(version_span(row), style="magenta" if row.mixed_version else ""),
+        known("staleness", Text(_fit(row.staleness, "staleness"), style="yellow" if (row.staleness or 0) >= 2 else "")),
+        known("weight_version", Text(version_span(row), style="magenta" if row.mixed_version else "")),
         Text(str(row.response_length), style="yellow" if row.truncated else ""),
         Text(str(row.total_length)),
-        Text(str(row.turns)),
+        known("turns", Text(str(row.turns))),
         Text(_fit(row.tool_calls, "tool_calls")),
         value("mean_abs_lp_diff", _fit(row.mean_abs_lp_diff, "mean_abs_lp_diff")),
         value("max_abs_lp_diff", _fit(row.max_abs_lp_diff, "max_abs_lp_diff")),
@@ -125,8 +134,8 @@ def sample_cells(row: SampleRow, zero_std_groups: set[int | None], pending: bool
         value("adv_std", _fit(row.adv_std, "adv_std")),
         value("return_mean", _fit(row.return_mean, "return_mean")),
         value("dumped_rank", _fit(row.dumped_rank, "dumped_rank")),
-        Text(percent(row.spec_accept_rate)),
-        Text(percent(row.prefix_cache_hit_rate)),
+        known("spec_accept_rate", Text(percent(row.spec_accept_rate))),
+        known("prefix_cache_hit_rate", Text(percent(row.prefix_cache_hit_rate))),
         Text(_fit(row.non_generation_time, "non_generation_time", 2)),
         align,
     )
@@ -148,7 +157,15 @@ def sample_widths(rows: Sequence[SampleRow]) -> dict[str, int]:
     need("tool_calls", [number(r.tool_calls) for r in rows])
     need("dumped_rank", [number(r.dumped_rank) for r in rows])
     need("weight_version", [version_span(r) for r in rows])
+    for row in rows:  # a column of an unrecognised field shows its label whole
+        for key in unknown_columns(row.unknown_format):
+            widths[key] = max(widths.get(key, 0), len(UNKNOWN_FORMAT))
     return widths
+
+
+def unknown_format_count(summary: StepSummary, field: str) -> int:
+    """Samples of the step whose ``field`` has a shape the reader does not know (their figures are left out)."""
+    return sum(1 for row in summary.rows if row.unknown_format and field in row.unknown_format.split())
 
 
 def group_unreadable(summary: StepSummary) -> dict[int | None, int]:

@@ -159,8 +159,12 @@ def file_problems(summary: StepSummary) -> list[Advisory]:
     return out
 
 
-def step_advisories(summary: StepSummary, run_args: Mapping[str, Any] | None = None) -> list[Advisory]:
-    """Every rule that reads one step (the newest, usually)."""
+def step_advisories(
+    summary: StepSummary, run_args: Mapping[str, Any] | None = None, schema: str = "schema_version unknown"
+) -> list[Advisory]:
+    """Every rule that reads one step (the newest, usually); ``schema``: ``format_drift.schema_label`` of the run."""
+    from miles_tui.core.analysis.format_drift import unknown_formats
+
     cap = None
     if run_args is not None:
         value = run_args.get("rollout_max_response_len")
@@ -170,6 +174,7 @@ def step_advisories(summary: StepSummary, run_args: Mapping[str, Any] | None = N
         *zero_std_groups(summary),
         *truncated_samples(summary, cap),
         *unreadable_per_token(summary),
+        *unknown_formats(summary, schema),
     ]
 
 

@@ -27,6 +27,7 @@ from miles_tui.core.analysis.advisories import (
     step_errors,
     worst_level,
 )
+from miles_tui.core.analysis.format_drift import schema_label
 from miles_tui.core.analysis.run_state import QUIET_DEFAULT_S, RunClock, RunState, run_clock
 from miles_tui.core.dump import StepSummary
 from miles_tui.core.telemetry import RunMeta
@@ -77,7 +78,7 @@ def dump_advisories(
     """The dump side's advisories: the newest train step's rules and the steps that cannot be read."""
     advisories: list[Advisory] = []
     if latest is not None:
-        advisories += step_advisories(latest, meta.args if meta is not None else None)
+        advisories += step_advisories(latest, meta.args if meta is not None else None, schema_label(meta))
     advisories += step_errors(unreadable)
     return tuple(ordered(advisories))
 

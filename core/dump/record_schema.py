@@ -170,7 +170,10 @@ DICT_OR_NONE = Expected("a dict or None", containers=(dict,))
 TOKEN_IDS = Expected("a list of ints", elements=_INTS, array_kinds="iu", elements_when_read=True)
 MASK_LIST = Expected("a list of 0/1 ints", elements=_FLAGS, array_kinds="biu", elements_when_read=True)
 FLOAT_LIST = Expected("a list of floats", elements=_NUMBERS, array_kinds="biuf", elements_when_read=True)
-VERSION_LIST = Expected("a list of strings", elements=frozenset({str}) | _INTS)
+VERSION_LIST = Expected(
+    "a list of strings or of per-call span lists", elements=frozenset({str, list, tuple, dict}) | _INTS
+)
+"""Its structure (flat, per-call spans, or a shape no miles writes) is :mod:`~miles_tui.core.dump.record_formats`'."""
 
 SAMPLE_FIELDS: Mapping[str, Expected] = {
     "index": INT,
@@ -187,7 +190,14 @@ SAMPLE_FIELDS: Mapping[str, Expected] = {
     "remove_sample": FLAG_OR_NONE,
     "non_generation_time": NUMBER_OR_NONE,
     "spec_info": Expected(
-        "a dict or None", containers=(dict,), number_keys=("spec_accept_token_num", "spec_draft_token_num")
+        "a dict or None",
+        containers=(dict,),
+        number_keys=(
+            "spec_accept_token_num",
+            "spec_draft_token_num",
+            "spec_num_correct_drafts",
+            "spec_num_proposed_drafts",
+        ),
     ),
     "prefix_cache_info": Expected(
         "a dict or None", containers=(dict,), number_keys=("cached_tokens", "total_prompt_tokens")

@@ -47,7 +47,7 @@ class SampleRow:
     staleness: int | None
     """rollout_id − weight_version_min."""
     turns: int
-    """len(weight_versions)."""
+    """Generation calls: len(weight_versions) in either of its forms."""
     tool_calls: int | None
     """Messages with role "tool" in a chat prompt (None for a string prompt)."""
     non_generation_time: float | None
@@ -84,6 +84,9 @@ class SampleRow:
     """Return mean over trained positions."""
     alignment_failed: bool
     """Some per-token data was dumped but could not be placed: unreadable, not undumped."""
+    unknown_format: str | None = None
+    """The record fields (``spec_info``, ``weight_versions``) in a shape this reader does not know, space-separated;
+    the columns derived from them read "unknown format" (None: every field was read)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The fields by name (the values are plain scalars: nothing to copy deeply)."""
@@ -145,7 +148,7 @@ class StepAggregate:
     mean_entropy: float | None
     """Mean over samples of their mean entropy."""
     mixed_version_frac: float | None
-    """Fraction of samples generated across several weight versions."""
+    """Fraction of samples generated across several weight versions (of those whose versions could be read)."""
     avg_staleness: float | None
     """Mean staleness over samples that have one."""
     alignment_failed: int

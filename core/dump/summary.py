@@ -8,7 +8,10 @@ Contract:
 - Staleness is ``rollout_id - min(numeric weight versions)``, numeric meaning
   decimal digits only (miles' rule: "+3", " 3 ", "-1" are not); per-token
   statistics use only positions with ``loss_mask > 0``; an empty selection
-  gives None. Views never recompute any of these.
+  gives None. Views never recompute any of these. ``weight_versions`` and
+  ``spec_info`` are read in every shape miles writes
+  (:mod:`miles_tui.core.dump.record_formats`); a shape it does not know is named
+  in the row's ``unknown_format``, never read as absent.
 - A standard deviation (a group's ``reward_std``, a sample's ``adv_std``) is
   the sample standard deviation: None with fewer than two values, never 0.
 - Groups are degenerate (``zero_std``) when they have reward data and the
@@ -27,6 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from miles_tui.core.dump.record_formats import Unrecognised, prefix_counts, read_versions, spec_counts
 from miles_tui.core.dump.resolve import TrainRow
 from miles_tui.core.dump.step_summary import ROW_COLUMNS, GroupRow, SampleRow, StepAggregate
 
@@ -136,14 +140,18 @@ def sample_row(
     raw_reward: float | None,
 ) -> SampleRow:
     """Build the ROW of one rollout sample (``train`` None: no shard holds it, or an eval step)."""
-    versions = list(sample.get("weight_versions") or [])
+    read = read_versions(sample.get("weight_versions"))
+    counts = spec_counts(sample.get("spec_info"))
+    prefix = prefix_counts(sample.get("prefix_cache_info"))
+    unknown = [r.field for r in (read, counts, prefix) if isinstance(r, Unrecognised)]
+    versions = [] if isinstance(read, Unrecognised) else list(read.versions)
+    accepted, drafted = (None, None) if isinstance(counts, Unrecognised) else counts
+    cached, prompt_tokens = (None, None) if isinstance(prefix, Unrecognised) else prefix
     numeric = numeric_versions(versions)
     prompt = sample.get("prompt")
     tool_calls = None
     if isinstance(prompt, list):
         tool_calls = sum(1 for m in prompt if isinstance(m, Mapping) and m.get("role") == "tool")
-    spec = sample.get("spec_info") or {}
-    cache = sample.get("prefix_cache_info") or {}
     status = sample.get("status")
     status_text = None if status is None else str(getattr(status, "value", status))
     tokens = sample.get("tokens")
@@ -191,11 +199,11 @@ def sample_row(
         weight_version_min=min(numeric) if numeric else None,
         mixed_version=len({str(v) for v in versions}) > 1,
         staleness=rollout_id - min(numeric) if numeric else None,
-        turns=len(versions),
+        turns=0 if isinstance(read, Unrecognised) else read.turns,
         tool_calls=tool_calls,
         non_generation_time=_number(sample.get("non_generation_time")),
-        spec_accept_rate=_ratio(spec.get("spec_accept_token_num"), spec.get("spec_draft_token_num")),
-        prefix_cache_hit_rate=_ratio(cache.get("cached_tokens"), cache.get("total_prompt_tokens")),
+        spec_accept_rate=_ratio(accepted, drafted),
+        prefix_cache_hit_rate=_ratio(cached, prompt_tokens),
         raw_reward=raw_reward if train is not None else None,
         normalized_reward=train.normalized_reward if train is not None else None,
         truncated=truncated,
@@ -210,6 +218,7 @@ def sample_row(
         adv_std=stats["adv_std"],
         return_mean=stats["return_mean"],
         alignment_failed=train.alignment_failed if train is not None else False,
+        unknown_format=" ".join(unknown) or None,
     )
 
 
@@ -253,6 +262,11 @@ def _present(values: Sequence[float | None]) -> npt.NDArray[np.float64]:
     return np.array([v for v in values if v is not None], dtype=np.float64)
 
 
+def _read_mixed(rows: Sequence[SampleRow]) -> list[bool]:
+    """``mixed_version`` of the rows whose weight_versions was read (an unknown shape is not "not mixed")."""
+    return [r.mixed_version for r in rows if not (r.unknown_format and "weight_versions" in r.unknown_format)]
+
+
 def step_aggregate(
     rollout_id: int, evaluation: bool, rows: Sequence[SampleRow], groups: Sequence[GroupRow]
 ) -> StepAggregate:
@@ -270,7 +284,7 @@ def step_aggregate(
         zero_std_group_frac=float(np.mean([g.zero_std for g in groups])) if groups else None,
         mean_abs_lp_diff=_mean(_present([r.mean_abs_lp_diff for r in rows])),
         mean_entropy=_mean(_present([r.mean_entropy for r in rows])),
-        mixed_version_frac=float(np.mean([r.mixed_version for r in rows])) if n else None,
+        mixed_version_frac=float(np.mean(mixed)) if (mixed := _read_mixed(rows)) else None,
         avg_staleness=_mean(_present([None if r.staleness is None else float(r.staleness) for r in rows])),
         alignment_failed=sum(r.alignment_failed for r in rows),
     )

@@ -39,7 +39,7 @@ from miles_tui.core.dump.column_rows import ColumnRows
 from miles_tui.core.dump.run_dir import Signature, StepFiles
 from miles_tui.core.dump.step_summary import GroupRow, ProblemKind, SampleRow, StepAggregate, StepProblem, StepSummary
 
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 """Bump when a derived value's definition or the file layout changes, so stale summaries are not served."""
 
 MAGIC = b"MTS\x04"

@@ -40,6 +40,7 @@ import numpy.typing as npt
 from miles_tui.core.dump import QkvFormat, slice_response
 from miles_tui.core.synth.dump_files import save_rollout, save_train_shard
 from miles_tui.core.synth.layout import MODEL_OUTPUT_KEYS, ParallelLayout, RankCoords, Writers
+from miles_tui.core.synth.record_formats import train_weight_versions
 
 _GRPO_EPS = 1e-6
 
@@ -232,7 +233,7 @@ def _shard_columns(
         cols["rollout_log_probs"] = [sliced(s["rollout_log_probs"], t) for s, t in zip(picked, totals, strict=True)]
     if picked and picked[0].get("rollout_routed_experts") is not None:
         cols["rollout_routed_experts"] = [np.asarray(s["rollout_routed_experts"]) for s in picked]
-    cols["weight_versions"] = [[str(v) for v in s.get("weight_versions") or []] for s in picked]
+    cols["weight_versions"] = [train_weight_versions(s.get("weight_versions")) for s in picked]
     cols["raw_reward"] = list(batch.raw_reward)
     cols["total_lengths"] = totals
     if max_seq_len is not None:

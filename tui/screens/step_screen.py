@@ -30,11 +30,13 @@ from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.step_rows import (
     GROUP_COLUMNS,
     SAMPLE_COLUMNS,
+    UNKNOWN_STYLE,
     group_cells,
     group_rewards_unreadable,
     group_unreadable,
     sample_cells,
     sample_widths,
+    unknown_format_count,
     zero_std_groups,
 )
 from miles_tui.tui.table_layout import Column, fitted
@@ -161,6 +163,8 @@ class StepScreen(MonitorScreen):
         text.append(f" · {a.n_samples} samples · {len(summary.groups)} groups · reward {number(a.reward_mean)}")
         text.append(f" · zero-std {percent(a.zero_std_group_frac)} · trunc {percent(a.truncated_frac)}")
         text.append(f" · stale {number(a.avg_staleness, 2)} · mixed {percent(a.mixed_version_frac)}")
+        if drifted := unknown_format_count(summary, "weight_versions"):  # those samples are not in the figures
+            text.append(f" (of {a.n_samples - drifted}: {drifted} unknown format)", style=UNKNOWN_STYLE)
         text.append(f" · |lpΔ| {number(a.mean_abs_lp_diff)}")
         text.append(f" · entropy {number(a.mean_entropy)}")
         if a.alignment_failed:
