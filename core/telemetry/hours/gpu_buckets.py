@@ -8,6 +8,9 @@ Contract:
   and per field (utilisation, memory, power) how many numeric values, their
   sum, min and max. Values that are not finite numbers are not counted (no
   data is not 0). A lane is (host, GPU index) as logged.
+- :func:`coarsen` gives the buckets of a multiple of a width from that width's
+  cells (counts and sums added, extremes of extremes): the 10 min buckets of an
+  hour cost its 1 min cells, not its samples again.
 - :func:`merge` joins cells of several partitions (cells of one lane and
   bucket in two files add up), into one lane table.
 - Exact at the bucket's resolution: a cell's max is the max of its samples, its
@@ -165,6 +168,40 @@ def gpu_buckets(columns: Columns, width: float) -> GpuBuckets:
     divisor = int(gpu.max()) + 1
     lanes = tuple((codes[int(p) // divisor], codes[int(p) % divisor]) for p in pairs.tolist())
     return GpuBuckets(width, lanes, lane[firsts].astype(np.int32), bucket[firsts], samples, stats, last_seen)
+
+
+def coarsen(fine: GpuBuckets, width: float) -> GpuBuckets:
+    """``fine``'s cells in buckets of ``width``, a whole multiple of ``fine.width`` (else ValueError)."""
+    factor = round(width / fine.width)
+    if factor < 1 or factor * fine.width != width:
+        raise ValueError(f"{width} s is not a multiple of {fine.width} s")
+    if not fine.cells:
+        return GpuBuckets(width, fine.lanes, fine.lane, fine.bucket, fine.samples, fine.stats, fine.last_seen)
+    bucket = fine.bucket // factor
+    lane = fine.lane.astype(np.int64)
+    # the fine cells are ordered by lane then bucket, so each coarse cell's fine cells are adjacent already
+    starts = np.flatnonzero(np.r_[True, (lane[1:] != lane[:-1]) | (bucket[1:] != bucket[:-1])])
+    stats: dict[str, FloatArray] = {}
+    for name, array in fine.stats.items():
+        stat = name.rsplit(".", 1)[1]
+        if stat in ("n", "sum"):
+            stats[name] = np.add.reduceat(array, starts)
+        else:  # NaN (no value) is skipped unless the whole coarse cell has none
+            reduce = np.fmin if stat == "min" else np.fmax
+            stats[name] = reduce.reduceat(array, starts)
+    samples = np.add.reduceat(fine.samples, starts)
+    return GpuBuckets(width, fine.lanes, fine.lane[starts], bucket[starts], samples, stats, fine.last_seen)
+
+
+def hour_buckets(columns: Columns) -> dict[float, GpuBuckets]:
+    """Every width of :data:`WIDTHS`: the first from the samples, each other from the one before it."""
+    out: dict[float, GpuBuckets] = {}
+    finer: GpuBuckets | None = None
+    for width in WIDTHS:
+        multiple = finer is not None and round(width / finer.width) * finer.width == width
+        finer = coarsen(finer, width) if finer is not None and multiple else gpu_buckets(columns, width)
+        out[width] = finer
+    return out
 
 
 def merge(parts: Iterable[GpuBuckets], width: float) -> GpuBuckets:

@@ -47,7 +47,7 @@ from miles_tui.core.telemetry.hours.decode import decode
 from miles_tui.core.telemetry.hours.engine_columns import engine_table
 from miles_tui.core.telemetry.hours.engine_digest import EngineDigest, engine_digest
 from miles_tui.core.telemetry.hours.engine_digest import from_cache as engines_from_cache
-from miles_tui.core.telemetry.hours.gpu_buckets import WIDTHS, GpuBuckets, from_arrays, gpu_buckets, merge
+from miles_tui.core.telemetry.hours.gpu_buckets import WIDTHS, GpuBuckets, from_arrays, hour_buckets, merge
 from miles_tui.core.telemetry.hours.phase_cover import PhaseCover, phase_cover
 from miles_tui.core.telemetry.hours.phase_cover import from_cache as cover_from_cache
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, from_cache, phase_digest
@@ -262,7 +262,7 @@ class HourStore:
             part.size = part.columns.size
             part.span = part.columns.span()
             if self.stream == GPU_STREAM:
-                part.buckets = {w: gpu_buckets(part.columns, w) for w in WIDTHS}
+                part.buckets = hour_buckets(part.columns)
             if self.stream == PHASE_STREAM:
                 part.digest = phase_digest(part.columns)
                 part.covers = {w: phase_cover(part.columns, w) for w in WIDTHS}
