@@ -8,6 +8,8 @@ end, so an hour's cells may reach back before it; no span counts for more than
 bounded table). Summed over hours, a bucket's seconds are exactly those of its
 phases (up to float addition). Keys are values (role, name; host, rank, GPU
 list) so hours join by value. Round-trips through the cache. Pure.
+:func:`coarsen_cover` gives a multiple of a width from that width's cells (seconds added), so an hour's
+10 min cover costs its 1 min cells, not its phases again.
 """
 
 from __future__ import annotations
@@ -82,3 +84,27 @@ def phase_cover(columns: Columns, width: float) -> PhaseCover:
     return PhaseCover(
         width, tuple(pairs), pair.astype(np.int32), (bucket + first).astype(np.int64), cover[pair, bucket]
     )
+
+
+def coarsen_cover(fine: PhaseCover, width: float) -> PhaseCover:
+    """``fine``'s cells in buckets of ``width``, a whole multiple of ``fine.width`` (else ValueError)."""
+    factor = round(width / fine.width)
+    if factor < 1 or factor * fine.width != width:
+        raise ValueError(f"{width} s is not a multiple of {fine.width} s")
+    if not len(fine.pair):
+        return PhaseCover(width, fine.pairs, fine.pair, fine.bucket, fine.seconds)
+    bucket = fine.bucket // factor
+    # the fine cells are ordered by pair then bucket, so each coarse cell's fine cells are adjacent already
+    starts = np.flatnonzero(np.r_[True, (fine.pair[1:] != fine.pair[:-1]) | (bucket[1:] != bucket[:-1])])
+    return PhaseCover(width, fine.pairs, fine.pair[starts], bucket[starts], np.add.reduceat(fine.seconds, starts))
+
+
+def hour_covers(columns: Columns, widths: tuple[float, ...]) -> dict[float, PhaseCover]:
+    """A cover of every width: the first from the phases, each other from the one before it when a multiple."""
+    out: dict[float, PhaseCover] = {}
+    finer: PhaseCover | None = None
+    for width in widths:
+        multiple = finer is not None and round(width / finer.width) * finer.width == width
+        finer = coarsen_cover(finer, width) if finer is not None and multiple else phase_cover(columns, width)
+        out[width] = finer
+    return out

@@ -48,7 +48,7 @@ from miles_tui.core.telemetry.hours.engine_columns import engine_table
 from miles_tui.core.telemetry.hours.engine_digest import EngineDigest, engine_digest
 from miles_tui.core.telemetry.hours.engine_digest import from_cache as engines_from_cache
 from miles_tui.core.telemetry.hours.gpu_buckets import WIDTHS, GpuBuckets, from_arrays, hour_buckets, merge
-from miles_tui.core.telemetry.hours.phase_cover import PhaseCover, phase_cover
+from miles_tui.core.telemetry.hours.phase_cover import PhaseCover, hour_covers
 from miles_tui.core.telemetry.hours.phase_cover import from_cache as cover_from_cache
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, from_cache, phase_digest
 from miles_tui.core.telemetry.partitions import HOUR_SECONDS, hour_of, hour_overlaps
@@ -265,7 +265,7 @@ class HourStore:
                 part.buckets = hour_buckets(part.columns)
             if self.stream == PHASE_STREAM:
                 part.digest = phase_digest(part.columns)
-                part.covers = {w: phase_cover(part.columns, w) for w in WIDTHS}
+                part.covers = hour_covers(part.columns, WIDTHS)
             if self.stream == ENGINE_STREAM:
                 part.engines = engine_digest(engine_table(part.columns))
         part.end = part.tail.offset
