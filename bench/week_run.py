@@ -603,6 +603,7 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.only or ("headless", "monitor", "metrics"))
     print(f"\n{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; `{' '.join(miles_tui())}`; data ends "
           f"{(time.time() - gen.end_ts) / 3600:.1f} h ago; repeat {args.repeat}", flush=True)  # fmt: skip
+    print(compiled_note(), flush=True)
     caches = Caches(root)
     try:
         if "headless" in only:
@@ -615,6 +616,19 @@ def main(argv: list[str] | None = None) -> int:
         caches.clear()
     print(f"\nload average after: {os.getloadavg()[0]:.1f}")
     return 0
+
+
+def compiled_note() -> str:
+    """Byte-compile the measured package once, as a regular ``pip install`` does: an editable install (or a
+    box with PYTHONDONTWRITEBYTECODE set, as this one) would otherwise compile every module on every start."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("miles_tui.core")
+    folders = [Path(p).parent for p in (spec.submodule_search_locations or [])] if spec else []
+    command = [sys.executable, "-m", "compileall", "-q", *[str(f / n) for f in folders[:1] for n in ("core", "tui")]]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run(command, env=env, capture_output=True, check=False)
+    return f"byte-compiled {folders[0] if folders else '(package not found)'} (as pip install does)"
 
 
 if __name__ == "__main__":
