@@ -35,8 +35,8 @@ OVERLAY_COLORS = (180, 108, 146, 174, 109, 144, 139, 152)
 RICH_COLORS = ("color(180)", "color(108)", "color(146)", "color(174)", "color(109)", "color(144)", "color(139)")
 """The same colours for the legend's marks."""
 
-NO_COLOR_POINTS = 3
-"""Without colour, a baseline's letter is drawn about every this many columns."""
+NO_COLOR_LETTERS = 24
+"""Without colour, a baseline is drawn as at most about this many of its letters, evenly over its points."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,8 +70,7 @@ def draw_overlay(figure: Any, data: PlotData, overlay: Overlay, lo: float, hi: f
         last = finite[-1]
         figure.draw(figure.signal([float(xs[last])], [float(ys[last])], marker=overlay.mark))
         return
-    stride = max(1, len(finite) * NO_COLOR_POINTS // max(len(xs), 1))
-    keep = finite[::stride]
+    keep = finite[:: max(1, len(finite) // NO_COLOR_LETTERS)]
     figure.draw(figure.signal(xs[keep].tolist(), ys[keep].tolist(), marker=overlay.mark))
 
 
