@@ -8,11 +8,19 @@ is charted from its dumps, the baseline's ``dump/...`` series built the same
 way from its step figures. A baseline that never logged a key gets an overlay
 without a series (the legend says "not logged"). ``cancelled()`` is checked
 between baselines.
+
+:class:`OverlayReads` runs those reads for a screen one at a time: what is asked
+while one runs is read once it ends, with what the screen has then (a long
+baseline's read is never cancelled and restarted by every poll, so it ends).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from textual.screen import Screen
 
 from miles_tui.core.analysis import ChartSeries, chart_series, dump_series, store_chart_series
 from miles_tui.tui.baseline_watch import Baseline
@@ -46,3 +54,43 @@ def overlay_series(
         for key, members in out.items():
             members.append(Overlay(index, baseline.mark, baseline.name, series.get(key)))
     return {key: tuple(members) for key, members in out.items()}
+
+
+Ask = tuple[Sequence[Baseline], Mapping[str, str], Source]
+"""What one read needs: the baselines, each charted key's x key, where the charted series come from."""
+
+
+class OverlayReads:
+    """One read of the baselines' series at a time for ``screen``; ``show`` gets each read's overlays."""
+
+    def __init__(self, screen: Screen[Any], show: Callable[[dict[str, tuple[Overlay, ...]]], None]) -> None:
+        self.screen = screen
+        self.show = show
+        self.reading = False
+        """A read runs."""
+        self._again: Callable[[], Ask] | None = None
+
+    def ask(self, what: Callable[[], Ask]) -> None:
+        """Read with ``what()`` now, or once the running read ends (``what`` is called when the read starts)."""
+        if self.reading:
+            self._again = what
+            return
+        self.reading = True
+        baselines, x_keys, source = what()
+        work = partial(self._read, tuple(baselines), dict(x_keys), source)
+        self.screen.run_worker(work, thread=True, group="baseline-series", exit_on_error=False)
+
+    def _read(self, baselines: tuple[Baseline, ...], x_keys: dict[str, str], source: Source) -> None:
+        overlays = None
+        try:
+            overlays = overlay_series(baselines, x_keys, source, lambda: not self.screen.is_attached)
+        finally:  # a read that failed still ends, so the next one can start
+            self.screen.app.call_from_thread(self._done, overlays)
+
+    def _done(self, overlays: dict[str, tuple[Overlay, ...]] | None) -> None:
+        self.reading = False
+        if overlays is not None and self.screen.is_attached:
+            self.show(overlays)
+        if self._again is not None and self.screen.is_attached:
+            what, self._again = self._again, None
+            self.ask(what)

@@ -214,3 +214,39 @@ def test_without_colour_a_baseline_is_drawn_as_its_letter() -> None:
     alone = "\n".join(s.text for s in chart_body(run, 60, 12, color=False))
     assert drawn.count("a") == 3 and "a" not in alone  # one letter per point of a short series
     assert "4┤" in drawn and "4┤" not in alone  # the axis spans the baseline's values too
+
+
+async def test_a_read_asked_meanwhile_waits_for_the_running_one(
+    runs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live baseline asks for its series on every poll: a long read must end, not restart each time."""
+    import threading
+
+    from miles_tui.tui import baseline_series
+
+    run, base = runs
+    release, calls, real = threading.Event(), [], baseline_series.overlay_series
+
+    def slow(*args: object, **kwargs: object) -> object:
+        calls.append(args[2])
+        release.wait(10)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(baseline_series, "overlay_series", slow)
+    app = frozen_app(run, baselines=[str(base)])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _ready(pilot)
+        await pilot.press("m")
+        for _ in range(20):
+            await pilot.pause(0.05)
+            if calls:
+                break
+        screen = app.screen
+        assert isinstance(screen, MetricsScreen) and screen._overlay_reads.reading and len(calls) == 1
+        screen._read_overlays()
+        screen._read_overlays()  # two asks while it runs: one read after it, none cancelled
+        assert len(calls) == 1
+        release.set()
+        await _ready(pilot)
+        assert len(calls) == 2 and not screen._overlay_reads.reading
+        assert screen.charts["train/loss"].overlays[0].series is not None

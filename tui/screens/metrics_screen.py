@@ -53,8 +53,8 @@ from miles_tui.core.analysis import (
 from miles_tui.core.dump import StepAggregate
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import MetricSeries, MetricStore
-from miles_tui.tui.baseline_series import overlay_series
-from miles_tui.tui.baseline_watch import Baseline, BaselinesChanged
+from miles_tui.tui.baseline_series import OverlayReads
+from miles_tui.tui.baseline_watch import BaselinesChanged
 from miles_tui.tui.messages import StepsSummarized, TelemetryAppended
 from miles_tui.tui.metric_lines import NOTHING_YET_NOTE, Source, inspector_line, status_line
 from miles_tui.tui.run_model import RunModel
@@ -184,6 +184,7 @@ class MetricsScreen(MonitorScreen):
         self._deferred: Timer | None = None
         self._asked: tuple[bool, set[str]] | None = None  # what was asked while it ran: (rebuild, keys)
         self.overlays: dict[str, tuple[Overlay, ...]] = {}
+        self._overlay_reads = OverlayReads(self, self._show_overlays)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -389,16 +390,10 @@ class MetricsScreen(MonitorScreen):
 
     def _read_overlays(self) -> None:
         if len(self.miles.baselines) and self.charts:
-            self._gather_overlays(
-                tuple(self.miles.baselines), {k: v.x_key for k, v in self.series.items()}, self.source
-            )
+            self._overlay_reads.ask(lambda: (tuple(self.miles.baselines), self._x_keys(), self.source))
 
-    @work(thread=True, exclusive=True, group="baseline-series", exit_on_error=False)
-    def _gather_overlays(self, baselines: tuple[Baseline, ...], x_keys: dict[str, str], source: Source) -> None:
-        worker = get_current_worker()
-        overlays = overlay_series(baselines, x_keys, source, lambda: worker.is_cancelled)
-        if overlays is not None and not worker.is_cancelled:
-            self.app.call_from_thread(self._show_overlays, overlays)
+    def _x_keys(self) -> dict[str, str]:
+        return {key: series.x_key for key, series in self.series.items()}
 
     def _show_overlays(self, overlays: dict[str, tuple[Overlay, ...]]) -> None:
         self.overlays = overlays
