@@ -250,3 +250,55 @@ async def test_a_read_asked_meanwhile_waits_for_the_running_one(
         await _ready(pilot)
         assert len(calls) == 2 and not screen._overlay_reads.reading
         assert screen.charts["train/loss"].overlays[0].series is not None
+
+
+def _metrics_run(root: Path, seed: int, count: int) -> Path:
+    import json
+
+    rng = np.random.default_rng(seed)
+    (root / "dashboard").mkdir(parents=True)
+    with (root / "dashboard" / "metrics.jsonl").open("w") as out:
+        for step in range(count):
+            metrics = {"train/loss": float(rng.normal()), "train/step": step}
+            out.write(
+                json.dumps({"ts": EPOCH - count + step, "step_key": "train/step", "step": step, "metrics": metrics})
+            )
+            out.write("\n")
+    stamp(root, EPOCH - 60)
+    return root
+
+
+def test_a_long_baseline_is_exact_at_every_cursor_stop_however_few_points_a_chart_keeps(tmp_path: Path) -> None:
+    """Charts keep at most CHART_POINTS points of a series (each bucket's min and max): the run's and the
+    baseline's kept steps differ, yet the legend reads the baseline's own value at each of the run's stops."""
+    from miles_tui.core.analysis import chart_series
+    from miles_tui.core.analysis.baseline_run import open_baseline
+    from miles_tui.core.analysis.metric_view import CHART_POINTS
+    from miles_tui.tui.baseline_series import overlay_series
+    from miles_tui.tui.baseline_watch import Baseline
+    from miles_tui.tui.widgets.baseline_overlay import legend_line
+
+    count = 3 * CHART_POINTS
+    run_store = open_baseline(_metrics_run(tmp_path / "run", 1, count))
+    run_store.poll(EPOCH)
+    base = open_baseline(_metrics_run(tmp_path / "base", 2, count - 100))  # its last 100 steps missing
+    base.poll(EPOCH)
+    whole = run_store.metrics.series("train/loss")
+    theirs = base.metrics.series("train/loss")
+    assert whole is not None and theirs is not None
+    kept = chart_series(whole).series
+    assert len(kept.step) <= CHART_POINTS < count
+    overlays = overlay_series([Baseline("a", base)], {"train/loss": kept}, "metrics")
+    assert overlays is not None
+    (overlay,) = overlays["train/loss"]
+    assert overlay.series is not None and overlay.series.total == count - 100
+    dropped = set(kept.step.tolist()) - set(overlay.series.series.step.tolist())
+    assert dropped, "the two charts keep different steps"
+    for step in sorted(dropped)[:50]:
+        expected = value_exactly_at(theirs, step) if step < count - 100 else None
+        assert overlay.value_at(step) == expected
+    step = next(s for s in sorted(dropped) if s < count - 100)
+    legend = legend_line(kept, overlays["train/loss"], step, 200, metric_value, lambda s: str(int(s))).plain
+    assert f"a ┈ base {metric_value(value_exactly_at(theirs, step) or 0.0)} Δ" in legend
+    newest = legend_line(kept, overlays["train/loss"], None, 200, metric_value, lambda s: str(int(s))).plain
+    assert f"a ┈ base: no step {int(kept.step[-1])}" in newest  # the run's last step: the baseline stopped before

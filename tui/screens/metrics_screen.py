@@ -311,6 +311,7 @@ class MetricsScreen(MonitorScreen):
         self._stops = None
         self._refresh_status()
         self._refresh_inspector()
+        self._read_overlays()  # the legends' lookups follow the run's new steps
 
     # -- what is shown ----------------------------------------------------------------
 
@@ -390,10 +391,7 @@ class MetricsScreen(MonitorScreen):
 
     def _read_overlays(self) -> None:
         if len(self.miles.baselines) and self.charts:
-            self._overlay_reads.ask(lambda: (tuple(self.miles.baselines), self._x_keys(), self.source))
-
-    def _x_keys(self) -> dict[str, str]:
-        return {key: series.x_key for key, series in self.series.items()}
+            self._overlay_reads.ask(lambda: (tuple(self.miles.baselines), dict(self.series), self.source))
 
     def _show_overlays(self, overlays: dict[str, tuple[Overlay, ...]]) -> None:
         self.overlays = overlays

@@ -23,7 +23,7 @@ import numpy as np
 from rich.text import Text
 
 from miles_tui.core.analysis import ChartSeries, PlotData
-from miles_tui.core.analysis.baseline import point_delta
+from miles_tui.core.analysis.baseline import AlignedSeries, value_exactly_at
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import MetricSeries
 from miles_tui.tui.formatting import MISSING
@@ -51,6 +51,17 @@ class Overlay:
     """Its run name (from the run: made inert where drawn)."""
     series: ChartSeries | None
     """Its points of the chart's key against the chart's x key (None: it never logged them)."""
+    aligned: AlignedSeries | None = None
+    """Its whole series at exactly each of the run's kept steps (the legend's lookups; None: not read)."""
+
+    def value_at(self, step: float) -> float | None:
+        """Its value logged at exactly ``step`` (None: nothing logged there)."""
+        aligned = self.aligned
+        if aligned is not None:
+            where = int(np.searchsorted(aligned.step, step))
+            if where < len(aligned.step) and aligned.step[where] == step:
+                return None if aligned.missing[where] else float(aligned.baseline[where])
+        return value_exactly_at(None if self.series is None else self.series.series, step)
 
 
 def overlay_color(index: int) -> int:
@@ -94,28 +105,27 @@ def legend_line(
     text = Text(no_wrap=True, overflow="ellipsis")
     step = shown_step(run, cursor)
     text.append("━ run", style="bold")
+    mine = None if step is None else value_exactly_at(run, step)
     if step is not None:
-        mine = point_delta(run, None, step).run
         text.append(f" @{step_text(step)} ", style="dim")
         text.append(MISSING if mine is None else value_text(mine))
     for overlay in overlays:
         text.append(" │ ", style="dim")
         text.append(f"{overlay.mark} ┈ ", style=f"bold {RICH_COLORS[overlay.index % len(RICH_COLORS)]}")
         text.append(inert(overlay.name), style="dim")
-        theirs = None if overlay.series is None else overlay.series.series
-        if theirs is None:
+        if overlay.series is None:
             text.append(": not logged", style="dim italic")
             continue
         if step is None:
             continue
-        point = point_delta(run, theirs, step)
-        if point.baseline is None:
+        theirs = overlay.value_at(step)
+        if theirs is None:
             text.append(f": no step {step_text(step)}", style="dim italic")
             continue
-        text.append(" " + value_text(point.baseline))
-        if point.delta is not None and math.isfinite(point.delta):
-            sign = "+" if point.delta >= 0 else "-"
-            text.append(f" Δ{sign}{value_text(abs(point.delta))}", style="bold")
+        text.append(" " + value_text(theirs))
+        delta = None if mine is None else mine - theirs
+        if delta is not None and math.isfinite(delta):
+            text.append(f" Δ{'+' if delta >= 0 else '-'}{value_text(abs(delta))}", style="bold")
     text.truncate(width, overflow="ellipsis")
     return text
 
