@@ -17,6 +17,7 @@ from miles_tui.tui.app import MilesApp
 from miles_tui.tui.screens.baseline_path_screen import BaselinePathScreen
 from miles_tui.tui.screens.compare_screen import CompareScreen
 from miles_tui.tui.screens.metrics_screen import MetricsScreen
+from miles_tui.tui.screens.outlier_screen import OutlierScreen
 from miles_tui.tui.screens.step_screen import StepScreen
 from miles_tui.tui.widgets.baseline_overlay import Overlay
 from miles_tui.tui.widgets.metric_chart import chart_body, metric_value
@@ -94,7 +95,7 @@ async def test_overview_and_step_header_show_delta_at_the_same_step(runs: tuple[
 async def test_compare_takes_side_b_from_the_baseline_at_the_same_step(runs: tuple[Path, Path]) -> None:
     run, base = runs
     app = frozen_app(run, baselines=[str(base)])
-    async with app.run_test(size=(160, 48)) as pilot:
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await _ready(pilot)
         await pilot.press("down", "down", "c")
         await settle(pilot, linger=0.2)
@@ -106,6 +107,12 @@ async def test_compare_takes_side_b_from_the_baseline_at_the_same_step(runs: tup
         assert "A = step 2  B = baseline a ┈ demo step 2" in screen_text(app)
         theirs = app.baselines.baselines[0].run.aggregates[2]
         assert screen.comparison.b == theirs and screen.comparison.a == app.model.summaries[(2, False)].aggregate
+        await pilot.press("O")  # a step's views open the run's own step: side B is the baseline's
+        await settle(pilot, linger=0.2)
+        assert isinstance(app.screen, OutlierScreen) and app.screen.rollout_id == 2
+        assert "outliers of the run's step 2 (side B is baseline a's" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
         await pilot.press("right_square_bracket")  # B follows A: the baseline has no step 3, and says so
         await settle(pilot, linger=0.2)
         assert "baseline a (demo): the run has no step 3" in screen_text(app)

@@ -64,15 +64,21 @@ class CompareScreen(MonitorScreen):
         """O: the outliers of step B (the newer step)."""
         from miles_tui.tui.screens.outlier_screen import OutlierScreen
 
-        self.notify(f"outliers of step B ({self.b})", timeout=2)
-        self.app.push_screen(OutlierScreen(self.b, self.evaluation))
+        self.notify(self._b_view_note("outliers"), timeout=3)
+        self.app.push_screen(OutlierScreen(self.b if self.baseline is None else self.a, self.evaluation))
 
     def action_scatter(self) -> None:
         """p: reward vs response length of step B."""
         from miles_tui.tui.screens.scatter_screen import ScatterScreen
 
-        self.notify(f"scatter of step B ({self.b})", timeout=2)
-        self.app.push_screen(ScatterScreen(self.b, self.evaluation))
+        self.notify(self._b_view_note("scatter"), timeout=3)
+        self.app.push_screen(ScatterScreen(self.b if self.baseline is None else self.a, self.evaluation))
+
+    def _b_view_note(self, view: str) -> str:
+        """What O and p open: step B, or (B being a baseline's step) the run's own step A."""
+        if self.baseline is None:
+            return f"{view} of step B ({self.b})"
+        return f"{view} of the run's step {self.a} (side B is baseline {self.baseline}'s: its views are the run's)"
 
     def __init__(
         self, a: int, b: int, evaluation: bool = False, sample_index: int | None = None, baseline: str | None = None
