@@ -35,6 +35,7 @@ from miles_tui.core.analysis.baseline import StepDelta
 from miles_tui.core.analysis.baseline_run import BaselinePoll, BaselineRun, open_baseline
 from miles_tui.core.dump import StepAggregate, StepSummary
 from miles_tui.core.errors import MilesTuiError
+from miles_tui.core.inert_text import inert
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE
 
@@ -171,12 +172,12 @@ class BaselineApp(App[None]):
         try:
             await self.follow_baseline(path)
         except MilesTuiError as err:
-            self.notify(f"baseline not added: {err}", severity="error", timeout=12, markup=False)
+            self.notify(inert(f"baseline not added: {err}"), severity="error", timeout=12, markup=False)
 
     async def follow_baseline(self, path: str) -> Baseline:
         """Open ``path`` as the next baseline and start following it; raises :class:`MilesTuiError` naming it."""
         baseline = await self.baselines.add(path)
-        self.notify(f"baseline {baseline.mark}: {baseline.name} ({baseline.path})", timeout=4, markup=False)
+        self.notify(inert(f"baseline {baseline.mark}: {baseline.name} ({baseline.path})"), timeout=4, markup=False)
         self.post_message(BaselinesChanged(baseline.mark, added=True))
         self._poll_one(baseline)
         return baseline
@@ -194,7 +195,8 @@ class BaselineApp(App[None]):
         try:
             result = await self.baselines.poll(baseline, time.time())
         except Exception as err:  # a baseline's trouble never stops the monitor
-            self.notify(f"baseline {baseline.mark} poll failed: {err}", severity="warning", timeout=6, markup=False)
+            said = inert(f"baseline {baseline.mark} poll failed: {err}")
+            self.notify(said, severity="warning", timeout=6, markup=False)
             return
         if result is None:
             return

@@ -309,3 +309,26 @@ def test_a_long_baseline_is_exact_at_every_cursor_stop_however_few_points_a_char
     assert f"a ┈ base {metric_value(value_exactly_at(theirs, step) or 0.0)} Δ" in legend
     newest = legend_line(kept, overlays["train/loss"], None, 200, metric_value, lambda s: str(int(s))).plain
     assert f"a ┈ base: no step {int(kept.step[-1])}" in newest  # the run's last step: the baseline stopped before
+
+
+async def test_a_hostile_baseline_name_reaches_no_screen_as_control_characters(runs: tuple[Path, Path]) -> None:
+    import json
+
+    run, base = runs
+    meta = base / "dashboard" / "meta.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "run_name": "evil\x1b]52;c;aGk=\x07\x1b[2J[b]x[/b]"}))
+    stamp(base, EPOCH - 600)
+    app = frozen_app(run, baselines=[str(base)])
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await _ready(pilot)
+        await pilot.press("m")
+        await _ready(pilot)
+        screen = app.screen
+        assert isinstance(screen, MetricsScreen)
+        legend = screen.charts["train/loss"].drawn_text()
+        assert "a ┈ evil" in legend and "\x1b" not in legend and "\x07" not in legend
+        assert "[b]x[/b]" in screen_text(app)  # shown as typed: never markup
+        await pilot.press("escape")
+        await settle(pilot)
+        line = next(line for line in screen_text(app).splitlines() if "Δ vs a" in line)
+        assert "\x1b" not in line and "evil" in line
