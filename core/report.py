@@ -41,6 +41,7 @@ from miles_tui.core.analysis.advisories import worst_level
 from miles_tui.core.analysis.engine_advisories import engine_figures, figures_from_digests
 from miles_tui.core.analysis.phase_markers import open_phase_count
 from miles_tui.core.analysis.stream_advisories import TelemetryFacts, step_times, telemetry_advisories
+from miles_tui.core.baseline_report import BaselineEntry, baseline_lines
 from miles_tui.core.dump import Run, StepSummary
 from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
 from miles_tui.core.inert_text import inert
@@ -66,6 +67,8 @@ class Report:
     """Phases of the current attempt still open."""
     quiet_ok: bool = False
     """``--quiet-ok``: a quiet run whose end the arguments do not say, with no phase open, is not an alarm."""
+    baselines: tuple[BaselineEntry, ...] = ()
+    """``--baseline OTHER``: the newest train step against each baseline's (:mod:`.baseline_report`)."""
 
     @property
     def run_name(self) -> str:
@@ -121,6 +124,7 @@ class Report:
             "latest_step": latest_step,
             "advisories": [a.to_dict() for a in self.advisories],
             "exit_status": self.exit_status,
+            "baselines": [entry.to_dict() for entry in self.baselines],
         }
 
 
@@ -279,4 +283,6 @@ def render_report(report: Report) -> str:
         lines.append("no advisories: nothing needs attention")
     for advisory in report.advisories:
         lines.append(f"[{advisory.level.label.upper()}] {advisory.code}: {advisory.message}")
+    for entry in report.baselines:
+        lines += baseline_lines(entry)
     return "".join(inert(line) + "\n" for line in lines)

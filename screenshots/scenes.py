@@ -10,6 +10,7 @@ renders each to SVG; ``tests/tui/test_snapshots.py`` compares each with its base
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -113,7 +114,24 @@ def build_fleet(root: Path) -> Path:
     return root
 
 
-SYNTHETIC = {"engines_dp": build_engines, "fleet": build_fleet}
+def build_demo_baseline(root: Path) -> Path:
+    """A second seeded demo run to overlay on ``demo`` (another seed: its figures differ at every step), named
+    ``yesterday`` in its meta.json."""
+    from miles_tui.core.synth.demo import write_demo_step
+    from miles_tui.core.synth.demo_batch import DemoConfig
+    from miles_tui.core.synth.dump_files import write_json
+
+    config = DemoConfig(samples_per_step=24, seed=9)
+    steps = 6
+    for rid in range(steps):
+        write_demo_step(root, rid, config, np.random.default_rng([9, rid]), now=EPOCH - 600 - (steps - 1 - rid) * 30)
+    meta = root / "dashboard" / "meta.json"
+    write_json(meta, {**json.loads(meta.read_text()), "run_name": "yesterday"})
+    _stamp(root, EPOCH - 600)
+    return root
+
+
+SYNTHETIC = {"engines_dp": build_engines, "fleet": build_fleet, "demo_baseline": build_demo_baseline}
 """Sources built here (beside ``demo`` and the golden cases)."""
 
 
@@ -133,16 +151,19 @@ class Scene:
     """Text it must show at the larger size (columns a small terminal has no room for)."""
     hides: tuple[str, ...] = ()
     """Text it must not show."""
+    baselines: tuple[str, ...] = ()
+    """Sources opened as baseline runs (``--baseline``), in order."""
 
-    def build(self, workdir: Path) -> Path:
-        target = workdir / self.source
+    def build(self, workdir: Path, source: str | None = None) -> Path:
+        source = source or self.source
+        target = workdir / source
         if target.exists():
             return target
-        if self.source == "demo":
+        if source == "demo":
             return build_demo(target)
-        if self.source in SYNTHETIC:
-            return SYNTHETIC[self.source](target)
-        return build_golden(self.source, target)
+        if source in SYNTHETIC:
+            return SYNTHETIC[source](target)
+        return build_golden(source, target)
 
     @property
     def needs_golden(self) -> bool:
@@ -150,7 +171,8 @@ class Scene:
         return self.source != "demo" and self.source not in SYNTHETIC
 
     def app(self, workdir: Path) -> MilesApp:
-        return frozen_app(self.build(workdir))
+        baselines = [str(self.build(workdir, source)) for source in self.baselines]
+        return frozen_app(self.build(workdir), baselines=baselines)
 
     def driver(self) -> Callable[[Pilot[None]], Awaitable[None]]:
         async def drive(pilot: Pilot[None]) -> None:
@@ -246,6 +268,14 @@ SCENES = (
     ),
     Scene("help", "demo", ("question_mark",), shows=("miles-tui keys", "action", "Advisories", "Outliers", "overview")),
     Scene("metrics", "live_streams", ("m", "~"), shows=("series · y: linear", "train/grad_norm", "x: train/step")),
+    Scene(  # a baseline run on every chart: dimmed, its letter at its last point, named in each legend with its Δ
+        "metrics_baseline",
+        "demo",
+        ("m", "~", "~", "right", "~"),
+        shows=("baselines: a ┈ yesterday", "━ run @5", "a ┈ yesterday", "re:Δ[+-]\\d"),
+        wide=("train/loss  x: train/step",),
+        baselines=("demo_baseline",),
+    ),
     Scene(
         "compute",
         "live_streams",

@@ -47,6 +47,7 @@ from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import TelemetryColumns
 from miles_tui.core.telemetry.streams import read_meta
 from miles_tui.tui import gc_policy
+from miles_tui.tui.baseline_watch import BaselineApp, BaselinesChanged, BaselineWatch
 from miles_tui.tui.commands import RunCommands
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
 from miles_tui.tui.inert_line_filter import InertLineFilter
@@ -82,7 +83,7 @@ IDLE_TICK_SECONDS = 1.0
 """How often the app asks its :class:`~miles_tui.tui.gc_policy.IdleCollector` whether a full collection is due."""
 
 
-class MilesApp(Navigation):
+class MilesApp(BaselineApp, Navigation):
     """Monitor one miles run directory."""
 
     TITLE = "miles-tui"
@@ -112,8 +113,11 @@ class MilesApp(Navigation):
         clock: Callable[[], float] = time.time,
         start: tuple[int, bool, int | None] | None = None,
         bell: bool = True,
+        baselines: Sequence[str] = (),
     ) -> None:
         super().__init__()
+        self.baselines = BaselineWatch(run.use_cache)
+        self.baseline_paths = tuple(baselines)
         self.views_imported = threading.Event()
         self.bell_on_critical = bell
         """Ring the terminal bell once per new critical advisory (tmux then flags the window)."""
@@ -181,6 +185,7 @@ class MilesApp(Navigation):
         if self.reader.cache_notice is not None:
             self.notify(self.reader.cache_notice, severity="warning", timeout=10, markup=False)
         self.poll_now()
+        self.open_baselines()
         if self.live:
             self._poll_timer = self.set_interval(self.poll_seconds, self.poll_now, name="poll")
         self.call_after_refresh(self.preload_views)
@@ -338,6 +343,7 @@ class MilesApp(Navigation):
             self.poll_now()
         if result.delta.metric_keys or result.delta.records:
             self.post_message(TelemetryAppended(result.delta.metric_keys, tuple(result.delta.records)))
+        self.poll_baselines()
 
     def _forward(self, message: Message) -> None:
         # The default blank screen under ours never needs them (and would pass them on).
@@ -386,6 +392,11 @@ class MilesApp(Navigation):
         if new and self.bell_on_critical and len(self._sources_reported) == 2:
             self.bell()
 
+    @on(BaselinesChanged)
+    def _baselines_changed(self, message: BaselinesChanged) -> None:
+        """A baseline was added or brought new figures: the screens that show baselines redraw."""
+        self._forward(message)
+
     @on(TelemetryAppended)
     def _telemetry_appended(self, message: TelemetryAppended) -> None:
         """New metric points or telemetry records: the screens that show them redraw."""
@@ -428,11 +439,14 @@ def make_app(
     start: tuple[int, bool, int | None] | None = None,
     bell: bool = True,
     low_mfu_threshold: float | None = None,
+    baselines: Sequence[str] = (),
 ) -> MilesApp:
     """The app for a run directory: shared by the CLI, tests and the screenshot script
     (``low_mfu_threshold``: ``--low-mfu-threshold``; None keeps the rule's default)."""
     run = Run(run_dir, use_cache=use_cache)
-    app = MilesApp(run, poll_seconds=poll_seconds, follow=follow, clock=clock, start=start, bell=bell)
+    app = MilesApp(
+        run, poll_seconds=poll_seconds, follow=follow, clock=clock, start=start, bell=bell, baselines=baselines
+    )
     if low_mfu_threshold is not None:
         app.watcher.streams.low_mfu_threshold = low_mfu_threshold
     return app

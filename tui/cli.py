@@ -115,6 +115,10 @@ def _add_mfu_threshold(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_baseline(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--baseline", action="append", default=[], metavar="OTHER", help=f"another run dir: {what}")
+
+
 def _low_mfu_threshold(args: argparse.Namespace) -> float:
     """The threshold given, else the rule's default (imported late: the headless path stays light)."""
     if args.low_mfu_threshold is not None:
@@ -174,6 +178,7 @@ def _report_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_baseline(parser, "print the newest train step's figures against OTHER's same step (repeatable)")
     parser.add_argument(
         "--quiet-ok",
         action="store_true",
@@ -214,6 +219,7 @@ def _monitor_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval", action="store_true", help="with --step: the eval batch taken at step N")
     parser.add_argument("--sample", type=int, metavar="I", help="with --step: open on sample I of that step")
     parser.add_argument("--no-bell", action="store_true", help="do not ring the bell when a critical advisory appears")
+    _add_baseline(parser, "overlay OTHER's metrics and show Δ against its same step (repeatable: one mark each)")
     _add_mfu_threshold(parser)
     parser.add_argument("-V", "--version", action=_VersionAction, help="version; is the scanner built")
     _cache_flags(parser)
@@ -379,11 +385,27 @@ def run_report(args: argparse.Namespace) -> int:
         return 3
     if report.cache_notice is not None:
         print(f"miles-tui: note: {report.cache_notice}", file=sys.stderr)
+    if args.baseline:
+        report = _with_baselines(report, args.baseline)
     if args.json:
         _emit(report.to_dict())
     else:
         sys.stdout.write(render_report(report))
     return report.exit_status
+
+
+def _with_baselines(report: Any, paths: Sequence[str]) -> Any:
+    """The report with its baselines' deltas; an unusable baseline is said on stderr (the report stands)."""
+    import dataclasses
+
+    from miles_tui.core.baseline_report import baseline_entries
+
+    latest = report.latest_summary.aggregate if report.latest_summary is not None else None
+    entries = baseline_entries(paths, report.health.train, latest, time.time())
+    for entry in entries:
+        if entry.error is not None:
+            print(inert(f"miles-tui: --baseline {entry.error} (reporting on RUN_DIR without it)"), file=sys.stderr)
+    return dataclasses.replace(report, baselines=entries)
 
 
 def run_monitor(args: argparse.Namespace) -> int:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from miles_tui.tui.baseline_commands import baseline_commands, baseline_path_hit
+
 if TYPE_CHECKING:
     from miles_tui.tui.app import MilesApp
 
@@ -44,6 +46,7 @@ def _commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
         ("Track newest on", "move to the newest step as it lands (f)", partial(app.set_follow, True)),
         ("Track newest off", "stay where you are when new steps land (f)", partial(app.set_follow, False)),
     ]
+    commands += baseline_commands(app)
     for action in ("engines",):
         method = getattr(app, f"action_{action}", None)
         if callable(method):
@@ -85,6 +88,9 @@ class RunCommands(Provider):
             yield DiscoveryHit(name, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
+        path_hit = baseline_path_hit(self.miles, query)
+        if path_hit is not None:
+            yield path_hit
         step = _STEP_QUERY.fullmatch(query)
         if step is not None:
             for hit in self._step_hits(int(step.group(2)), (step.group(1) or "").lower()):

@@ -115,6 +115,7 @@ def run_monitor(args: argparse.Namespace) -> int:
             start=start,
             bell=not args.no_bell,
             low_mfu_threshold=getattr(args, "low_mfu_threshold", None),
+            baselines=getattr(args, "baseline", ()),
         )
         app.run()
     except BaseException:

@@ -172,8 +172,11 @@ class Navigation(App[None]):
             return
         self.push_screen(ScatterScreen(*key))
 
-    def show_compare(self, rollout_id: int | None = None, evaluation: bool = False) -> None:
-        """Compare a step (default: the one in context) with the previous visible one of its kind."""
+    def show_compare(
+        self, rollout_id: int | None = None, evaluation: bool = False, baseline: str | None = None
+    ) -> None:
+        """Compare a step (default: the one in context) with the previous visible one of its kind, or (``baseline``:
+        a baseline's mark) with that baseline's step of the same id."""
         from miles_tui.tui.screens.compare_screen import CompareScreen
 
         key = (rollout_id, evaluation) if rollout_id is not None else self.context_step()
@@ -181,6 +184,9 @@ class Navigation(App[None]):
             self.notify("no step yet: nothing to compare", timeout=3)
             return
         rid, evaluation = key
+        if baseline is not None:
+            self.push_screen(CompareScreen(rid, rid, evaluation, baseline=baseline))
+            return
         earlier = [r for r in (self.model.evaluation if evaluation else self.model.train) if r < rid]
         if not earlier:
             self.notify("no earlier step to compare with", timeout=3)

@@ -30,6 +30,9 @@ from miles_tui.core.analysis import (
     group_of,
 )
 from miles_tui.core.dump import StepSummary
+from miles_tui.core.errors import MilesTuiError
+from miles_tui.core.inert_text import inert
+from miles_tui.tui.baseline_watch import NO_BASELINE, Baseline, BaselinesChanged
 from miles_tui.tui.compare_rows import GROUP_COLUMNS, SLOT_WARNING, TRACE_COLUMNS, group_cells, headline, trace_rows
 from miles_tui.tui.formatting import MISSING
 from miles_tui.tui.lazy_rows import TableRow
@@ -51,6 +54,7 @@ class CompareScreen(MonitorScreen):
         Binding("left_curly_bracket", "move('a', -1)", "A prev", key_display="{", show=False),
         Binding("right_curly_bracket", "move('a', 1)", "A next", key_display="}", show=False),
         Binding("x", "swap", "Swap A/B", show=False),
+        Binding("b", "baseline_side", "B from a baseline run (same step as A)", show=False),
         # a step's own views, on step B (they did nothing here and said nothing)
         Binding("O", "outliers", "Outliers of B", show=False),
         Binding("p", "scatter", "Scatter of B", show=False),
@@ -60,27 +64,38 @@ class CompareScreen(MonitorScreen):
         """O: the outliers of step B (the newer step)."""
         from miles_tui.tui.screens.outlier_screen import OutlierScreen
 
-        self.notify(f"outliers of step B ({self.b})", timeout=2)
-        self.app.push_screen(OutlierScreen(self.b, self.evaluation))
+        self.notify(self._b_view_note("outliers"), timeout=3)
+        self.app.push_screen(OutlierScreen(self.b if self.baseline is None else self.a, self.evaluation))
 
     def action_scatter(self) -> None:
         """p: reward vs response length of step B."""
         from miles_tui.tui.screens.scatter_screen import ScatterScreen
 
-        self.notify(f"scatter of step B ({self.b})", timeout=2)
-        self.app.push_screen(ScatterScreen(self.b, self.evaluation))
+        self.notify(self._b_view_note("scatter"), timeout=3)
+        self.app.push_screen(ScatterScreen(self.b if self.baseline is None else self.a, self.evaluation))
 
-    def __init__(self, a: int, b: int, evaluation: bool = False, sample_index: int | None = None) -> None:
+    def _b_view_note(self, view: str) -> str:
+        """What O and p open: step B, or (B being a baseline's step) the run's own step A."""
+        if self.baseline is None:
+            return f"{view} of step B ({self.b})"
+        return f"{view} of the run's step {self.a} (side B is baseline {self.baseline}'s: its views are the run's)"
+
+    def __init__(
+        self, a: int, b: int, evaluation: bool = False, sample_index: int | None = None, baseline: str | None = None
+    ) -> None:
         super().__init__()
         self.a = a
         self.b = b
+        self.baseline = baseline
+        """The mark of the baseline whose step ``a`` is side B (None: B is the run's step ``b``)."""
         self.evaluation = evaluation
         self.sample_index = sample_index
         """A sample of step B (the step screen's) or of step A: the screen opens on its group slot traced across
         steps."""
         self.comparison: StepComparison | None = None
         self.fetched: dict[int, StepSummary] = {}
-        """Steps A and B as last fetched, by rollout id."""
+        """The run's steps A and B as last fetched, by rollout id."""
+        self._b_summary: StepSummary | None = None
         self.group: int | None = None
         """The group slot being traced across steps (None: the group table)."""
         self.tracing = False
@@ -117,8 +132,9 @@ class CompareScreen(MonitorScreen):
         self._title()
         try:
             a = await self._summary(self.a)
-            b = await self._summary(self.b)
-            self.fetched = {self.a: a, self.b: b}
+            b = await self._side_b()
+            self.fetched = {self.a: a} if self.baseline is not None else {self.a: a, self.b: b}
+            self._b_summary = b
         except Exception as err:
             self.comparison = None
             table.placeholder = f"✗ {err}"
@@ -143,6 +159,11 @@ class CompareScreen(MonitorScreen):
         if self.tracing:
             text.append(f"· group {MISSING if self.group is None else self.group} across steps ", style="bold")
             text.append("(group numbers restart every step: same slot, not necessarily the same prompt)", style="dim")
+        elif (baseline := self._baseline()) is not None:
+            text.append(f"· A = {kind}step {self.a}  B = baseline {baseline.mark} ┈ ", style="bold")
+            text.append(inert(baseline.name), style="bold")
+            text.append(f" {kind}step {self.a}", style="bold")
+            text.append("  (Δ = B − A; b: next baseline or the run)", style="dim")
         else:
             text.append(f"· A = {kind}step {self.a}  B = {kind}step {self.b}", style="bold")
             text.append("  (Δ = B − A)", style="dim")
@@ -163,9 +184,8 @@ class CompareScreen(MonitorScreen):
         table.set_columns(GROUP_COLUMNS)
         table.border_title = SLOT_WARNING
         table.placeholder = "neither step has groups"
-        unread_a, unread_b = (
-            group_rewards_unreadable(self.fetched[rid]) if rid in self.fetched else set() for rid in (self.a, self.b)
-        )
+        unread_a = group_rewards_unreadable(self.fetched[self.a]) if self.a in self.fetched else set()
+        unread_b = group_rewards_unreadable(self._b_summary) if self._b_summary is not None else set()
         table.set_rows(
             [
                 TableRow(
@@ -198,6 +218,12 @@ class CompareScreen(MonitorScreen):
         elif self.tracing and mine:
             self._show_trace()
 
+    @on(BaselinesChanged)
+    def _baseline_changed(self, message: BaselinesChanged) -> None:
+        """The compared baseline's step A arrived or changed: compare again."""
+        if message.mark == self.baseline and (message.added or self.a in message.steps):
+            self._load()
+
     # -- actions ---------------------------------------------------------------------------
 
     def action_move(self, which: str, delta: int) -> None:
@@ -210,10 +236,44 @@ class CompareScreen(MonitorScreen):
             self.notify(f"no {'later' if delta > 0 else 'earlier'} step for {which.upper()}", timeout=2)
             return
         target = min(candidates) if delta > 0 else max(candidates)
-        if which == "a":
+        if which == "a" or self.baseline is not None:  # against a baseline, B is always A's step
             self.a = target
         else:
             self.b = target
+        self._load()
+
+    # -- B from a baseline -------------------------------------------------------------------
+
+    def _baseline(self) -> Baseline | None:
+        return None if self.baseline is None else self.miles.baselines.by_mark(self.baseline)
+
+    async def _side_b(self) -> StepSummary:
+        """Step B: the run's step ``b``, or the baseline's step ``a``."""
+        baseline = self._baseline()
+        if baseline is None:
+            return await self._summary(self.b)
+        try:
+            return await self.miles.baselines.summary(baseline, self.a, self.evaluation)
+        except MilesTuiError as err:
+            raise MilesTuiError(f"baseline {baseline.mark} ({baseline.name}): {err.message}", err.path) from err
+
+    def action_baseline_side(self) -> None:
+        """b: side B from the first baseline at A's step, then the next one, then the run again."""
+        marks = [b.mark for b in self.miles.baselines]
+        if not marks:
+            self.notify(NO_BASELINE, timeout=4)
+            return
+        if self.baseline is None:
+            self.a, self.baseline = self.b, marks[0]  # the newer step is the one compared
+        elif self.baseline != marks[-1]:
+            self.baseline = marks[marks.index(self.baseline) + 1] if self.baseline in marks else marks[0]
+        else:
+            earlier = [
+                r for r in (self.miles.model.evaluation if self.evaluation else self.miles.model.train) if r < self.a
+            ]
+            self.baseline, self.b = None, self.a
+            self.a = earlier[-1] if earlier else self.a
+        self.tracing = False
         self._load()
 
     def action_swap(self) -> None:

@@ -53,13 +53,13 @@ from miles_tui.core.analysis import (
 from miles_tui.core.dump import StepAggregate
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import MetricSeries, MetricStore
-from miles_tui.tui.messages import (
-    StepsSummarized,
-    TelemetryAppended,
-)
+from miles_tui.tui.baseline_series import OverlayReads
+from miles_tui.tui.baseline_watch import BaselinesChanged
+from miles_tui.tui.messages import StepsSummarized, TelemetryAppended
 from miles_tui.tui.metric_lines import NOTHING_YET_NOTE, Source, inspector_line, status_line
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.widgets.baseline_overlay import Overlay, baselines_note
 from miles_tui.tui.widgets.metric_chart import ChartView, MetricChart
 from miles_tui.tui.widgets.run_header import RunHeader
 
@@ -183,6 +183,8 @@ class MetricsScreen(MonitorScreen):
         """CPU seconds the last read took in its thread."""
         self._deferred: Timer | None = None
         self._asked: tuple[bool, set[str]] | None = None  # what was asked while it ran: (rebuild, keys)
+        self.overlays: dict[str, tuple[Overlay, ...]] = {}
+        self._overlay_reads = OverlayReads(self, self._show_overlays)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -290,13 +292,15 @@ class MetricsScreen(MonitorScreen):
         sections = []
         for name, keys in group_keys(self.series):
             charts = [MetricChart(self.charted[key], self.view) for key in keys]
-            for chart in charts:
+            for key, chart in zip(keys, charts, strict=True):
                 chart.set_reactive(MetricChart.cursor, self.cursor)
+                chart.set_reactive(MetricChart.overlays, self.overlays.get(key, ()))
             self.charts.update(zip(keys, charts, strict=True))
             title = Label(Text(f"{inert(name)} · {len(keys)}"), classes="category-title")
             sections.append(Vertical(title, Grid(*charts, classes="category-grid"), classes="category"))
         await container.mount_all(sections)
         self._apply_filter()
+        self._read_overlays()
 
     def _update(self, keys: set[str]) -> None:
         """Give the charts of ``keys`` their new series (others are not touched, so not redrawn)."""
@@ -307,6 +311,7 @@ class MetricsScreen(MonitorScreen):
         self._stops = None
         self._refresh_status()
         self._refresh_inspector()
+        self._read_overlays()  # the legends' lookups follow the run's new steps
 
     # -- what is shown ----------------------------------------------------------------
 
@@ -348,6 +353,7 @@ class MetricsScreen(MonitorScreen):
             self._show(self.query_one("#metrics-status", Label), Text(f"metrics · {LOADING_NOTE}", style="dim"))
             return
         line = status_line(self.source, len(self.shown_keys()), len(self.charts), self.pattern, self.view)
+        line.append_text(baselines_note(self.miles.baselines))
         self._show(self.query_one("#metrics-status", Label), line)
 
     def _refresh_inspector(self) -> None:
@@ -380,6 +386,23 @@ class MetricsScreen(MonitorScreen):
             if counts is None or counts == self._counts:
                 return  # unchanged, or the store is busy storing a block: the next tick looks again
         self._read(keys=keys)
+
+    # -- baselines: their series of the charted keys, read in a thread (the newest ask wins) ---------------
+
+    def _read_overlays(self) -> None:
+        if len(self.miles.baselines) and self.charts:
+            self._overlay_reads.ask(lambda: (tuple(self.miles.baselines), dict(self.series), self.source))
+
+    def _show_overlays(self, overlays: dict[str, tuple[Overlay, ...]]) -> None:
+        self.overlays = overlays
+        for key, chart in self.charts.items():
+            chart.overlays = overlays.get(key, ())
+        self._refresh_status()
+
+    @on(BaselinesChanged)
+    def _baselines_changed(self, message: BaselinesChanged) -> None:
+        if message.added or message.metric_keys or (self.source == "dump" and message.steps):
+            self._read_overlays()
 
     @on(StepsSummarized)
     def _summarized(self, message: StepsSummarized) -> None:

@@ -14,6 +14,8 @@ from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis.advisory_log import AdvisoryLog
 from miles_tui.core.dump import StepSummary
+from miles_tui.tui.baseline_lines import delta_lines
+from miles_tui.tui.baseline_watch import BaselinesChanged
 from miles_tui.tui.formatting import MISSING, number, percent
 from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.messages import (
@@ -137,6 +139,7 @@ class OverviewScreen(MonitorScreen):
                     id="trends-title",
                 )
                 yield StepTrends(id="trends")
+                yield Label("", id="baseline-deltas")
             with Vertical(id="advisory-pane"):
                 yield Label("advisories", id="advisory-title")
                 yield AdvisoryList(id="advisories")
@@ -207,6 +210,21 @@ class OverviewScreen(MonitorScreen):
         self._refresh_trends()
         self._show_advisories(model.advisory_log)
         self._show_badge()
+        self._show_baselines()
+
+    def _show_baselines(self) -> None:
+        """Δ against each baseline at the selected train step (else the newest one); hidden without baselines."""
+        label, model = self.query_one("#baseline-deltas", Label), self.miles.model
+        label.display = bool(len(self.miles.baselines))
+        key = self.selected_step()
+        step = key[0] if key is not None and not key[1] else model.latest
+        if label.display and step is not None:
+            summary = model.summaries.get((step, False))
+            label.update(delta_lines(self.miles.baselines, step, None if summary is None else summary.aggregate))
+
+    @on(BaselinesChanged)
+    def _baselines_changed(self, message: BaselinesChanged) -> None:
+        self._show_baselines()
 
     def _no_steps_text(self) -> str:
         """What a run without rollout steps has, and the keys to reach it (a dashboard-only run is not empty)."""
@@ -254,6 +272,7 @@ class OverviewScreen(MonitorScreen):
         self.query_one("#steps", VirtualTable).refresh_keys(message.keys)
         if any(not s.evaluation for s in message.summaries):
             self._refresh_trends()
+            self._show_baselines()
 
     def _run_changed(self, model: RunModel) -> None:
         """The run model was published: show its advisories if they changed."""
@@ -302,7 +321,8 @@ class OverviewScreen(MonitorScreen):
 
     @on(VirtualTable.Highlighted, "#steps")
     def _highlighted(self, message: VirtualTable.Highlighted) -> None:
-        """Moving back to the newest step clears the new-step badge."""
+        """Moving back to the newest step clears the new-step badge; the Δ line follows the selected step."""
+        self._show_baselines()
         if message.table.cursor_row == 0 and self.new_steps:
             self.new_steps = 0
             self._show_badge()

@@ -22,6 +22,8 @@ from textual.widgets import Footer, Input, Label
 from miles_tui.core.dump import GroupRow, SampleRow, StepSummary
 from miles_tui.core.errors import StillWritingError
 from miles_tui.core.inert_text import inert
+from miles_tui.tui.baseline_lines import delta_lines
+from miles_tui.tui.baseline_watch import BaselinesChanged
 from miles_tui.tui.formatting import number, percent
 from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.messages import StepsSummarized
@@ -174,7 +176,16 @@ class StepScreen(MonitorScreen):
         for problem in summary.problems:
             if problem.kind.value != "still_writing":
                 text.append(f"\n✗ {inert(problem.message)}", style="red")
+        if len(self.miles.baselines) and not summary.evaluation:
+            text.append("\n")
+            text.append_text(delta_lines(self.miles.baselines, summary.rollout_id, a))
         self.query_one("#step-title", Label).update(text)
+
+    @on(BaselinesChanged)
+    def _baselines_changed(self, message: BaselinesChanged) -> None:
+        """A baseline's figures arrived: the header's Δ lines again."""
+        if self.summary is not None and (message.added or self.rollout_id in message.steps):
+            self._title(self.summary)
 
     def _render_rows(self) -> None:
         summary = self.summary

@@ -20,6 +20,7 @@ counts the figures built (tests and the bench read it).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,7 @@ from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING, number
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.renderers.plot import int_ticks, step_tick, tick_labels, y_ticks
+from miles_tui.tui.widgets.baseline_overlay import Overlay, draw_overlay, legend_line
 from miles_tui.tui.widgets.series_chart import SETTLE_SECONDS
 
 TITLE_ROWS = 1
@@ -90,24 +92,40 @@ def _note(message: str, width: int, base: Style) -> list[Strip]:
     return [Strip([Segment(message[:width], base + Style(dim=True))])]
 
 
+def _span(values: Sequence[float | None]) -> tuple[float, float]:
+    known = [v for v in values if v is not None]
+    return min(known), max(known)
+
+
 def chart_body(
-    data: PlotData, width: int, height: int, cursor: float | None = None, color: bool = True, base: Style | None = None
+    data: PlotData,
+    width: int,
+    height: int,
+    cursor: float | None = None,
+    color: bool = True,
+    base: Style | None = None,
+    overlays: Sequence[tuple[PlotData, Overlay]] = (),
 ) -> list[Strip]:
-    """The figure of ``data`` (no title), one strip per row, ``width`` × ``height`` cells; a line at step ``cursor``."""
+    """The figure of ``data`` (no title), one strip per row, ``width`` × ``height`` cells; a line at step ``cursor``;
+    each overlay (a baseline's points) under the run's line, the axes spanning both."""
     base = base or Style()
     if width < 16 or height < 4:
         return _note("(too small for a chart)", width, base)
     if data.lo is None or data.hi is None or data.x_lo is None or data.x_hi is None:
         why = "no positive values to draw on a log axis" if data.log_y and data.points else "no numeric values yet"
         return _note(why, width, base)
-    lo, hi = data.lo, data.hi
+    drawn = [(d, o) for d, o in overlays if d.lo is not None and d.hi is not None]
+    lo, hi = _span([data.lo, *(d.lo for d, _ in drawn)])[0], _span([data.hi, *(d.hi for d, _ in drawn)])[1]
     if hi <= lo:
         pad = 0.5 if data.log_y else max(abs(lo) * 0.05, 1e-9) if lo else 0.5
         lo, hi = lo - pad, hi + pad
-    x_lo, x_hi = data.x_lo, data.x_hi
+    x_lo = _span([data.x_lo, *(d.x_lo for d, _ in drawn)])[0]
+    x_hi = _span([data.x_hi, *(d.x_hi for d, _ in drawn)])[1]
     if x_hi <= x_lo:
         x_lo, x_hi = x_lo - 0.5, x_hi + 0.5
     figure = plot.start(width, height, color)
+    for overlay_data, overlay in drawn:
+        draw_overlay(figure, overlay_data, overlay, lo, hi, color)
     smoothed = len(data.smooth) > 0
     if not smoothed or color:
         raw = np.clip(data.raw, lo, hi)  # ±inf drawn at the edges; NaN stays a gap
@@ -163,6 +181,8 @@ class MetricChart(Widget):
     """Smoothing and y scale."""
     cursor: reactive[float | None] = reactive(None, repaint=False)
     """Step of the cursor line (None: no cursor)."""
+    overlays: reactive[tuple[Overlay, ...]] = reactive((), repaint=False, always_update=True)
+    """Baselines' series of the same key, drawn dimmed beside the run's and named in a legend row."""
 
     def __init__(
         self,
@@ -182,6 +202,7 @@ class MetricChart(Widget):
         self._drawn: tuple[object, ...] | None = None
         self._drawn_series: ChartSeries | None = None
         self._data: tuple[ChartSeries, ChartView, int, PlotData] | None = None
+        self._drawn_overlays: tuple[Overlay, ...] = ()
         self._lines: list[Strip] = []
         self._settle: Timer | None = None
 
@@ -195,6 +216,17 @@ class MetricChart(Widget):
 
     def watch_view(self) -> None:
         self.refresh()
+
+    def watch_overlays(self) -> None:
+        self.refresh()
+
+    def _overlay_data(self, width: int) -> list[tuple[PlotData, Overlay]]:
+        points = plot_points(width)
+        return [
+            (plot_data(o.series, points, self.view.smoothing, self.view.log_y), o)
+            for o in self.overlays
+            if o.series is not None
+        ]
 
     def watch_cursor(self) -> None:
         if self._settle is not None:
@@ -227,15 +259,22 @@ class MetricChart(Widget):
             return self._lines
         color = not self.app.no_color
         key = (self.view, self.cursor, width, height, color, base)
-        if key != self._drawn or series is not self._drawn_series:
+        overlays = self.overlays
+        if key != self._drawn or series is not self._drawn_series or overlays is not self._drawn_overlays:
             data = self.plot_data(width)
             assert data is not None
             kept = series.series
             point = value_at(kept, math.inf if self.cursor is None else self.cursor)
             title = chart_title(kept.key, kept.x_key, point, self.cursor, width)
-            title_strip = Strip(title.render(self.app.console)).apply_style(base)
-            self._lines = [title_strip, *chart_body(data, width, height - TITLE_ROWS, self.cursor, color, base)]
-            self._drawn, self._drawn_series = key, series
+            rows = [Strip(title.render(self.app.console)).apply_style(base)]
+            if overlays:
+                legend = legend_line(kept, overlays, self.cursor, width, metric_value, step_label)
+                rows.append(Strip(legend.render(self.app.console)).apply_style(base))
+            body = chart_body(
+                data, width, height - len(rows), self.cursor, color, base, self._overlay_data(width) if overlays else ()
+            )
+            self._lines = [*rows, *body]
+            self._drawn, self._drawn_series, self._drawn_overlays = key, series, overlays
             self.builds += 1
         return self._lines
 
