@@ -41,8 +41,14 @@ HEAT_CYCLE: Final[tuple[HeatStatistic | None, ...]] = (
     HeatStatistic.LP_DIFF,
     HeatStatistic.ENTROPY,
     HeatStatistic.ADVANTAGE,
+    HeatStatistic.RATIO,
+    HeatStatistic.RETURN,
+    HeatStatistic.REF_ENTROPY,
+    HeatStatistic.TRAIN_LOGP,
+    HeatStatistic.ROLLOUT_LOGP,
+    HeatStatistic.REF_LOGP,
 )
-"""What ``h`` steps through: off, then each statistic."""
+"""What ``h`` steps through: off, then each statistic (the three most asked for first)."""
 
 RAMP: Final = (
     "#440154",

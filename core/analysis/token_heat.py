@@ -2,7 +2,8 @@
 
 Contract: :func:`token_heat` takes a sample's
 :class:`~miles_tui.core.dump.token_view.TokenView` and a
-:class:`HeatStatistic` (|lpΔ|, entropy or advantage) and returns a
+:class:`HeatStatistic` (any of the nine per-token series: |lpΔ|, entropy, advantage, ratio, return, ref
+entropy and the train, rollout and ref log-probs) and returns a
 :class:`TokenHeat`: the statistic at every response position and a *level*
 for each. A trained position with a value has its decile among the sample's
 own values (0 lowest … 9 top: above the 90th percentile); a loss-masked
@@ -46,6 +47,12 @@ class HeatStatistic(enum.Enum):
     LP_DIFF = "|lpΔ|"
     ENTROPY = "entropy"
     ADVANTAGE = "advantage"
+    RATIO = "ratio"
+    RETURN = "return"
+    REF_ENTROPY = "ref entropy"
+    TRAIN_LOGP = "train logp"
+    ROLLOUT_LOGP = "rollout logp"
+    REF_LOGP = "ref logp"
 
     @property
     def series(self) -> str:
@@ -57,7 +64,14 @@ _SERIES = {
     HeatStatistic.LP_DIFF: "lp_diff",
     HeatStatistic.ENTROPY: "entropy",
     HeatStatistic.ADVANTAGE: "advantages",
+    HeatStatistic.RATIO: "imp_ratio",
+    HeatStatistic.RETURN: "returns",
+    HeatStatistic.REF_ENTROPY: "ref_entropy",
+    HeatStatistic.TRAIN_LOGP: "train_log_probs",
+    HeatStatistic.ROLLOUT_LOGP: "rollout_log_probs",
+    HeatStatistic.REF_LOGP: "ref_log_probs",
 }
+"""Every per-token series a token view has (the nine miles' dashboard colours tokens by)."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -139,3 +139,12 @@ def test_on_a_real_dump_the_largest_lp_diff_is_top_and_masks_are_masked() -> Non
     masked_entropy = view.masked("entropy")
     assert masked_entropy is not None
     assert entropy.high == np.nanmax(masked_entropy) and entropy.counted == int((view.loss_mask > 0).sum())
+
+
+@pytest.mark.parametrize("statistic", list(HeatStatistic))
+def test_every_statistic_ranks_its_own_series(statistic: HeatStatistic) -> None:
+    values = np.array([-3.0, 0.5, -0.25, 2.0, 1.0])
+    heat = token_heat(view_of({statistic.series: values}), statistic)
+    expected = np.abs(values) if statistic is HeatStatistic.LP_DIFF else values
+    assert heat.statistic is statistic and np.array_equal(heat.values, expected)
+    assert heat.levels[int(np.argmax(expected))] == TOP and heat.levels[int(np.argmin(expected))] == 0

@@ -15,7 +15,9 @@ from textual.widgets import Static
 from miles_tui.core.analysis import MASKED, NO_VALUE, TOP, HeatStatistic
 from miles_tui.core.analysis.token_heat import token_heat
 from miles_tui.core.dump import Run, read_sidecar
+from miles_tui.core.dump.token_view import SERIES
 from miles_tui.tui.screens.sample_screen import SampleScreen
+from miles_tui.tui.token_text_lines import HEAT_CYCLE
 from miles_tui.tui.widgets.heat_lines import HeatLines
 from miles_tui.tui.widgets.token_text import TokenText
 
@@ -64,21 +66,27 @@ def token_segments(app: App[None]) -> list[tuple[int, Segment]]:
     return drawn
 
 
-async def test_h_cycles_lp_diff_entropy_advantage_and_off() -> None:
+async def test_h_cycles_the_nine_statistics_and_off_and_shift_h_goes_back() -> None:
     app = SampleApp("tp_dup", 0, 1)
     async with app.run_test(size=(160, 48)) as pilot:
         text = app.screen.query_one(TokenText)
         assert not text.display
-        names = []
-        for _ in range(3):
+        shown = []
+        for statistic in HEAT_CYCLE[1:]:
             await pilot.press("h")
             await pilot.pause()
-            assert text.display
-            names.append(legend_text(app).split(" ")[0])
-        assert names == ["|lpΔ|", "entropy", "advantage"]
-        assert legend_text(app).startswith("advantage ")
+            assert text.display and screen_of(app).heat is statistic
+            assert legend_text(app).startswith(f"{statistic.value} "), legend_text(app)
+            shown.append(statistic)
+        assert len(shown) == 9 and {s.series for s in shown} == set(SERIES)  # every per-token series
         await pilot.press("h")
         assert not text.display and screen_of(app).heat is None
+        await pilot.press("H")
+        await pilot.pause()
+        assert screen_of(app).heat is HEAT_CYCLE[-1] and legend_text(app).startswith("ref logp ")
+        await pilot.press("H", "H")
+        await pilot.pause()
+        assert screen_of(app).heat is HEAT_CYCLE[-3]
 
 
 async def test_top_decile_tokens_are_underlined_and_masked_ones_struck() -> None:

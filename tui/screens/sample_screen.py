@@ -70,7 +70,8 @@ class SampleScreen(Screen[None]):
         Binding("s", "cycle_series(1)", "Series", show=False),
         Binding("S", "cycle_series(-1)", "Previous series", show=False),
         Binding("c", "toggle_chart", "Chart", show=False),
-        Binding("h", "cycle_heat", "Colour", show=False),
+        Binding("h", "cycle_heat(1)", "Colour", show=False),
+        Binding("H", "cycle_heat(-1)", "Previous colour", show=False),
         Binding("t", "toggle_tab", "Conversation"),
         Binding("less_than_sign", "sibling(-1)", "Previous in group", key_display="<", show=False),
         Binding("greater_than_sign", "sibling(1)", "Next in group", key_display=">", show=False),
@@ -305,9 +306,10 @@ class SampleScreen(Screen[None]):
         chart.display = not chart.display
         self._show_chart()
 
-    def action_cycle_heat(self) -> None:
-        """Colour the token text by |lpΔ|, entropy, advantage, then hide it again."""
-        self.heat = HEAT_CYCLE[(HEAT_CYCLE.index(self.heat) + 1) % len(HEAT_CYCLE)]
+    def action_cycle_heat(self, step: int = 1) -> None:
+        """Colour the token text by the next (``step`` -1: the previous) per-token statistic of the nine, or
+        hide it again (:data:`HEAT_CYCLE`)."""
+        self.heat = HEAT_CYCLE[(HEAT_CYCLE.index(self.heat) + step) % len(HEAT_CYCLE)]
         self._show_heat()
 
     def action_toggle_tab(self) -> None:
