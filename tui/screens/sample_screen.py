@@ -73,6 +73,7 @@ class SampleScreen(Screen[None]):
         Binding("h", "cycle_heat(1)", "Colour", show=False),
         Binding("H", "cycle_heat(-1)", "Previous colour", show=False),
         Binding("t", "toggle_tab", "Conversation"),
+        Binding("z", "fold", "Fold system/tool", show=False),
         Binding("less_than_sign", "sibling(-1)", "Previous in group", key_display="<", show=False),
         Binding("greater_than_sign", "sibling(1)", "Next in group", key_display=">", show=False),
         Binding("y", "copy_window", "Copy tokens", show=False),
@@ -311,6 +312,16 @@ class SampleScreen(Screen[None]):
         hide it again (:data:`HEAT_CYCLE`)."""
         self.heat = HEAT_CYCLE[(HEAT_CYCLE.index(self.heat) + step) % len(HEAT_CYCLE)]
         self._show_heat()
+
+    def action_fold(self) -> None:
+        """Fold the conversation's system and tool messages to one line each, or unfold them."""
+        if self._on_tokens_tab:
+            self.notify("z folds the conversation's system and tool messages: t shows the conversation", timeout=4)
+            return
+        view = self.query_one(ConversationView)
+        count = view.toggle_fold()
+        if not count:
+            self.notify("no system or tool message to fold in this conversation", timeout=4)
 
     def action_toggle_tab(self) -> None:
         """Switch between the token panels and the conversation."""
