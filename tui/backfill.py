@@ -12,12 +12,9 @@ priority than the monitor, so keys stay quick while they work.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
-import sys
 import time
 import warnings
-from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -25,6 +22,7 @@ from pathlib import Path
 
 from miles_tui.core.dump import Run, StepFiles, StepSummary, decode_summary, encode_summary
 from miles_tui.core.errors import MilesTuiError, StillWritingError
+from miles_tui.core.worker_processes import start_context, stderr_with_a_file
 
 HELPER_NICENESS = 10
 """Helpers yield the CPU to the monitor itself."""
@@ -66,26 +64,6 @@ def _start_helper() -> None:
     os.dup2(devnull, 2)
     os.close(devnull)
     warnings.simplefilter("ignore")
-
-
-@contextlib.contextmanager
-def _stderr_with_a_file() -> Iterator[None]:
-    """Starting a process needs ``sys.stderr`` to be a real file (multiprocessing's resource tracker passes
-    its descriptor on); inside a running Textual app it is a capture object without one. /dev/null then."""
-    try:
-        usable = sys.stderr is not None and sys.stderr.fileno() >= 0
-    except (OSError, ValueError, AttributeError):
-        usable = False
-    if usable:
-        yield
-        return
-    saved = sys.stderr
-    with open(os.devnull, "w") as devnull:
-        sys.stderr = devnull
-        try:
-            yield
-        finally:
-            sys.stderr = saved
 
 
 Answer = tuple[str, bytes | str]
@@ -152,9 +130,9 @@ class Backfill:
         if self.broken:
             return False
         try:
-            with _stderr_with_a_file():  # making the pool's queues and a submit may start processes
+            with stderr_with_a_file():  # making the pool's queues and a submit may start processes
                 if self._pool is None:
-                    context = multiprocessing.get_context("spawn")  # never fork a process that runs threads
+                    context = start_context("spawn")  # never fork a process that runs threads
                     self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_helper)
                 future = self._pool.submit(_summarize_batch, self.run_path, self.use_cache, batch, now)
         except (BrokenProcessPool, RuntimeError, OSError, ValueError):

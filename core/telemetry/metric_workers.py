@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import multiprocessing
 import os
 import sys
 import threading
@@ -46,6 +45,7 @@ from typing import Final
 from miles_tui.core.tail import MalformedLineError
 from miles_tui.core.telemetry import line_templates
 from miles_tui.core.telemetry.metric_batch import BadLine, MetricBatch, cut_lines, decode_block
+from miles_tui.core.worker_processes import start_context
 
 PARALLEL_BYTES: Final = 8 << 20
 """Blocks at least this long are decoded by worker processes (when there are workers)."""
@@ -78,24 +78,6 @@ def _worker_start(nice: int) -> None:
             os.nice(nice)
         except OSError:
             return
-
-
-def _start_resource_tracker() -> None:
-    """Start multiprocessing's resource tracker with a real stderr.
-
-    The tracker hands ``sys.stderr.fileno()`` to the helper it starts; inside a Textual app
-    sys.stderr is a capture whose fileno() is -1, and the start fails. The swap lasts for
-    the start only (once per process; nothing prints meanwhile).
-    """
-    from multiprocessing import resource_tracker
-
-    saved = sys.stderr
-    try:
-        if saved is not None and sys.__stderr__ is not None and _fileno(saved) < 0:
-            sys.stderr = sys.__stderr__
-        resource_tracker.ensure_running()
-    finally:
-        sys.stderr = saved
 
 
 def _fileno(stream: object) -> int:
@@ -230,9 +212,7 @@ class MetricBlockDecoder:
 
     def _start(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            _start_resource_tracker()
-            methods = multiprocessing.get_all_start_methods()
-            context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+            context = start_context()
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=context, initializer=_worker_start, initargs=(self.nice,)
             )

@@ -52,6 +52,7 @@ from miles_tui.core.telemetry.hours.phase_cover import PhaseCover, hour_covers
 from miles_tui.core.telemetry.hours.phase_cover import from_cache as cover_from_cache
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, from_cache, phase_digest
 from miles_tui.core.telemetry.partitions import HOUR_SECONDS, hour_of, hour_overlaps
+from miles_tui.core.worker_processes import start_context
 
 SETTLED_EVERY: Final = 16
 """An hour two or more behind its stream's newest is stat'ed on every this-many-th refresh only."""
@@ -227,7 +228,7 @@ class HourStore:
                 order = sorted(fresh, key=lambda p: -sizes[p.path])  # the biggest first: the workers finish together
                 list(pool.map(_read_to_cache, [str(self.dashboard)] * len(order), [self.stream] * len(order),
                               [str(p.path) for p in order]))  # fmt: skip
-        except (OSError, RuntimeError, BrokenProcessPool):
+        except (OSError, RuntimeError, ValueError, BrokenProcessPool):
             return  # this process reads them itself
         for part in fresh:
             self._restore(part)
@@ -433,8 +434,7 @@ PARALLEL_BYTES: Final = 64 << 20
 
 def _context() -> multiprocessing.context.BaseContext:
     """forkserver where there is one, else spawn; never fork (the monitor has threads)."""
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    return start_context()
 
 
 def _cache_settings() -> dict[str, str | None]:
