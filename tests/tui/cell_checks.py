@@ -117,7 +117,8 @@ async def walk_columns(
     pilot: Pilot[Any], table: VirtualTable, check: RowCheck, where: str, widths: tuple[int, ...], height: int = 24
 ) -> None:
     """At each width (and the table's own edge widths), move the cursor onto every column, right then back
-    left, checking every drawn cell at each stop; every column must have been drawn at every width."""
+    left (at a width that draws every column: to the last and back), checking every drawn cell at each stop;
+    every column must have been drawn at every width."""
     done: set[int] = set()
     queue = list(widths)
     while queue:
@@ -130,7 +131,10 @@ async def walk_columns(
         queue += sorted(edge_widths(table) - done)
         seen: set[str] = set()
         count = len(table.columns)
-        for index in [*range(count), *range(count - 2, -1, -1)]:
+        stops = [*range(count), *range(count - 2, -1, -1)]
+        if len(table.drawn_columns()) == count:
+            stops = [count - 1, 0]  # every column is drawn whole: the cursor moves nothing sideways
+        for index in stops:
             table.cursor_column = index
             await pilot.pause()
             seen |= check_drawn(table, check, f"{where} at {width}x{height}, cursor on column {index}")
