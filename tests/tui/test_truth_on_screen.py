@@ -123,3 +123,35 @@ async def test_finding_9_every_truncated_sample_is_counted(golden_copy: Any, siz
         await settle(pilot)
         text = screen_text(app)
         assert f"{len(rows)} samples, {truncated} truncated" in text, text
+
+
+async def test_the_header_and_the_gpu_lanes_drop_whole_words_never_part_of_a_number(tmp_path: Path) -> None:
+    """A narrow pane cut the header mid-date (``since 2026-08-2``) or lost the age after its ``·``, and a GPU
+    lane's ``104d02h stale`` to ``104d0``: what does not fit is left out whole."""
+    import shutil
+
+    from tests.conftest import GOLDEN
+
+    root = tmp_path / "run"
+    shutil.copytree(GOLDEN / "live_streams", root)
+    meta = root / "dashboard" / "meta.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "run_name": "qwen3-30b-a3b-grpo-math-v7"}))
+    now = 1787226017.5 + 104 * 86400 + 7300  # 104d02h after its newest record
+    app = make_app(root, poll_seconds=3600, clock=lambda: now)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        for width in range(30, 121, 3):
+            await pilot.resize_terminal(width, 30)
+            await settle(pilot, rounds=2)
+            lines = screen_text(app).splitlines()
+            header = lines[0].strip()
+            assert "○ QUIET" in header, f"{width}: {header!r}"
+            assert re.search(r"since(?! \d{4}-\d\d-\d\d \d\d:\d\d UTC)", header) is None, f"{width}: {header!r}"
+            assert header.endswith(("QUIET", "UTC", "104d02h ago")), f"{width}: {header!r}"
+            for line in (line for line in lines if line.startswith(" 10.0.0.7:")):
+                words = line.split()
+                tail = [w for w in words if re.match(r"^\d+d", w)]  # the lane's age, if shown
+                assert all(w in ("104d02h", "104d02h…") for w in tail), f"{width}: {line!r}"
+                assert line.rstrip().endswith(("stale", "…")), f"{width}: {line!r}"
