@@ -14,7 +14,7 @@ from rich.text import Text
 
 from miles_tui.core.analysis import ABORT_RATE, EngineBlock, EngineView
 from miles_tui.core.telemetry import CACHE_HIT_RATE, GEN_THROUGHPUT, QUEUED, RUNNING, TOKEN_USAGE
-from miles_tui.tui.formatting import MISSING, age
+from miles_tui.tui.formatting import MISSING, OVERFLOW, age
 from miles_tui.tui.renderers.heat_strip import short_span
 
 TITLES: Final = {
@@ -99,26 +99,63 @@ def _cells(block: EngineBlock, until: float) -> list[str]:
     ]
 
 
-def _line(cells: list[str], width: int, name_width: int) -> str:
-    parts = [cells[0][:name_width].ljust(name_width)]
-    parts += [cell.rjust(size) for cell, (_, size) in zip(cells[1:], _COLUMNS[1:], strict=True)]
-    return " ".join(parts)[: max(width - 2, 0)]  # after the two-cell mark
+NAME_MIN = 6
+"""Cells the engine name keeps at the least (a longer name gives way first, ending in …)."""
+MORE = "›"
+"""Ends the heading when columns did not fit: more columns than the width shows (their values are in the
+charts of the selected engine)."""
+
+
+def _name_cell(name: str, width: int) -> str:
+    return name.ljust(width) if len(name) <= width else name[: width - 1] + OVERFLOW
+
+
+def _widths(rows: list[list[str]]) -> list[int]:
+    """Each figure column's width: its declared size, widened to its widest cell (never cut)."""
+    return [max(size, *(len(row[i]) for row in rows)) for i, (_, size) in enumerate(_COLUMNS) if i > 0]
+
+
+def _layout(rows: list[list[str]], width: int) -> tuple[int, list[int]]:
+    """The name's width and the figure columns drawn whole in ``width`` cells (after the two-cell mark);
+    the columns that do not fit are left out from the right, never cut."""
+    room = width - 2
+    widths = _widths(rows)
+    longest = max((len(row[0]) for row in rows), default=NAME_MIN)
+    shown: list[int] = []
+    used = NAME_MIN
+    for size in widths:
+        last = len(shown) == len(widths) - 1
+        if used + 1 + size + (0 if last else 2) > room:  # a cut-off table keeps room for " ›"
+            break
+        shown.append(size)
+        used += 1 + size
+    more = 2 if len(shown) < len(widths) else 0
+    name_width = max(NAME_MIN, min(longest, room - more - (used - NAME_MIN)))
+    return name_width, shown
+
+
+def _line(cells: list[str], name_width: int, shown: list[int]) -> str:
+    parts = [_name_cell(cells[0], name_width)]
+    parts += [cell.rjust(size) for cell, size in zip(cells[1:], shown, strict=False)]
+    return " ".join(parts)
 
 
 def table_lines(view: EngineView, selected: int, width: int) -> list[Text]:
     """The heading and one line per engine (latest values in the window), the selected one marked ``▶``;
-    ``width`` cells wide at most (the engine name gives way first)."""
-    fixed = sum(size + 1 for _, size in _COLUMNS[1:]) + 2
-    names = [engine_name(block.addr) for block in view.engines]
-    name_width = max(6, min(max((len(n) for n in names), default=6), width - fixed))
-    heading = Text("  " + _line([name for name, _ in _COLUMNS], width, name_width), style="bold")
+    ``width`` cells wide at most: the engine name gives way first (ending in …), then whole columns from the
+    right (the heading then ends in ›). No value is ever cut."""
+    rows = [_cells(block, view.bins.until) for block in view.engines]
+    heading_cells = [name for name, _ in _COLUMNS]
+    name_width, shown = _layout([heading_cells, *rows], width)
+    more = f" {MORE}" if len(shown) < len(_COLUMNS) - 1 else ""
+    heading = Text("  " + _line(heading_cells, name_width, shown) + more, style="bold")
     lines = [heading]
-    for index, block in enumerate(view.engines):
+    for index, (block, cells) in enumerate(zip(view.engines, rows, strict=True)):
         mark = "▶ " if index == selected else "  "
-        line = Text(mark + _line(_cells(block, view.bins.until), width, name_width))
+        line = Text(mark + _line(cells, name_width, shown))
         if index == selected:
             line.stylize("reverse")
-        if block.restarts:
+        if block.restarts and len(shown) == len(_COLUMNS) - 1:
             line.highlight_words([restarts_text(block, view.bins.until)], style="bold yellow")
         lines.append(line)
     return lines

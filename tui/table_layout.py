@@ -99,12 +99,45 @@ def fitted(columns: Sequence[Column], needed: Mapping[str, int]) -> tuple[Column
     return tuple(out)
 
 
+PINNED_TEXT_MIN = 8
+"""Cells a pinned text column (an advisory's code) keeps at the least when it gives way to a number."""
+
+
+def _room_beside(columns: Sequence[Column], pinned: int, room: int) -> int:
+    return room - sum(c.width + 1 for c in columns[:pinned]) - 1
+
+
+def _pinned_give_way(columns: tuple[Column, ...], pinned: int, room: int) -> tuple[Column, ...]:
+    """Pinned text columns narrowed (never below their label, nor :data:`PINNED_TEXT_MIN`) until the widest
+    scrolled number, and every scrolled label, fits whole beside them: a text may end in …, a number may not."""
+    scrolled = columns[pinned:]
+    want = max((c.width if c.justify == "right" else len(c.label) for c in scrolled), default=0)
+    short = want - _room_beside(columns, pinned, room)
+    out = list(columns)
+    for i in range(pinned):
+        if short <= 0:
+            break
+        column = out[i]
+        if column.justify != "left":
+            continue
+        floor = max(len(column.label), PINNED_TEXT_MIN)
+        give = min(short, column.width - floor)
+        if give > 0:
+            out[i] = replace(column, width=column.width - give)
+            short -= give
+    return tuple(out)
+
+
 def narrowed(columns: tuple[Column, ...], room: int) -> tuple[Column, ...]:
-    """``columns`` as a line of ``room`` cells draws them: a scrolled column wider than the room beside the
-    pinned ones is narrowed to it (its text then ends in …, a number reads …), so every column can be shown
-    whole. ``room`` 0 (not laid out yet): unchanged."""
+    """``columns`` as a line of ``room`` cells draws them, so every column can be shown whole: pinned text
+    columns give way first (their text ends in …) until each scrolled number and label fits beside them;
+    then a scrolled column still wider than the room is narrowed to it (its text ends in …, a number reads
+    …). ``room`` 0 (not laid out yet): unchanged."""
     pinned = pinned_count(columns)
-    limit = room - sum(c.width + 1 for c in columns[:pinned]) - 1
-    if room <= 0 or limit < 1:
+    if room <= 0:
+        return columns
+    columns = _pinned_give_way(columns, pinned, room)
+    limit = _room_beside(columns, pinned, room)
+    if limit < 1:
         return columns
     return tuple(c if i < pinned or c.width <= limit else replace(c, width=limit) for i, c in enumerate(columns))

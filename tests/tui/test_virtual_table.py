@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 
 from miles_tui.tui.lazy_rows import TableRow
-from miles_tui.tui.table_layout import Column
+from miles_tui.tui.table_layout import Column, narrowed
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 
 
@@ -77,6 +77,23 @@ async def test_growing_columns_fit_their_widest_cell_and_the_placeholder_wraps()
         await pilot.pause()
         lines = ["".join(s.text for s in table.render_line(y)).rstrip() for y in range(1, 5)]
         assert " ".join(line for line in lines if line) == table.placeholder
+
+
+def test_a_pinned_text_gives_way_before_a_number_or_a_label_is_cut() -> None:
+    """The advisory log at 40 columns: its pinned code (22 cells) left 7 beside it, so 'first step' (10) read …."""
+    columns = (
+        Column("level", "level", 6, "left", pinned=True),
+        Column("code", "advisory", 22, "left", pinned=True),
+        Column("message", "message", 40, "left"),
+        Column("first_step", "first step", 10),
+    )
+    level, code, message, first = narrowed(columns, 38)
+    assert level.width == 6 and first.width == 10  # the number column and its label whole
+    assert code.width == 38 - 7 - 1 - 10 - 1 and code.width >= len(code.label)  # the code gave way (ends in …)
+    assert message.width == first.width  # a text wider than the room is narrowed to it
+    assert narrowed(columns, 160) == columns  # room enough: nothing changes
+    tight = narrowed(columns, 20)  # the code never goes below its label: then the number reads …
+    assert tight[1].width == len("advisory") and tight[3].width < 10
 
 
 def test_a_window_holds_whole_columns_only_with_the_pinned_ones_first() -> None:

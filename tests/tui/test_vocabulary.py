@@ -5,6 +5,7 @@ each of "follow" (poll the run) and "track" (move to the newest step) meaning on
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,41 @@ async def test_no_follow_never_toasts_about_following(demo_run: Path) -> None:
         await settle(pilot)
         text = screen_text(app)
         assert "■ STATIC" in text and "tracking" in text and "following" not in text
+
+
+def _strings_of(path: Path) -> list[str]:
+    """A module's string constants that can reach a user (advisory messages, labels): bare string statements
+    (docstrings of modules, functions and attributes) left out."""
+    tree = ast.parse(path.read_text())
+    bare = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    return [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in bare
+    ]
+
+
+def test_advisory_messages_docs_and_csv_headers_use_the_same_words(golden_copy: object) -> None:
+    """The words a user reads outside the screens: advisory messages (core's rules), the README, the
+    command-line contract, and the CSV header ``export --format csv`` writes (the contract's ROW names)."""
+    from miles_tui.core.dump import Run
+    from miles_tui.core.export import rows_csv, step_export
+
+    texts = {
+        str(p.relative_to(REPO)): "\n".join(_strings_of(p)) for p in sorted((REPO / "core" / "analysis").glob("*.py"))
+    }
+    texts |= {name: (REPO / name).read_text() for name in ("README.md", "docs/cli.md")}
+    root = golden_copy("tp_dup")  # type: ignore[operator]
+    header = rows_csv(step_export(Run(root), 2, False, EPOCH)).splitlines()[0]
+    texts["export --format csv header"] = header
+    wrong = [
+        f"{where}: {old!r} (say {canonical!r})"
+        for where, body in texts.items()
+        for canonical, olds in VARIANTS.items()
+        for old in olds
+        if old in body
+    ]
+    assert not wrong, "\n".join(wrong)
+    contract = (REPO / "docs" / "cli.md").read_text()
+    undocumented = [name for name in header.split(",") if not re.search(rf"\b{name}\b", contract)]
+    assert not undocumented, f"CSV columns the contract does not name: {undocumented}"

@@ -33,6 +33,29 @@ IntArray = npt.NDArray[np.int64]
 
 GAP = 1
 """Cells between the label, the strip and the suffix."""
+OVERFLOW = "…"
+"""Ends a suffix that lost its last words to a narrow pane."""
+
+
+def suffix_room(label_width: int, suffix_width: int, width: int) -> int:
+    """Cells the suffix gets at ``width``: its own width while a strip (of any width) fits beside the label,
+    else what the label leaves (the strip gives way first, then the suffix; the label, a row's identity,
+    last)."""
+    return max(min(suffix_width, width - label_width - 2 * GAP), 0)
+
+
+def whole_words(text: Text, width: int) -> Text:
+    """``text`` in ``width`` cells: whole, or its leading words that fit followed by ``…``; a word (a
+    number, an age) is never cut to a prefix of itself."""
+    if text.cell_len <= width:
+        return text
+    plain = text.plain
+    ends = [i for i in range(1, len(plain)) if plain[i] == " " and plain[i - 1] != " "]
+    for end in reversed(ends):
+        head = text[:end]
+        if head.cell_len + 1 <= width:
+            return Text.assemble(head, (OVERFLOW, "dim"))
+    return Text(OVERFLOW if width >= 1 else "", style="dim")
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,6 +155,7 @@ class HeatRows(ScrollView, inherit_bindings=False):
 
     def _draw(self, row: HeatRow, width: int, base: Style) -> Strip:
         strip_width = max(width - self.label_width - self.suffix_width - 2 * GAP, 0)
+        suffix_width = suffix_room(self.label_width, self.suffix_width, width)
         gap = Segment(" " * GAP, base)
         segments = [*self._fit(row.label, self.label_width, base), gap]
         if row.kinds is not None:
@@ -142,8 +166,9 @@ class HeatRows(ScrollView, inherit_bindings=False):
             segments += list(heat_strip(row.values, strip_width, scale=row.scale, styles=styles, gap=base))
         else:
             segments += self._fit(row.text or Text(), strip_width, base)
-        segments += [gap, *self._fit(row.suffix or Text(), self.suffix_width, base)]
-        drawn = self.label_width + self.suffix_width + 2 * GAP + strip_width
+        suffix = whole_words(row.suffix or Text(), suffix_width)
+        segments += [gap, *self._fit(suffix, suffix_width, base)]
+        drawn = self.label_width + suffix_width + 2 * GAP + strip_width
         strip = Strip(segments, drawn)
         if drawn == width:
             return strip

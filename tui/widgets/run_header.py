@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from rich.text import Text
+from rich.text import Span, Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -28,6 +28,36 @@ from miles_tui.tui.run_model import RunModel
 
 if TYPE_CHECKING:
     from miles_tui.tui.app import MilesApp
+
+
+def _merged(spans: list[Span]) -> list[Span]:
+    """Adjacent spans of one style as one (the pieces of a phrase draw as the phrase did)."""
+    out: list[Span] = []
+    for span in sorted(spans, key=lambda s: s.start):
+        if out and out[-1].end == span.start and out[-1].style == span.style:
+            out[-1] = Span(out[-1].start, span.end, span.style)
+        else:
+            out.append(span)
+    return out
+
+
+def fit_pieces(pieces: list[tuple[Text, int]], width: int) -> Text:
+    """The pieces joined in ``width`` cells: whole pieces only, the ones that give way soonest left out first
+    (the rightmost of equals), so an age or a date is never cut to a prefix that reads as another; the
+    state (priority 0) stays, and only a pane too narrow for the run's name and state cuts it (with …).
+    ``width`` 0 (not laid out yet): every piece."""
+    kept = list(pieces)
+    while width > 0 and sum(p.cell_len for p, _ in kept) > width:
+        soonest = max(priority for _, priority in kept)
+        if soonest == 0:
+            break
+        drop = max(i for i, (_, priority) in enumerate(kept) if priority == soonest)
+        del kept[drop]
+    text = Text.assemble(*(piece for piece, _ in kept))
+    text.spans = _merged(text.spans)
+    if width > 0 and text.cell_len > width:
+        text.truncate(width, overflow="ellipsis")
+    return text
 
 
 class RunHeader(Widget):
@@ -58,53 +88,54 @@ class RunHeader(Widget):
     """The newest figures that came while its screen was under another (see :meth:`show_run`)."""
 
     def render(self) -> Text:
-        text = Text()
-        text.append("miles-tui ", style="bold")
-        text.append(inert(self.run_name) or "?", style="bold cyan")
-        text.append("  step ")
-        text.append("–" if self.latest is None else str(self.latest), style="bold")
+        return fit_pieces(self.pieces(), self.content_size.width)
+
+    def pieces(self) -> list[tuple[Text, int]]:
+        """The header's pieces, left to right, each with how soon it gives way to a narrow pane (0: last)."""
+        out: list[tuple[Text, int]] = [
+            (Text("miles-tui ", style="bold"), 5),
+            (Text(inert(self.run_name) or "?", style="bold cyan"), 1),
+            (Text.assemble("  step ", ("–" if self.latest is None else str(self.latest), "bold")), 2),
+        ]
         if self.context:
-            text.append(f"  {self.context}")
-        text.append("  ")
+            out.append((Text(f"  {self.context}"), 4))
         if self.state is RunState.NOT_A_DUMP:
-            text.append("✗ NOT A DUMP", style="bold red")
-            return text
+            return [*out, (Text.assemble("  ", ("✗ NOT A DUMP", "bold red")), 0)]
         if self.state is RunState.ENDED:
-            text.append("■ ENDED", style="bold")
-            text.append(f" · last data {self.last_data}")
-            return self._badges(text)
+            out += [(Text.assemble("  ", ("■ ENDED", "bold")), 0), (Text(f" · last data {self.last_data}"), 3)]
+            return out + self._badges()
         if not self.live:
-            text.append("■ STATIC", style="dim")
+            out.append((Text.assemble("  ", ("■ STATIC", "dim")), 0))
             if self.quiet:
-                text.append(f" · quiet since {self.last_data}", style="yellow")
+                out.append((Text.styled(f" · quiet since {self.last_data}", "yellow"), 3))
         elif not self.following:
-            text.append("‖ PAUSED", style="bold yellow")
+            out.append((Text.assemble("  ", ("‖ PAUSED", "bold yellow")), 0))
             if self.quiet:
-                text.append(f" · quiet since {self.last_data}", style="yellow")
+                out.append((Text.styled(f" · quiet since {self.last_data}", "yellow"), 3))
         elif self.quiet:  # a run that stopped writing is not "live": since when, and how long ago
-            text.append(f"○ QUIET since {self.last_data}", style="bold yellow")
+            out += [(Text.assemble("  ", ("○ QUIET", "bold yellow")), 0)]
+            out.append((Text.styled(f" since {self.last_data}", "bold yellow"), 3))
             if self.age_text is not None:
-                text.append(f" · {self.age_text} ago", style="bold red")
-            return self._badges(text)
+                out.append((Text.styled(f" · {self.age_text} ago", "bold red"), 2))
+            return out + self._badges()
         else:
-            text.append("● LIVE", style="bold green")
+            out.append((Text.assemble("  ", ("● LIVE", "bold green")), 0))
         if self.age_text is not None:
             quiet = self.live and self.quiet
-            text.append("  data ")
-            text.append(f"{self.age_text} old", style="bold red" if quiet else "")
+            out.append((Text.assemble("  data ", (f"{self.age_text} old", "bold red" if quiet else "")), 2))
             if quiet:
-                text.append(" · no new data", style="bold red")
-        return self._badges(text)
+                out.append((Text.styled(" · no new data", "bold red"), 2))
+        return out + self._badges()
 
-    def _badges(self, text: Text) -> Text:
+    def _badges(self) -> list[tuple[Text, int]]:
+        out: list[tuple[Text, int]] = []
         if self.backlog:
-            text.append(f"  summarizing {self.backlog:,} step{'s' if self.backlog > 1 else ''}…", style="dim")
+            label = f"  summarizing {self.backlog:,} step{'s' if self.backlog > 1 else ''}…"
+            out.append((Text.styled(label, "dim"), 4))
         if self.new_steps:
-            text.append("  ")
-            text.append(
-                f" {self.new_steps} new step{'s' if self.new_steps > 1 else ''} (f: track) ", style="reverse yellow"
-            )
-        return text
+            badge = f" {self.new_steps} new step{'s' if self.new_steps > 1 else ''} (f: track) "
+            out.append((Text.assemble("  ", (badge, "reverse yellow")), 4))
+        return out
 
     def on_mount(self) -> None:
         app = cast("MilesApp", self.app)
