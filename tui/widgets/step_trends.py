@@ -4,7 +4,8 @@ Contract: one point per visible train step, in step order; a step without a
 value (not summarized yet, unreadable, or a figure the step does not have) is
 a blank gap in the line, never a bar: ``▁`` means the lowest value drawn, so a
 gap must not look like one. Lines are drawn by :mod:`miles_tui.tui.renderers.sparkline` (the
-same renderer as the token series); more steps than cells are averaged per cell.
+same renderer as the token series); more steps than cells are averaged into exactly as many cells as the
+line has (a cell holds the mean of its steps), so the newest step is always at the right end.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class TrendLine(Widget):
         if y != 0 or width <= 0:
             return Strip.blank(width, self.rich_style)
         if self._drawn is None or self._drawn[0] != width:
-            frame = spark_frame(self.values, None, width, how="mean")
+            frame = spark_frame(binned(self.values, width), None, width, how="mean")
             if self.scale is not None and frame.lo is not None:
                 low, high = self.scale
                 if high <= low:  # every value is the scale's one value (a constant 0): flat at the floor
@@ -73,6 +74,20 @@ class TrendLine(Widget):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._drawn = None
+
+
+def binned(values: FloatArray, width: int) -> FloatArray:
+    """``values`` in exactly ``width`` cells when there are more (cell c: the mean of the finite values of steps
+    [c·n/width, (c+1)·n/width); NaN when it has none), else as they are."""
+    count = len(values)
+    if count <= width or width <= 0:
+        return values
+    edges = (np.arange(width) * count) // width
+    finite = np.isfinite(values)
+    sums = np.add.reduceat(np.where(finite, values, 0.0), edges)
+    counts = np.add.reduceat(finite.astype(np.int64), edges)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
 class StepTrends(Vertical):
