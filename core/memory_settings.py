@@ -17,8 +17,9 @@ Contract:
 from __future__ import annotations
 
 import os
-import sys
 from typing import Final
+
+from miles_tui.core.numpy_private import madvise_hugepage_setter
 
 HUGE_PAGES_ENV: Final = "NUMPY_MADVISE_HUGEPAGE"
 
@@ -28,10 +29,6 @@ def no_huge_pages() -> None:
     if HUGE_PAGES_ENV in os.environ:  # the user's choice
         return
     os.environ[HUGE_PAGES_ENV] = "0"
-    if "numpy" not in sys.modules:
-        return
-    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):  # numpy 2, numpy 1: imported with numpy
-        setter = getattr(sys.modules.get(name), "_set_madvise_hugepage", None)
-        if callable(setter):
-            setter(False)
-            return
+    setter = madvise_hugepage_setter()  # None while numpy is not imported: then the variable is enough
+    if setter is not None:
+        setter(False)

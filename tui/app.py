@@ -24,11 +24,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
-from rich.console import RenderableType
 from textual import events, on, work
-from textual._compositor import CompositorUpdate
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.filter import LineFilter
@@ -62,6 +60,7 @@ from miles_tui.tui.run_watcher import LANDING_SECONDS, PollResult, RunWatcher
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
 from miles_tui.tui.terminal_diff import TerminalDiff
+from miles_tui.tui.textual_private import CompositorUpdate, FilteredDisplayApp
 
 HERE = Path(__file__).parent
 
@@ -81,7 +80,7 @@ IDLE_TICK_SECONDS = 1.0
 """How often the app asks its :class:`~miles_tui.tui.gc_policy.IdleCollector` whether a full collection is due."""
 
 
-class MilesApp(Navigation):
+class MilesApp(Navigation, FilteredDisplayApp):
     """Monitor one miles run directory."""
 
     TITLE = "miles-tui"
@@ -159,16 +158,9 @@ class MilesApp(Navigation):
         """The views move to the newest step as it appears (``f`` toggles)."""
         return self.model.following
 
-    def _display(self, screen: Screen[object], renderable: RenderableType | None) -> None:
-        """Hand Textual only the cells that change (nothing at all when the screen looks the same)."""
-        update: object = renderable
-        # Only updates Textual will really write may change the copy of the screen (its own tests, as in
-        # App._display: a batch in progress, a closed or headless app or no driver writes nothing).
-        writes = self._running and not self._closed and not self._batch_count and self._driver is not None
-        if isinstance(update, CompositorUpdate) and writes and not self.is_headless and not self.is_inline:
-            size = (self.size.width, self.size.height)
-            renderable = cast("RenderableType | None", self.terminal.update(update, self.console, size, screen))
-        super()._display(screen, renderable)
+    def filter_update(self, screen: Screen[object], update: CompositorUpdate) -> CompositorUpdate | None:
+        """Only the cells that change (None when the screen looks the same)."""
+        return self.terminal.update(update, self.console, (self.size.width, self.size.height), screen)
 
     def on_mount(self) -> None:
         # Reads of the run run in daemon threads: one stuck in I/O (a hung mount) never holds up the exit.
