@@ -137,21 +137,32 @@ def version_span(row: SampleRow) -> str:
     return label_last
 
 
-def age(seconds: float | None) -> str:
-    """A duration like 4s, 3m12s, 2h05m, 3d04h."""
+def duration(seconds: float | None, *, padded: bool = False, minutes: bool = False) -> str:
+    """A duration in its two largest units, to the second: ``45s``, ``7m30s``, ``1h52m``, ``3d04h``.
+
+    ``padded``: a zero smaller unit is written (``15m00s``, ``2h00m``: an age column's width holds still),
+    else left out (``15m``, ``2h``, ``2d``). ``minutes``: from a minute up, rounded to the minute (a tick
+    label's ``5m``, ``1h30m``). Negative durations are 0; None or not finite is :data:`MISSING`.
+    """
     if seconds is None or not math.isfinite(seconds):
         return MISSING
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.0f}s"
-    minutes, sec = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{sec:02d}s"
-    hours, minutes = divmod(minutes, 60)
+    total = round(max(0.0, seconds))
+    if minutes and total >= 60:
+        total = round(seconds / 60) * 60
+    if total < 60:
+        return f"{total}s"
+    whole_minutes, rest = divmod(total, 60)
+    if whole_minutes < 60:
+        return _two_units(whole_minutes, "m", rest, "s", padded)
+    hours, rest = divmod(whole_minutes, 60)
     if hours < 48:
-        return f"{hours}h{minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours:02d}h"
+        return _two_units(hours, "h", rest, "m", padded)
+    days, rest = divmod(hours, 24)
+    return _two_units(days, "d", rest, "h", padded)
+
+
+def _two_units(large: int, large_unit: str, small: int, small_unit: str, padded: bool) -> str:
+    return f"{large}{large_unit}{small:02d}{small_unit}" if small or padded else f"{large}{large_unit}"
 
 
 def date_time(ts: float | None) -> str:

@@ -23,7 +23,7 @@ from textual.widget import Widget
 
 from miles_tui.core.analysis import RunState
 from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import age, date_time
+from miles_tui.tui.formatting import date_time, duration
 from miles_tui.tui.run_model import RunModel
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ class RunHeader(Widget):
         self.run_name = model.run_name
         self.live = model.live
         self.latest = model.latest
-        self.age_text = None if model.data_age is None else age(model.data_age)
+        self.age_text = None if model.data_age is None else duration(model.data_age, padded=True)
         self.state = model.state
         self.quiet = model.state is RunState.QUIET
         self.last_data = date_time(model.clock.last_data) if model.clock is not None else ""
