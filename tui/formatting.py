@@ -20,7 +20,7 @@ import unicodedata
 from rich.text import Text
 
 from miles_tui.core.analysis import Level
-from miles_tui.core.dump import SampleRow
+from miles_tui.core.dump import PER_TOKEN_STATISTICS, SampleRow
 from miles_tui.core.inert_text import inert
 
 MISSING = "–"
@@ -185,20 +185,6 @@ UNREAD = "UNREAD"
 """A value that exists in the dump but could not be read or placed: never shown as missing (–) or 0."""
 UNREAD_STYLE = "bold red"
 
-PER_TOKEN_STATISTICS = frozenset(
-    {
-        "mean_entropy",
-        "max_entropy",
-        "ref_entropy_mean",
-        "mean_abs_lp_diff",
-        "max_abs_lp_diff",
-        "mean_imp_ratio",
-        "adv_mean",
-        "adv_std",
-        "return_mean",
-    }
-)
-"""ROW columns computed from the sample's per-token train data."""
 TRAIN_ROW_COLUMNS = frozenset({"raw_reward", "normalized_reward", "dumped_rank"})
 """ROW columns read from the sample's train row (unreadable when that row is in a file that failed to load)."""
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from miles_tui.core.dump.column_rows import ColumnRows as ColumnRows
     from miles_tui.core.dump.cp import QkvFormat as QkvFormat
     from miles_tui.core.dump.cp import slice_response as slice_response
-    from miles_tui.core.dump.resolve import PER_TOKEN_FIELDS as PER_TOKEN_FIELDS
+    from miles_tui.core.dump.record_schema import PER_TOKEN_FIELDS as PER_TOKEN_FIELDS
     from miles_tui.core.dump.resolve import FieldState as FieldState
     from miles_tui.core.dump.run import Run as Run
     from miles_tui.core.dump.run import SampleContext as SampleContext
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from miles_tui.core.dump.run_dir import StepIds as StepIds
     from miles_tui.core.dump.run_scan import RunScanner as RunScanner
     from miles_tui.core.dump.step import OpenStep as OpenStep
+    from miles_tui.core.dump.step_summary import PER_TOKEN_STATISTICS as PER_TOKEN_STATISTICS
     from miles_tui.core.dump.step_summary import ROW_COLUMNS as ROW_COLUMNS
     from miles_tui.core.dump.step_summary import GroupRow as GroupRow
     from miles_tui.core.dump.step_summary import ProblemKind as ProblemKind
@@ -48,12 +49,21 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "column_rows": ("ColumnRows",),
     "cp": ("QkvFormat", "slice_response"),
-    "resolve": ("PER_TOKEN_FIELDS", "FieldState"),
+    "record_schema": ("PER_TOKEN_FIELDS",),
+    "resolve": ("FieldState",),
     "run": ("Run", "SampleContext"),
     "run_dir": ("RunDir", "StepFiles", "StepIds"),
     "run_scan": ("RunScanner",),
     "step": ("OpenStep",),
-    "step_summary": ("ROW_COLUMNS", "GroupRow", "ProblemKind", "SampleRow", "StepAggregate", "StepSummary"),
+    "step_summary": (
+        "PER_TOKEN_STATISTICS",
+        "ROW_COLUMNS",
+        "GroupRow",
+        "ProblemKind",
+        "SampleRow",
+        "StepAggregate",
+        "StepSummary",
+    ),
     "summary": ("group_reward",),
     "summary_cache": ("decode_summary", "encode_summary"),
     "token_view": ("SERIES", "TokenView", "find_view", "sample_array", "token_payload"),

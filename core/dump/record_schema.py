@@ -291,8 +291,7 @@ SCALAR_COLUMNS: Mapping[str, str] = {
 
 _CELL_TYPES = {"ints": _INTS, "numbers": _NUMBERS, "flags": _FLAGS}
 
-PER_ROW_ARRAY_COLUMNS: tuple[str, ...] = (
-    "loss_masks",
+PER_TOKEN_FIELDS: tuple[str, ...] = (
     "log_probs",
     "rollout_log_probs",
     "ref_log_probs",
@@ -301,6 +300,9 @@ PER_ROW_ARRAY_COLUMNS: tuple[str, ...] = (
     "advantages",
     "returns",
 )
+"""Per-token train fields that context parallelism shards (the rest are full length)."""
+
+PER_ROW_ARRAY_COLUMNS: tuple[str, ...] = ("loss_masks", *PER_TOKEN_FIELDS)
 """Columns holding one array per row (a tensor, or a list of numbers)."""
 
 
