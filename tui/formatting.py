@@ -138,7 +138,8 @@ def version_span(row: SampleRow) -> str:
 
 
 def duration(seconds: float | None, *, padded: bool = False, minutes: bool = False) -> str:
-    """A duration in its two largest units, to the second: ``45s``, ``7m30s``, ``1h52m``, ``3d04h``.
+    """A duration in its two largest units, in whole seconds gone by (as a clock counts): ``45s``, ``7m30s``,
+    ``1h52m``, ``3d04h``.
 
     ``padded``: a zero smaller unit is written (``15m00s``, ``2h00m``: an age column's width holds still),
     else left out (``15m``, ``2h``, ``2d``). ``minutes``: from a minute up, rounded to the minute (a tick
@@ -146,7 +147,7 @@ def duration(seconds: float | None, *, padded: bool = False, minutes: bool = Fal
     """
     if seconds is None or not math.isfinite(seconds):
         return MISSING
-    total = round(max(0.0, seconds))
+    total = math.floor(max(0.0, seconds))
     if minutes and total >= 60:
         total = round(seconds / 60) * 60
     if total < 60:

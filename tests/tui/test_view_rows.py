@@ -117,6 +117,7 @@ def test_a_number_that_does_not_fit_takes_a_shorter_exact_form(value: float | No
     [
         (4.4, True, False, "4s"),
         (192, True, False, "3m12s"),
+        (600.9, True, False, "10m00s"),
         (900, True, False, "15m00s"),
         (7500, True, False, "2h05m"),
         (273600, True, False, "3d04h"),
