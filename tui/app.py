@@ -39,7 +39,7 @@ from miles_tui.core.analysis import Advisory, Level, run_health
 from miles_tui.core.analysis.advisories import step_advisories
 from miles_tui.core.analysis.advisory_log import merged, step_history
 from miles_tui.core.analysis.health import run_name
-from miles_tui.core.dump import Run
+from miles_tui.core.dump import Run, StepKey
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import TelemetryColumns
 from miles_tui.core.telemetry.streams import read_meta
@@ -351,8 +351,8 @@ class MilesApp(Navigation, FilteredDisplayApp):
     def _steps_summarized(self, message: StepsSummarized) -> None:
         """Store one poll's summaries and failures, then tell the screens once."""
         for summary in message.summaries:
-            self.model.summaries[(summary.rollout_id, summary.evaluation)] = summary
-            self.model.failures.pop((summary.rollout_id, summary.evaluation), None)
+            self.model.summaries[StepKey(summary.rollout_id, summary.evaluation)] = summary
+            self.model.failures.pop(StepKey(summary.rollout_id, summary.evaluation), None)
         for failure in message.failures:
             self.model.failures[failure.key] = (failure.message, failure.still_writing)
         meta = self.watcher.follower.dashboard.meta

@@ -23,7 +23,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
-from miles_tui.core.dump import Run, StepFiles, StepSummary, decode_summary, encode_summary
+from miles_tui.core.dump import Run, StepFiles, StepKey, StepSummary, decode_summary, encode_summary
 from miles_tui.core.errors import MilesTuiError, StillWritingError
 
 HELPER_NICENESS = 10
@@ -36,8 +36,6 @@ MAX_STEPS_PER_JOB = 64
 
 JOBS_PER_HELPER = 3
 """Batches queued per helper: enough to keep it busy between two polls, few enough to follow the user."""
-
-Key = tuple[int, bool]
 
 
 @dataclass(frozen=True)
@@ -123,7 +121,7 @@ class Backfill:
         self.workers = workers if workers is not None else max(1, min(os.cpu_count() or 1, 4))
         self._pool: ProcessPoolExecutor | None = None
         self._jobs: list[tuple[list[StepFiles], Future[tuple[float, list[Answer]]]]] = []
-        self._busy: set[Key] = set()
+        self._busy: set[StepKey] = set()
         self._step_seconds = JOB_SECONDS / 8
         """How long a step takes a helper (a running mean; a first guess until a batch comes back)."""
         self.broken = False
@@ -139,7 +137,7 @@ class Backfill:
         """Steps worth queueing now: a few batches per helper (the rest wait, in priority order, for the next)."""
         return 0 if self.broken else (JOBS_PER_HELPER * self.workers - len(self._jobs)) * self.batch_size
 
-    def busy(self, key: Key) -> bool:
+    def busy(self, key: StepKey) -> bool:
         return key in self._busy
 
     @property
@@ -161,7 +159,7 @@ class Backfill:
             self._break()
             return False
         self._jobs.append((batch, future))
-        self._busy.update((files.rollout_id, files.evaluation) for files in batch)
+        self._busy.update(files.key for files in batch)
         return True
 
     def done(self) -> list[JobResult]:

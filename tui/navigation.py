@@ -24,7 +24,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 
 from miles_tui.core.analysis import Advisory
-from miles_tui.core.dump import OpenStep, Run
+from miles_tui.core.dump import OpenStep, Run, StepKey
 from miles_tui.core.inert_text import inert
 from miles_tui.tui import gc_policy
 from miles_tui.tui.screens.help_screen import HelpScreen
@@ -142,19 +142,19 @@ class Navigation(App[None]):
 
     # -- navigation the palette and the screens share -----------------------------------
 
-    def context_step(self) -> tuple[int, bool] | None:
+    def context_step(self) -> StepKey | None:
         """The step the user is looking at: the current screen's, the overview's selection, else the newest."""
         screen = self.screen
         rid = getattr(screen, "rollout_id", None)
         if isinstance(rid, int):
-            return rid, bool(getattr(screen, "evaluation", False))
+            return StepKey(rid, bool(getattr(screen, "evaluation", False)))
         step = getattr(screen, "step", None)
         summary = getattr(step, "summary", None)
         if summary is not None:
-            return summary.rollout_id, summary.evaluation
+            return StepKey(summary.rollout_id, summary.evaluation)
         if isinstance(screen, OverviewScreen) and (selected := screen.selected_step()) is not None:
             return selected
-        return None if self.model.latest is None else (self.model.latest, False)
+        return None if self.model.latest is None else StepKey(self.model.latest, False)
 
     def show_outliers(self) -> None:
         from miles_tui.tui.screens.outlier_screen import OutlierScreen

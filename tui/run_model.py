@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from miles_tui.core.analysis import Advisory, RunClock, RunState
 from miles_tui.core.analysis.advisory_log import AdvisoryLog
-from miles_tui.core.dump import StepSummary
+from miles_tui.core.dump import StepKey, StepSummary
 
 
 @dataclass
@@ -26,9 +26,9 @@ class RunModel:
     """Visible train steps, ascending."""
     evaluation: tuple[int, ...] = ()
     """Visible eval steps, ascending."""
-    summaries: dict[tuple[int, bool], StepSummary] = field(default_factory=dict)
+    summaries: dict[StepKey, StepSummary] = field(default_factory=dict)
     """Step summaries by (rollout id, evaluation)."""
-    failures: dict[tuple[int, bool], tuple[str, bool]] = field(default_factory=dict)
+    failures: dict[StepKey, tuple[str, bool]] = field(default_factory=dict)
     """Steps that could not be read: message, still writing."""
     advisories: tuple[Advisory, ...] = ()
     """Current advisories, alarms first."""
@@ -64,7 +64,7 @@ class RunModel:
     def latest(self) -> int | None:
         return self.train[-1] if self.train else None
 
-    def steps(self) -> list[tuple[int, bool]]:
+    def steps(self) -> list[StepKey]:
         """Every visible step, newest first (an eval step right after its train step)."""
-        keys = [(rid, False) for rid in self.train] + [(rid, True) for rid in self.evaluation]
+        keys = [StepKey(rid, False) for rid in self.train] + [StepKey(rid, True) for rid in self.evaluation]
         return sorted(keys, key=lambda k: (k[0], not k[1]), reverse=True)

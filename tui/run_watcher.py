@@ -28,7 +28,17 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from miles_tui.core.analysis import Advisory, UnreadableStep, dump_advisories, quiet_after
-from miles_tui.core.dump import ColumnRows, OpenStep, Run, RunDir, RunScanner, SampleContext, StepFiles, StepSummary
+from miles_tui.core.dump import (
+    ColumnRows,
+    OpenStep,
+    Run,
+    RunDir,
+    RunScanner,
+    SampleContext,
+    StepFiles,
+    StepKey,
+    StepSummary,
+)
 from miles_tui.core.errors import MilesTuiError, StillWritingError
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.telemetry import RunMeta
@@ -51,9 +61,6 @@ POOL_MIN_STEPS = 32
 
 POOL_MIN_BYTES = 256 << 20
 """... or of steps whose files hold at least this many bytes (a few big steps)."""
-
-
-Key = tuple[int, bool]
 
 
 @dataclass
@@ -105,22 +112,22 @@ class RunWatcher:
         self.scanner = RunScanner(run.dir)
         self.backfill = Backfill(run.path, run.use_cache, workers)
         self.pool_min_steps = pool_min_steps
-        self._steps: dict[Key, StepFiles] = {}
-        self._visible: set[Key] = set()
-        self._hidden: set[Key] = set()
+        self._steps: dict[StepKey, StepFiles] = {}
+        self._visible: set[StepKey] = set()
+        self._hidden: set[StepKey] = set()
         """Listed steps that are not visible yet (re-checked every poll: visibility comes with age)."""
-        self._done: dict[Key, tuple[Any, ...]] = {}
+        self._done: dict[StepKey, tuple[Any, ...]] = {}
         """The signature each step was last summarized (or failed for good) at."""
         self._todo = SummaryQueue()
-        self._failures: dict[Key, tuple[str, bool]] = {}
-        self._unsettled: dict[Key, StepSummary] = {}
+        self._failures: dict[StepKey, tuple[str, bool]] = {}
+        self._unsettled: dict[StepKey, StepSummary] = {}
         """Incomplete summaries already reported (not reported again until they change)."""
         self._latest: StepSummary | None = None
         self._ids: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
         self._newest: float | None = None
         self._quiet_after = 600.0
         self._advisories: tuple[Advisory, ...] | None = None
-        self._focus: tuple[Key, ...] = ()
+        self._focus: tuple[StepKey, ...] = ()
         self._summarized_once = False
         self._advised_meta: RunMeta | None = None
         self.streams = StreamWatch(run.dir)
@@ -199,7 +206,7 @@ class RunWatcher:
         return await self._serialized(self.lock, self._summary_blocking, rollout_id, evaluation, self.clock())
 
     def _summary_blocking(self, rollout_id: int, evaluation: bool, now: float) -> StepSummary:
-        files = self._steps.get((rollout_id, evaluation))
+        files = self._steps.get(StepKey(rollout_id, evaluation))
         if files is None or (rollout_id, evaluation) not in self._visible:
             return self.run.summary(rollout_id, evaluation, now)
         with gc_policy.paused():
@@ -210,7 +217,7 @@ class RunWatcher:
         gc_policy.after_read(files.rollout.size)
         return summary
 
-    def focus(self, keys: tuple[Key, ...]) -> None:
+    def focus(self, keys: tuple[StepKey, ...]) -> None:
         """The steps on screen: summarized before the others (called from the UI thread)."""
         self._focus = keys
 
@@ -258,13 +265,13 @@ class RunWatcher:
         result.advisories = self._advisories
         return result
 
-    def _waiting(self) -> list[Key]:
+    def _waiting(self) -> list[StepKey]:
         """The two newest steps not ready yet (not visible, or to summarize): worth parsing ahead."""
         return heapq.nlargest(2, [*self._hidden, *self._todo.newest(2)])
 
     # -- following the listing ---------------------------------------------------------
 
-    def _follow(self, now: float) -> list[Key]:
+    def _follow(self, now: float) -> list[StepKey]:
         """Take one scan in: what is visible, what is to summarize; returns the steps that became visible."""
         scan = self.scanner.scan(now)
         self._steps = scan.steps
@@ -295,7 +302,7 @@ class RunWatcher:
             self._relist_ids()
         return new
 
-    def _forget(self, key: Key) -> None:
+    def _forget(self, key: StepKey) -> None:
         self._visible.discard(key)
         self._hidden.discard(key)
         self._todo.discard(key)
@@ -304,7 +311,7 @@ class RunWatcher:
         if self._failures.pop(key, None) is not None:
             self._advisories = None
 
-    def _schedule(self, key: Key) -> None:
+    def _schedule(self, key: StepKey) -> None:
         if self._done.get(key) != self._steps[key].signature:
             self._todo.add(key)
 
@@ -313,21 +320,21 @@ class RunWatcher:
         evaluation = tuple(sorted(rid for rid, ev in self._visible if ev))
         self._ids = (train, evaluation)
         # the run's cadence (core's one rule): a few step intervals, not a fixed 10 minutes
-        self._quiet_after = quiet_after([self._steps[(rid, False)].rollout.mtime for rid in train[-21:]])
+        self._quiet_after = quiet_after([self._steps[StepKey(rid, False)].rollout.mtime for rid in train[-21:]])
         if self._latest is not None and (not train or self._latest.rollout_id != train[-1]):
             self._latest = None
             self._advisories = None
 
     # -- summarizing -----------------------------------------------------------------------
 
-    def _order(self) -> Iterator[Key]:
+    def _order(self) -> Iterator[StepKey]:
         """What to summarize first: the newest train step, the rows on screen, then newest first."""
-        latest = (self._ids[0][-1], False) if self._ids[0] else None
+        latest = StepKey(self._ids[0][-1], False) if self._ids[0] else None
         return self._todo.ordered((latest, *self._focus))
 
     def _summarize_some(self, result: PollResult, now: float, deadline: float) -> None:
         for job in self.backfill.done():
-            key = (job.files.rollout_id, job.files.evaluation)
+            key = job.files.key
             if self._steps.get(key) != job.files:
                 continue  # the files changed while the helper read them: the step is still to do
             if job.summary is not None:
@@ -335,7 +342,7 @@ class RunWatcher:
             else:
                 self._fail(key, job.failure, job.still_writing, result)
         pooled = self._worth_helpers()
-        latest = (result.latest, False)
+        latest = None if result.latest is None else StepKey(result.latest, False)
         batch: list[StepFiles] = []
         room = self.backfill.capacity if pooled else 0
         size = self.backfill.batch_size
@@ -386,7 +393,7 @@ class RunWatcher:
             size += files.rollout.size + sum(f.size for f in files.train)
         return size >= POOL_MIN_BYTES
 
-    def _read(self, key: Key, files: StepFiles, now: float, result: PollResult) -> None:
+    def _read(self, key: StepKey, files: StepFiles, now: float, result: PollResult) -> None:
         """Summarize one step in this thread (the newest step is opened: the user gets to it instantly)."""
         try:
             if key == (result.latest, False):
@@ -404,7 +411,7 @@ class RunWatcher:
         else:
             self._accept(key, summary, result)
 
-    def _accept(self, key: Key, summary: StepSummary, result: PollResult) -> None:
+    def _accept(self, key: StepKey, summary: StepSummary, result: PollResult) -> None:
         if self._failures.pop(key, None) is not None:
             self._advisories = None
         if key == (result.latest, False) and summary is not self._latest:
@@ -420,7 +427,7 @@ class RunWatcher:
             self._unsettled[key] = summary
         result.summaries.append(summary)
 
-    def _fail(self, key: Key, message: str, still_writing: bool, result: PollResult) -> None:
+    def _fail(self, key: StepKey, message: str, still_writing: bool, result: PollResult) -> None:
         """A step that could not be read; one that failed for good is read again only when its files change."""
         if not still_writing:
             self._done[key] = self._steps[key].signature
@@ -430,7 +437,7 @@ class RunWatcher:
             self._advisories = None
             result.failures.append((key[0], key[1], message, still_writing))
 
-    def _prepare(self, waiting: list[Key], now: float, deadline: float) -> None:
+    def _prepare(self, waiting: list[StepKey], now: float, deadline: float) -> None:
         """Parse the files of the newest steps that are not ready yet, so opening them later is quick.
 
         A rollout file is written minutes before its train shards; parsing it (the

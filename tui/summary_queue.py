@@ -10,10 +10,10 @@ import heapq
 import itertools
 from collections.abc import Iterable, Iterator
 
-Key = tuple[int, bool]
+from miles_tui.core.dump import StepKey
 
 
-def newest_first(key: Key) -> tuple[int, bool]:
+def newest_first(key: StepKey) -> tuple[int, int]:
     """Sort key: newest step first, a step's eval batch right after its train step."""
     return (-key[0], key[1])
 
@@ -22,17 +22,17 @@ class SummaryQueue:
     """A set of steps with a cached newest-first order."""
 
     def __init__(self) -> None:
-        self._keys: set[Key] = set()
-        self._order: list[Key] = []
+        self._keys: set[StepKey] = set()
+        self._order: list[StepKey] = []
         """Newest first; may still hold steps discarded since it was sorted."""
         self._stale = False
 
-    def add(self, key: Key) -> None:
+    def add(self, key: StepKey) -> None:
         if key not in self._keys:
             self._keys.add(key)
             self._stale = True
 
-    def discard(self, key: Key) -> None:
+    def discard(self, key: StepKey) -> None:
         self._keys.discard(key)
 
     def __contains__(self, key: object) -> bool:
@@ -41,10 +41,10 @@ class SummaryQueue:
     def __len__(self) -> int:
         return len(self._keys)
 
-    def __iter__(self) -> Iterator[Key]:
+    def __iter__(self) -> Iterator[StepKey]:
         return iter(self._keys)
 
-    def ordered(self, first: Iterable[Key | None] = ()) -> Iterator[Key]:
+    def ordered(self, first: Iterable[StepKey | None] = ()) -> Iterator[StepKey]:
         """The steps to do: those in ``first`` that are to do (in that order), then newest first."""
         chosen = [k for k in dict.fromkeys(first) if k is not None and k in self._keys]
         yield from chosen
@@ -59,7 +59,7 @@ class SummaryQueue:
         if gone > len(self._order) // 2:
             self._order = [k for k in self._order if k in self._keys]
 
-    def newest(self, n: int) -> list[Key]:
+    def newest(self, n: int) -> list[StepKey]:
         """The ``n`` newest steps to do."""
         if self._stale:
             return heapq.nlargest(n, self._keys)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from miles_tui.core.dump.run_dir import RunDir as RunDir
     from miles_tui.core.dump.run_dir import StepFiles as StepFiles
     from miles_tui.core.dump.run_dir import StepIds as StepIds
+    from miles_tui.core.dump.run_dir import StepKey as StepKey
     from miles_tui.core.dump.run_scan import RunScanner as RunScanner
     from miles_tui.core.dump.step import OpenStep as OpenStep
     from miles_tui.core.dump.step_summary import PER_TOKEN_STATISTICS as PER_TOKEN_STATISTICS
@@ -52,7 +53,7 @@ _EXPORTS = {
     "record_schema": ("PER_TOKEN_FIELDS",),
     "resolve": ("FieldState",),
     "run": ("Run", "SampleContext"),
-    "run_dir": ("RunDir", "StepFiles", "StepIds"),
+    "run_dir": ("RunDir", "StepFiles", "StepIds", "StepKey"),
     "run_scan": ("RunScanner",),
     "step": ("OpenStep",),
     "step_summary": (

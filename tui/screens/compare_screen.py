@@ -29,7 +29,7 @@ from miles_tui.core.analysis import (
     group_across_steps,
     group_of,
 )
-from miles_tui.core.dump import StepSummary
+from miles_tui.core.dump import StepKey, StepSummary
 from miles_tui.tui.compare_rows import GROUP_COLUMNS, SLOT_WARNING, TRACE_COLUMNS, group_cells, headline, trace_rows
 from miles_tui.tui.formatting import MISSING
 from miles_tui.tui.lazy_rows import TableRow
@@ -106,7 +106,7 @@ class CompareScreen(MonitorScreen):
     # -- data ---------------------------------------------------------------------------
 
     async def _summary(self, rid: int) -> StepSummary:
-        cached = self.miles.model.summaries.get((rid, self.evaluation))
+        cached = self.miles.model.summaries.get(StepKey(rid, self.evaluation))
         if cached is not None:
             return cached
         return await asyncio.shield(self.miles.watcher.summary(rid, self.evaluation))

@@ -36,7 +36,7 @@ from miles_tui.core.analysis import (
     sample_outliers,
     step_outliers,
 )
-from miles_tui.core.dump import OpenStep, StepSummary
+from miles_tui.core.dump import OpenStep, StepKey, StepSummary
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import UNREAD_STYLE
 from miles_tui.tui.lazy_rows import TableRow
@@ -161,7 +161,7 @@ class OutlierScreen(MonitorScreen):
         self._show_rankings()
 
     async def _summary(self, rid: int) -> StepSummary:
-        cached = self.miles.model.summaries.get((rid, self.evaluation))
+        cached = self.miles.model.summaries.get(StepKey(rid, self.evaluation))
         if cached is not None:
             return cached
         return await asyncio.shield(self.miles.watcher.summary(rid, self.evaluation))

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis.advisory_log import AdvisoryLog
-from miles_tui.core.dump import StepSummary
+from miles_tui.core.dump import StepKey, StepSummary
 from miles_tui.tui.formatting import MISSING, number, percent
 from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.messages import (
@@ -49,7 +49,7 @@ STEP_COLUMNS = (
 )
 
 
-def step_row(key: tuple[int, bool], summary: StepSummary | None, failure: tuple[str, bool] | None) -> TableRow:
+def step_row(key: StepKey, summary: StepSummary | None, failure: tuple[str, bool] | None) -> TableRow:
     """One line of the step list."""
     rid, evaluation = key
     kind = Text("eval", style="magenta") if evaluation else Text("train")
@@ -178,15 +178,13 @@ class OverviewScreen(MonitorScreen):
 
     def _scrolled(self) -> None:
         """Tell the watcher which steps are on screen: they are summarized first."""
-        self.miles.watcher.focus(
-            cast("tuple[tuple[int, bool], ...]", self.query_one("#steps", VirtualTable).visible_keys())
-        )
+        self.miles.watcher.focus(cast("tuple[StepKey, ...]", self.query_one("#steps", VirtualTable).visible_keys()))
 
     # -- model -> widgets -----------------------------------------------------------
 
     def _row(self, key: Hashable) -> TableRow:
         model = self.miles.model
-        step = cast("tuple[int, bool]", key)
+        step = cast("StepKey", key)
         return step_row(step, model.summaries.get(step), model.failures.get(step))
 
     def _refresh_all(self) -> None:
@@ -227,7 +225,7 @@ class OverviewScreen(MonitorScreen):
 
     def _refresh_trends(self) -> None:
         model = self.miles.model
-        summaries = [model.summaries.get((rid, False)) for rid in model.train]
+        summaries = [model.summaries.get(StepKey(rid, False)) for rid in model.train]
         self.query_one(StepTrends).show([None if s is None else s.aggregate for s in summaries])
 
     def _show_badge(self) -> None:
@@ -310,12 +308,12 @@ class OverviewScreen(MonitorScreen):
     @on(VirtualTable.Selected, "#steps")
     def _open_step(self, message: VirtualTable.Selected) -> None:
         """Enter on a step: its rollout table."""
-        self.open_step(cast("tuple[int, bool]", message.key))
+        self.open_step(cast("StepKey", message.key))
 
     def open_step(self, key: Hashable, sample_index: int | None = None) -> None:
         from miles_tui.tui.screens.step_screen import StepScreen
 
-        rid, evaluation = cast("tuple[int, bool]", key)
+        rid, evaluation = cast("StepKey", key)
         self.app.push_screen(StepScreen(rid, evaluation, focus_sample=sample_index))
 
     @on(AdvisoryList.Jump)
@@ -346,8 +344,8 @@ class OverviewScreen(MonitorScreen):
     def action_focus_steps(self) -> None:
         self.query_one("#steps", VirtualTable).focus()
 
-    def selected_step(self) -> tuple[int, bool] | None:
-        return cast("tuple[int, bool] | None", self.query_one("#steps", VirtualTable).cursor_key)
+    def selected_step(self) -> StepKey | None:
+        return cast("StepKey | None", self.query_one("#steps", VirtualTable).cursor_key)
 
     def action_outliers(self) -> None:
         from miles_tui.tui.screens.outlier_screen import OutlierScreen

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Label
 
-from miles_tui.core.dump import GroupRow, SampleRow, StepSummary
+from miles_tui.core.dump import GroupRow, SampleRow, StepKey, StepSummary
 from miles_tui.core.errors import StillWritingError
 from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import number, percent
@@ -82,12 +82,12 @@ class StepScreen(MonitorScreen):
         self.show_groups = False
         self.summary: StepSummary | None = None
         self._measured: tuple[StepSummary, dict[str, int]] | None = None
-        self._toggled_from: tuple[int, bool] | None = None
+        self._toggled_from: StepKey | None = None
         """The step ``e`` came from: ``e`` again goes back to it (any other move forgets it)."""
 
     @property
-    def key(self) -> tuple[int, bool]:
-        return (self.rollout_id, self.evaluation)
+    def key(self) -> StepKey:
+        return StepKey(self.rollout_id, self.evaluation)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -380,7 +380,7 @@ class StepScreen(MonitorScreen):
             if target != self.rollout_id:
                 kind = "train" if self.evaluation else "eval"
                 self.notify(f"no {kind} step {self.rollout_id}: showing {kind} step {target}, the nearest", timeout=3)
-        origin = (self.rollout_id, self.evaluation)
+        origin = StepKey(self.rollout_id, self.evaluation)
         self._switch(target, not self.evaluation)
         self._toggled_from = origin
 
