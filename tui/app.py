@@ -124,7 +124,7 @@ class MilesApp(Navigation, FilteredDisplayApp):
         self.watcher = RunWatcher(run, clock)
         # meta.json alone names the run: the first frame has the name, before any stream is read.
         self._first_meta = read_meta(run.dir.dashboard_dir)
-        self.model = RunModel(run_name=run_name(self._first_meta, run.path), live=follow)
+        self.model = RunModel(first_name=run_name(self._first_meta, run.path), live=follow)
         self.run_changed: Signal[RunModel] = Signal(self, "run_changed")
         """Published with :attr:`model` after every poll and follow toggle: headers and screens subscribe."""
         self.poll_seconds = poll_seconds
@@ -294,11 +294,11 @@ class MilesApp(Navigation, FilteredDisplayApp):
             is_dump=self.model.looks_like_a_run,
         )
         model = self.model
-        model.run_name, model.data_age, model.clock = health.run_name, health.data_age, health.clock
+        changed = health.advisories != model.advisories
+        model.health = health
         model.live_log = model.live_log.observe(health.advisories, model.latest, self.watcher.clock())
         self._merge_advisory_log()
-        if health.advisories != model.advisories:
-            model.advisories = health.advisories
+        if changed:
             self._ring_for_new_critical(health.advisories)
         self._publish()
 
