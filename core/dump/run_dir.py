@@ -312,7 +312,7 @@ class RunDir:
     @staticmethod
     def load(file: FileStat, now: float) -> Any:
         """Load a dump file safely, classifying a failure by the file's age at ``now``."""
-        from miles_tui.core.dump.pt_archive import load_pt  # numpy: only when a file is really read
+        from miles_tui.core.dump.pt.pt_archive import load_pt  # numpy: only when a file is really read
 
         try:
             return load_pt(file.path)

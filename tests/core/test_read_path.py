@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from miles_tui.core.dump import PER_TOKEN_FIELDS, Run, RunDir
-from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.dump.pt.pt_archive import load_pt
 from miles_tui.core.dump.resolve import PerTokenFields
 from miles_tui.core.errors import CorruptFileError
 

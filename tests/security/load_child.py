@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from miles_tui.core.dump import Detokenizer, conversation_document, read_sidecar
-from miles_tui.core.dump.pt_archive import load_pt, loads_pickle
+from miles_tui.core.dump.pt.pt_archive import load_pt, loads_pickle
 from miles_tui.core.dump.tokenizer import decode_budget
 from miles_tui.core.errors import MilesTuiError
 

@@ -10,14 +10,14 @@ needs; tensors from (dtype, offset, shape, strides) after checking that every
 element lies inside a storage record whose size the pickle declared exactly,
 and their bytes are *copied* out of the file (``pread``), so no value is ever a
 view of a file that may be truncated later. Every allocation is charged to the
-load's :class:`~miles_tui.core.dump.pt_guard.LoadBudget` first, by element count after strides
+load's :class:`~miles_tui.core.dump.pt.pt_guard.LoadBudget` first, by element count after strides
 (a broadcast view costs what its expansion would).
 
 While the unpickler runs, each such value is a :class:`Pending` placeholder:
 the unpickler's BUILD opcode calls ``__setstate__`` on whatever it is given, and
 numpy's own ``__setstate__`` must never see a pickle's state. Placeholders take
 their one expected state (a dtype's, an array's) or refuse it; the caller
-replaces them by their values once the pickle is done (:mod:`miles_tui.core.dump.pt_unpickle`).
+replaces them by their values once the pickle is done (:mod:`miles_tui.core.dump.pt.pt_unpickle`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from miles_tui.core.dump.pt_guard import LoadBudget
-from miles_tui.core.dump.pt_zip import _StorageRecords, _StorageSpan
+from miles_tui.core.dump.pt.pt_guard import LoadBudget
+from miles_tui.core.dump.pt.pt_zip import _StorageRecords, _StorageSpan
 
 PLAIN_DTYPES: dict[str, np.dtype[Any]] = {
     name: np.dtype(name)

@@ -25,7 +25,7 @@ import re
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from miles_tui.core.dump.pt_guard import LoadBudget
+    from miles_tui.core.dump.pt.pt_guard import LoadBudget
 
 MAX_NESTING: Final = 500
 """Deepest tuple/record nesting a pickle may build (a dump's values nest fewer than ten deep)."""

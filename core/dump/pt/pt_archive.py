@@ -2,12 +2,12 @@
 
 A dump lives on a shared filesystem that other people can write to, and a
 pickle can run code when loaded, so this module is the only place a ``.pt`` is
-unpickled. It is the façade of its parts: :mod:`miles_tui.core.dump.pt_zip` reads and checks
-the zip container (never memory-mapped, never inflated), :mod:`miles_tui.core.dump.pt_guard`
+unpickled. It is the façade of its parts: :mod:`miles_tui.core.dump.pt.pt_zip` reads and checks
+the zip container (never memory-mapped, never inflated), :mod:`miles_tui.core.dump.pt.pt_guard`
 walks the pickle's opcodes before the unpickler runs them and holds the load's
-allocation budget (with :mod:`miles_tui.core.dump.pt_depth`, which bounds how deep values
-nest), :mod:`miles_tui.core.dump.pt_unpickle` runs the allow-list unpickler, and
-:mod:`miles_tui.core.dump.pt_numpy` / :mod:`miles_tui.core.dump.pt_builtins` build the values it allows.
+allocation budget (with :mod:`miles_tui.core.dump.pt.pt_depth`, which bounds how deep values
+nest), :mod:`miles_tui.core.dump.pt.pt_unpickle` runs the allow-list unpickler, and
+:mod:`miles_tui.core.dump.pt.pt_numpy` / :mod:`miles_tui.core.dump.pt.pt_builtins` build the values it allows.
 :func:`load_pt` and :func:`loads_pickle` are the entry points; every failure is
 a :class:`DumpLoadError` naming the file, never another exception.
 
@@ -28,10 +28,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from miles_tui.core.dump.pt_guard import LoadBudget, OpcodeGuard
-from miles_tui.core.dump.pt_numpy import LoadContext
-from miles_tui.core.dump.pt_unpickle import InertRecord, check_expansion, inert_class, unpickle
-from miles_tui.core.dump.pt_zip import _Archive, _RecordStream, _RecordWindow, _Source, _StorageRecords
+from miles_tui.core.dump.pt.pt_guard import LoadBudget, OpcodeGuard
+from miles_tui.core.dump.pt.pt_numpy import LoadContext
+from miles_tui.core.dump.pt.pt_unpickle import InertRecord, check_expansion, inert_class, unpickle
+from miles_tui.core.dump.pt.pt_zip import _Archive, _RecordStream, _RecordWindow, _Source, _StorageRecords
 from miles_tui.core.errors import CorruptFileError, DumpLoadError, UnreadableFileError
 from miles_tui.core.run_files import open_regular
 
@@ -61,7 +61,7 @@ def load_pt(path: Path | str, *, use_mmap: bool = True) -> Any:
     Raises :class:`UnsafePickleError` for a pickle that reaches for code or for
     a numpy value outside the plain table, and :class:`CorruptFileError` for
     anything that is not a complete archive or asks for more than its allowance
-    (:mod:`miles_tui.core.dump.pt_guard`). (Whether a failure means "still writing" is the
+    (:mod:`miles_tui.core.dump.pt.pt_guard`). (Whether a failure means "still writing" is the
     caller's call: it knows the file's age.) Records are read from the file as
     the pickle asks for them (``use_mmap``, the name kept from when they were
     mapped), or from the whole file read first (``use_mmap=False``).

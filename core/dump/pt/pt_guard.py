@@ -10,7 +10,7 @@ builtin makes (``bytes(n)``, ``set(...)``, ``range``). Going over refuses the
 file with a :class:`CorruptFileError` naming it.
 
 :class:`OpcodeGuard` reads every byte of the pickle before the C unpickler
-does (:mod:`miles_tui.core.dump.pt_zip` feeds it the record as it streams) and walks the
+does (:mod:`miles_tui.core.dump.pt.pt_zip` feeds it the record as it streams) and walks the
 opcodes: it refuses a memo index, a length or a frame that the pickle cannot
 back with its own bytes, an unknown opcode, or an over-long text argument, and
 charges what each opcode creates. What a pickle spells out itself (an int, a
@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from miles_tui.core.dump.pt_depth import NestingModel
+from miles_tui.core.dump.pt.pt_depth import NestingModel
 from miles_tui.core.errors import CorruptFileError
 
 BUDGET_FACTOR: Final = 8

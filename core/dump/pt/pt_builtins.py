@@ -21,7 +21,7 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
-from miles_tui.core.dump.pt_numpy import LoadContext, describe
+from miles_tui.core.dump.pt.pt_numpy import LoadContext, describe
 
 _MATERIAL = (list, tuple, set, frozenset, dict, str, bytes, bytearray, range)
 """Arguments a container may be built from: they exist already, so their length is paid for."""
@@ -142,7 +142,7 @@ make_list = _container(list, _SLOT, hashed=False)
 
 def make_tuple(ctx: LoadContext, iterable: Any = ()) -> tuple[Any, ...]:
     """``tuple()`` of plain scalars only: a tuple of containers would nest past what the guard follows
-    (:mod:`miles_tui.core.dump.pt_depth`); a pickle spells its tuples with opcodes, never with this call."""
+    (:mod:`miles_tui.core.dump.pt.pt_depth`); a pickle spells its tuples with opcodes, never with this call."""
     count = _length(iterable, "tuple")
     ctx.budget.charge(64 + _SLOT * count, f"tuple() of {count:,} elements")
     if not all(isinstance(item, _SCALARS) for item in iterable):

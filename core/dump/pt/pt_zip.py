@@ -4,7 +4,7 @@ Contract: :class:`_Archive` parses the central directory of the zip that
 ``torch.save`` writes (every record STORED, aligned, no encryption) and hands
 out its records: small ones whole (:meth:`_Archive.read`, CRC-32 checked), the
 pickle as a buffered stream (:meth:`_Archive.stream`) that never returns more
-than the record holds, shows every byte to an :class:`~miles_tui.core.dump.pt_guard.OpcodeGuard`
+than the record holds, shows every byte to an :class:`~miles_tui.core.dump.pt.pt_guard.OpcodeGuard`
 before the unpickler gets it, and checks the CRC-32 of the whole record when
 :meth:`_RecordStream.finish` is called; storage records by key
 (:class:`_StorageRecords`), read into memory the caller owns.
@@ -15,7 +15,7 @@ a short read and a clear error, never SIGBUS. It never inflates anything: a
 compressed or encrypted record, or a layout ``torch.save`` does not write, is
 refused with a :class:`CorruptFileError` naming the file ("not a torch.save
 archive (compressed entry ...)"). Truncation and damage raise
-:class:`zipfile.BadZipFile`, which :mod:`miles_tui.core.dump.pt_archive` turns into an error
+:class:`zipfile.BadZipFile`, which :mod:`miles_tui.core.dump.pt.pt_archive` turns into an error
 naming the file. Nothing here interprets the pickle.
 """
 
@@ -29,7 +29,7 @@ import zlib
 from pathlib import Path
 from typing import NamedTuple
 
-from miles_tui.core.dump.pt_guard import OpcodeGuard
+from miles_tui.core.dump.pt.pt_guard import OpcodeGuard
 from miles_tui.core.errors import CorruptFileError
 
 _EOCD = struct.Struct("<4s4H2LH")

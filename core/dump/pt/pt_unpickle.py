@@ -6,9 +6,9 @@ the pickle except an allow-list of builders of plain data:
 - tensors (``torch._utils._rebuild_tensor_v2``/``v3``, parameters) become
   read-only numpy arrays holding a copy of their elements, and numpy arrays,
   scalars and dtypes are rebuilt from checked numbers, never from numpy's own
-  ``__setstate__`` (:mod:`miles_tui.core.dump.pt_numpy`: plain numeric and bool dtypes only);
+  ``__setstate__`` (:mod:`miles_tui.core.dump.pt.pt_numpy`: plain numeric and bool dtypes only);
 - builtin containers and scalars through stand-ins that check their arguments
-  and charge their size first (:mod:`miles_tui.core.dump.pt_builtins`),
+  and charge their size first (:mod:`miles_tui.core.dump.pt.pt_builtins`),
   ``collections.OrderedDict``, ``datetime`` values;
 - any other class (the training framework's dataclasses such as ``RewardSpec``
   or ``AdapterRef``) becomes an :class:`InertRecord` holding its name, its
@@ -21,8 +21,8 @@ the pickle except an allow-list of builders of plain data:
 What the pickle gets back from a name is immutable (a builder, a token, a
 class that refuses new attributes), so one file cannot change how the next one
 loads. Every allocation is charged to the load's budget
-(:mod:`miles_tui.core.dump.pt_guard`). Other failures surface as the unpickler's own
-exceptions; :mod:`miles_tui.core.dump.pt_archive` turns them into an error naming the file.
+(:mod:`miles_tui.core.dump.pt.pt_guard`). Other failures surface as the unpickler's own
+exceptions; :mod:`miles_tui.core.dump.pt.pt_archive` turns them into an error naming the file.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ import pickle
 import sys
 from typing import IO, Any, ClassVar, cast
 
-from miles_tui.core.dump import pt_builtins, pt_numpy
-from miles_tui.core.dump.pt_guard import LoadBudget
-from miles_tui.core.dump.pt_numpy import LoadContext, NumpyRefused, Pending
+from miles_tui.core.dump.pt import pt_builtins, pt_numpy
+from miles_tui.core.dump.pt.pt_guard import LoadBudget
+from miles_tui.core.dump.pt.pt_numpy import LoadContext, NumpyRefused, Pending
 from miles_tui.core.errors import UnsafePickleError
 
 _STRICT_TOP_MODULES = frozenset({"torch", "numpy"}) | frozenset(sys.stdlib_module_names)
@@ -167,6 +167,7 @@ _ALLOWED: dict[tuple[str, str], Any] = {
     ("copyreg", "__newobj__"): _newobj,
     ("miles_tui.core.dump.pt_archive", "_rebuild_inert"): _rebuild_inert_checked,
     ("miles_tui.core.dump.pt_unpickle", "_rebuild_inert"): _rebuild_inert_checked,
+    ("miles_tui.core.dump.pt.pt_unpickle", "_rebuild_inert"): _rebuild_inert_checked,
     **{("builtins", name): build for name, build in pt_builtins.BUILTINS.items()},
     **{
         (module, name): build
