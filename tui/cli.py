@@ -69,7 +69,7 @@ class _VersionAction(argparse.Action):
 
 def _scanner_line() -> str:
     """Whether the compiled line scanner is in use: without it telemetry reads the same, several times slower."""
-    from miles_tui.core.telemetry import line_templates
+    from miles_tui.core.telemetry.metrics import line_templates
 
     if line_templates.AVAILABLE:
         return "line scanner: compiled (fast telemetry decoding)"

@@ -6,7 +6,7 @@ Contract:
   ``perf/``, ``eval/``, ``dump/``, everything else ``other``) and filtered by
   a pattern: a glob when it holds ``*``, ``?`` or ``[``, else a substring;
   case-insensitive; several space-separated terms match when any does.
-- Series are :class:`~miles_tui.core.telemetry.metrics.MetricSeries` (a run without
+- Series are :class:`~miles_tui.core.telemetry.metrics.metric_store.MetricSeries` (a run without
   ``metrics.jsonl`` gets ``dump/...`` series built from its step aggregates,
   against ``rollout_id``). :func:`in_step_order` makes a series plottable:
   points without a numeric step dropped, stably sorted by step (a resumed run

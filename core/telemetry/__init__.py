@@ -29,10 +29,10 @@ if TYPE_CHECKING:
     from miles_tui.core.telemetry.gpu_samples import lane_key as lane_key
     from miles_tui.core.telemetry.gpu_samples import natural_key as natural_key
     from miles_tui.core.telemetry.lane_phases import LanePhases as LanePhases
-    from miles_tui.core.telemetry.metric_export import write_metrics as write_metrics
-    from miles_tui.core.telemetry.metrics import MetricSeries as MetricSeries
-    from miles_tui.core.telemetry.metrics import MetricStore as MetricStore
-    from miles_tui.core.telemetry.metrics import export_metrics as export_metrics
+    from miles_tui.core.telemetry.metrics.metric_export import write_metrics as write_metrics
+    from miles_tui.core.telemetry.metrics.metric_store import MetricSeries as MetricSeries
+    from miles_tui.core.telemetry.metrics.metric_store import MetricStore as MetricStore
+    from miles_tui.core.telemetry.metrics.metric_store import export_metrics as export_metrics
     from miles_tui.core.telemetry.partitions import PartitionInfo as PartitionInfo
     from miles_tui.core.telemetry.phase_bands import BandKey as BandKey
     from miles_tui.core.telemetry.phase_bands import PhaseBand as PhaseBand
@@ -83,8 +83,8 @@ _EXPORTS = {
     ),
     "gpu_samples": ("GpuSamples", "IntArray", "Lane", "lane_key", "natural_key"),
     "lane_phases": ("LanePhases",),
-    "metric_export": ("write_metrics",),
-    "metrics": ("MetricSeries", "MetricStore", "export_metrics"),
+    "metrics.metric_export": ("write_metrics",),
+    "metrics.metric_store": ("MetricSeries", "MetricStore", "export_metrics"),
     "partitions": ("PartitionInfo",),
     "phase_bands": ("BandKey", "PhaseBand", "PhaseSpans", "phase_time"),
     "record_table": ("TAG_INT", "TAG_NONE", "TAG_OTHER", "TableArrays"),

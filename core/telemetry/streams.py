@@ -3,7 +3,7 @@
 Contract:
 
 - :class:`DashboardReader` reads ``meta.json`` (re-read whenever a resumed run
-  rewrites it), ``metrics.jsonl`` into a columnar :class:`~miles_tui.core.telemetry.metrics.MetricStore`,
+  rewrites it), ``metrics.jsonl`` into a columnar :class:`~miles_tui.core.telemetry.metrics.metric_store.MetricStore`,
   the hourly partitions ``{stream}/{YYYYMMDD_HH}.jsonl`` (UTC; phases by end
   hour) of phases, gpu_util, engine_series, trajectories and gpu_processes, an
   older flat ``{stream}.jsonl`` of those as one partition covering all time,
@@ -30,7 +30,7 @@ Contract:
   forgotten: its records are dropped and the delta carries a
   :class:`~miles_tui.core.tail.StreamReset` with reason ``removed``.
   back in the delta (file and byte offset), and reading goes on.
-- metrics.jsonl is followed by :class:`~miles_tui.core.telemetry.metric_stream.MetricStream`: the
+- metrics.jsonl is followed by :class:`~miles_tui.core.telemetry.metrics.metric_stream.MetricStream`: the
   same tail rule, decoded into columns (by ``parse_workers`` scanner threads
   for a long stretch, or as many processes when the scanner is not built, for
   that poll only) and cached in the user cache dir.
@@ -38,7 +38,7 @@ Contract:
   metrics.jsonl) are listed and read.
 - Never writes into the run; never sleeps or reads a clock but for a long
   metrics read's pauses between blocks (not ``headless``: see
-  :mod:`~miles_tui.core.telemetry.metric_stream`); the only threads it
+  :mod:`~miles_tui.core.telemetry.metrics.metric_stream`); the only threads it
   starts are a poll's own (the scanner's; with ``headless``, the store's
   appender; with ``save_in_background``, the cache writer, which
   :meth:`DashboardReader.wait_saved` waits for).
@@ -56,8 +56,8 @@ from typing import Any, Final, cast
 from miles_tui.core.errors import StreamError, UnreadableFileError
 from miles_tui.core.run_files import META_MAX_BYTES, os_error_message, read_json
 from miles_tui.core.tail import ReadHook, StreamReset, TailFile, TailRead
-from miles_tui.core.telemetry.metric_stream import MetricStream
-from miles_tui.core.telemetry.metrics import MetricStore
+from miles_tui.core.telemetry.metrics.metric_store import MetricStore
+from miles_tui.core.telemetry.metrics.metric_stream import MetricStream
 from miles_tui.core.telemetry.partitions import (
     COLUMNAR_STREAMS,
     HOUR_SECONDS,

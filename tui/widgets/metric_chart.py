@@ -1,7 +1,7 @@
 """A plotext line chart of one metric against its own step key: smoothing, log-y and a step cursor.
 
 Contract: the screen sets :attr:`MetricChart.series` (a core
-:class:`~miles_tui.core.telemetry.metrics.MetricSeries`), :attr:`MetricChart.view` (smoothing,
+:class:`~miles_tui.core.telemetry.metrics.metric_store.MetricSeries`), :attr:`MetricChart.view` (smoothing,
 log-y) and :attr:`MetricChart.cursor` (a step). At its own size the widget
 asks core for :func:`~miles_tui.core.analysis.metric_view.plot_data` (step order, EMA, log
 safety, min/max downsampling to the plot's width) and draws it

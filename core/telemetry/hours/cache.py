@@ -12,7 +12,7 @@ Contract:
   newline): their records as :class:`~.columns.Columns`, the malformed lines
   among them (at most :data:`KEPT_MALFORMED`, and their count), and any extra
   arrays the caller adds (a GPU stream's bucket summaries). Before use, the
-  first and last :data:`~miles_tui.core.telemetry.metric_workers.WINDOW` bytes
+  first and last :data:`~miles_tui.core.telemetry.metrics.metric_workers.WINDOW` bytes
   of ``[0, end)`` are hashed and compared: a file that shrank below ``end`` or
   whose covered bytes changed drops the entry.
 - Arrays are stored in the narrowest exact type (an int column as int8..int32,
@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from miles_tui.core import cache_dir
 from miles_tui.core.telemetry.hours.columns import SPECS, Columns
-from miles_tui.core.telemetry.metric_workers import WINDOW, Fingerprint
+from miles_tui.core.telemetry.metrics.metric_workers import WINDOW, Fingerprint
 from miles_tui.core.telemetry.record_table import TAG_OTHER
 
 FORMAT: Final = 6

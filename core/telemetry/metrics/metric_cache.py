@@ -8,7 +8,7 @@ Contract:
   in the same records share one file of record indices (a run's keys mostly
   come in a few such groups: a third of the entry, written once per group).
 - An entry covers the bytes ``[0, end)`` of the file (``end`` just after a
-  newline) and holds their records. Its :class:`~miles_tui.core.telemetry.metric_workers.Fingerprint`
+  newline) and holds their records. Its :class:`~miles_tui.core.telemetry.metrics.metric_workers.Fingerprint`
   (the first and the last 4 KB of those bytes, hashed) is checked against the
   file before the entry is used: a file that shrank below ``end`` or whose
   covered bytes changed (rewritten, replaced) drops the entry.
@@ -36,9 +36,9 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core import cache_dir
-from miles_tui.core.telemetry.metric_values import Values
-from miles_tui.core.telemetry.metric_workers import WINDOW, Fingerprint
-from miles_tui.core.telemetry.metrics import MetricStore, StoreColumns
+from miles_tui.core.telemetry.metrics.metric_store import MetricStore, StoreColumns
+from miles_tui.core.telemetry.metrics.metric_values import Values
+from miles_tui.core.telemetry.metrics.metric_workers import WINDOW, Fingerprint
 
 FORMAT: Final = 3
 """Bump when the layout changes: entries of another format are misses."""

@@ -2,7 +2,7 @@
 
 Contract:
 
-- Lines are decoded by :mod:`miles_tui.core.telemetry.metric_batch` (:func:`decode_metric_record`
+- Lines are decoded by :mod:`miles_tui.core.telemetry.metrics.metric_batch` (:func:`decode_metric_record`
   is the per-record rule); :class:`MetricStore` keeps every record in file
   order, columnar, as numpy arrays: per record its ts, step key and step; per
   metric key the record index and value of each point (a key may first appear
@@ -19,7 +19,7 @@ Contract:
   one-point keys took 1.4 GB.
 - :func:`export_metrics` is a pure function of a store's contents: the JSON of
   ``miles-tui export --metrics [KEY ...] [--x STEP_KEY]`` (cli.md);
-  :mod:`miles_tui.core.telemetry.metric_export` writes the same document as a stream.
+  :mod:`miles_tui.core.telemetry.metrics.metric_export` writes the same document as a stream.
 - Never formats or rounds a value; never touches the clock.
 """
 
@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.telemetry.metric_batch import MetricBatch, MetricRow, decode_metric_record, rows_to_batch
-from miles_tui.core.telemetry.metric_values import Values
+from miles_tui.core.telemetry.metrics.metric_batch import MetricBatch, MetricRow, decode_metric_record, rows_to_batch
+from miles_tui.core.telemetry.metrics.metric_values import Values
 
 __all__ = [
     "MAX_KEYS",
@@ -111,7 +111,7 @@ class _Grow:
 
 
 class _ValueColumn:
-    """Append-only raw values (see :class:`~miles_tui.core.telemetry.metric_batch.Values`)."""
+    """Append-only raw values (see :class:`~miles_tui.core.telemetry.metrics.metric_batch.Values`)."""
 
     __slots__ = ("ints", "num", "raw")
 

@@ -42,8 +42,8 @@ import orjson
 
 from miles_tui.core.errors import MilesTuiError
 from miles_tui.core.json_out import clean
-from miles_tui.core.telemetry.metric_values import Values
-from miles_tui.core.telemetry.metrics import MetricStore
+from miles_tui.core.telemetry.metrics.metric_store import MetricStore
+from miles_tui.core.telemetry.metrics.metric_values import Values
 
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 

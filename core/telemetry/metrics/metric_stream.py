@@ -4,7 +4,7 @@ Contract:
 
 - :meth:`MetricStream.poll` is the tail rule of :mod:`miles_tui.core.tail` (complete
   lines only, one transaction per poll, rewrite detection), with the lines
-  decoded into columns by :class:`~miles_tui.core.telemetry.metric_workers.MetricBlockDecoder`
+  decoded into columns by :class:`~miles_tui.core.telemetry.metrics.metric_workers.MetricBlockDecoder`
   (scanner threads or worker processes for a long stretch, stopped again before the poll returns).
   Without ``headless`` (the app), a long read pauses after each block as long
   as the block took: the UI's thread gets the GIL at least half of the time.
@@ -14,7 +14,7 @@ Contract:
   next one (in order, one at a time); the poll returns only once every block
   is in the store.
 - The first poll starts from the user cache when it holds this file's records
-  (:mod:`miles_tui.core.telemetry.metric_cache`): the tail then reads only the bytes after them.
+  (:mod:`miles_tui.core.telemetry.metrics.metric_cache`): the tail then reads only the bytes after them.
   A poll that has read enough new bytes (``cache_min_bytes`` in all, and an
   eighth more than the entry covers) writes the entry again. A rewritten file
   drops the store's records, as the tail rule says, and so its entry.
@@ -23,7 +23,7 @@ Contract:
   writes, which release the GIL); :meth:`MetricStream.wait_saved` waits for it,
   and the next poll waits before it reads. The thread writes views of the
   store's arrays, which appends never touch.
-- When the store first drops keys over its budget (:data:`~miles_tui.core.telemetry.metrics.MAX_KEYS`),
+- When the store first drops keys over its budget (:data:`~miles_tui.core.telemetry.metrics.metric_store.MAX_KEYS`),
   the poll's ``error`` names the file and says so (once: the budget stays hit).
 - Called by :class:`~miles_tui.core.telemetry.streams.DashboardReader` under its lock; never
   writes into the run.
@@ -42,10 +42,10 @@ from typing import Final
 from miles_tui.core.errors import StreamError
 from miles_tui.core.pacing import Pacer
 from miles_tui.core.tail import BLOCK_SIZE, ReadHook, TailFile, TailRead
-from miles_tui.core.telemetry import metric_cache
-from miles_tui.core.telemetry.metric_batch import MetricRow, decode_metric_record
-from miles_tui.core.telemetry.metric_workers import BLOCK_BYTES, MetricBlockDecoder
-from miles_tui.core.telemetry.metrics import MAX_KEYS, MetricStore
+from miles_tui.core.telemetry.metrics import metric_cache
+from miles_tui.core.telemetry.metrics.metric_batch import MetricRow, decode_metric_record
+from miles_tui.core.telemetry.metrics.metric_store import MAX_KEYS, MetricStore
+from miles_tui.core.telemetry.metrics.metric_workers import BLOCK_BYTES, MetricBlockDecoder
 
 CACHE_MIN_BYTES: Final = 4 << 20
 """Files shorter than this are not cached: reading them again costs milliseconds."""

@@ -4,7 +4,7 @@ Contract: :class:`Values` holds a column as decoded from metrics.jsonl (a float
 as a float, an integer within 2**53 as an integer, anything else exactly as
 parsed); :func:`values_of` builds one from parsed values; :func:`int_flags`
 finds the integers of a column and moves those a float64 cannot hold out of the numbers. Split from
-:mod:`~miles_tui.core.telemetry.metric_batch`, which decodes lines into batches of these.
+:mod:`~miles_tui.core.telemetry.metrics.metric_batch`, which decodes lines into batches of these.
 """
 
 from __future__ import annotations

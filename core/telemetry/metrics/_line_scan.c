@@ -1,6 +1,6 @@
 /* metrics.jsonl lines of a known template, read straight into numbers, without the GIL.
 
-Contract (the Python side, core/telemetry/line_templates.py, is the only caller):
+Contract (the Python side, core/telemetry/metrics/line_templates.py, is the only caller):
 
     scan(block, lo, hi, templates, kinds, starts, values, flags) -> (lines, numbers, next)
 

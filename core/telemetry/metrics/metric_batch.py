@@ -11,7 +11,7 @@ Contract:
   the ``NaN``/``Infinity``/``-Infinity`` literals miles writes with
   ``json.dumps`` (msgspec refuses them) is decoded by msgspec with each literal
   read as ``null`` and then set back, when that is provably what ``json.loads``
-  gives (:func:`~miles_tui.core.telemetry.metric_line.nonfinite_line`). Any other line msgspec refuses (a lone
+  gives (:func:`~miles_tui.core.telemetry.metrics.metric_line.nonfinite_line`). Any other line msgspec refuses (a lone
   surrogate, a BOM, a literal inside a string ...) is decoded with
   ``json.loads``, whose verdict stands: the result is always what
   ``json.loads`` gives.
@@ -40,9 +40,9 @@ import numpy.typing as npt
 from msgspec.structs import astuple
 
 from miles_tui.core.tail import _reason
-from miles_tui.core.telemetry.metric_line import decode_line, nonfinite_line
-from miles_tui.core.telemetry.metric_shapes import SHAPES, Shaped, Unshaped, names_of
-from miles_tui.core.telemetry.metric_values import EMPTY_VALUES, EXACT, BoolArray, Values, int_flags, values_of
+from miles_tui.core.telemetry.metrics.metric_line import decode_line, nonfinite_line
+from miles_tui.core.telemetry.metrics.metric_shapes import SHAPES, Shaped, Unshaped, names_of
+from miles_tui.core.telemetry.metrics.metric_values import EMPTY_VALUES, EXACT, BoolArray, Values, int_flags, values_of
 
 IndexArray = npt.NDArray[np.uint32]
 

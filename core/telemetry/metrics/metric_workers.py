@@ -5,7 +5,7 @@ Contract:
 - :class:`MetricBlockDecoder` is a :data:`miles_tui.core.tail.BlockDecoder` for
   ``metrics.jsonl`` (and has the tail's ``decode_prefix``: it reads
   ``data[:end]`` where it lies). The result is always that of
-  :func:`miles_tui.core.telemetry.metric_batch.decode_block` on the block.
+  :func:`miles_tui.core.telemetry.metrics.metric_batch.decode_block` on the block.
 - With the compiled line scanner (:data:`~.line_templates.AVAILABLE`), a
   block of at least ``parallel_bytes``
   goes through :func:`~.line_templates.scan_decode` in ``workers`` threads
@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Final
 
 from miles_tui.core.tail import MalformedLineError
-from miles_tui.core.telemetry import line_templates
-from miles_tui.core.telemetry.metric_batch import BadLine, MetricBatch, cut_lines, decode_block
+from miles_tui.core.telemetry.metrics import line_templates
+from miles_tui.core.telemetry.metrics.metric_batch import BadLine, MetricBatch, cut_lines, decode_block
 
 PARALLEL_BYTES: Final = 8 << 20
 """Blocks at least this long are decoded by worker processes (when there are workers)."""

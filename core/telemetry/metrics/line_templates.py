@@ -37,12 +37,12 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.telemetry.metric_batch import BadLine, KeyPoints, MetricBatch, cut_lines, decode_block
-from miles_tui.core.telemetry.metric_values import Values
+from miles_tui.core.telemetry.metrics.metric_batch import BadLine, KeyPoints, MetricBatch, cut_lines, decode_block
+from miles_tui.core.telemetry.metrics.metric_values import Values
 
 _scan: Callable[..., tuple[int, int, int]] | None
 try:
-    from miles_tui.core.telemetry._line_scan import scan as _scan
+    from miles_tui.core.telemetry.metrics._line_scan import scan as _scan
 except ImportError:  # not built: the general decoder does all the work
     _scan = None
 
