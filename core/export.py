@@ -24,10 +24,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
+from miles_tui.core.base.errors import CorruptFileError, MetricNotFoundError, StepNotFoundError
+from miles_tui.core.base.inert_text import inert
+from miles_tui.core.base.json_out import clean
 from miles_tui.core.dump import ROW_COLUMNS, Run, RunDir, StepSummary
-from miles_tui.core.errors import CorruptFileError, MetricNotFoundError, StepNotFoundError
-from miles_tui.core.inert_text import inert
-from miles_tui.core.json_out import clean
 
 if TYPE_CHECKING:
     from miles_tui.core.dump import OpenStep
@@ -47,10 +47,10 @@ def metrics_export(run_dir: Path, keys: list[str] | None, x_key: str | None) -> 
     """The ``--metrics [KEY ...] [--x STEP_KEY]`` document, read once from ``RUN_DIR/dashboard/``.
 
     A run without a dashboard folder has no metrics: ``{"metrics": {}}``. A key
-    (or ``x_key``) the run never logged raises :class:`~miles_tui.core.errors.MetricNotFoundError`
+    (or ``x_key``) the run never logged raises :class:`~miles_tui.core.base.errors.MetricNotFoundError`
     naming it (a mistyped key must not look like an empty series); a known key
     never logged against ``x_key`` gets empty lists. A missing or unusable
-    RUN_DIR raises :class:`~miles_tui.core.errors.RunDirError`.
+    RUN_DIR raises :class:`~miles_tui.core.base.errors.RunDirError`.
     """
     from miles_tui.core.telemetry import export_metrics
 
@@ -95,7 +95,7 @@ def _long_export_memory() -> None:
     glibc maps each afresh and unmaps it when freed, so every page is faulted in again (on a 2-core VM: 374k page
     faults and 10.2 s for 2M lines, against 151k and 8.7 s kept; the peak RSS does not change). Only where the C
     library is glibc; values fit a C int (a bigger one would wrap). (numpy's huge pages are turned off for every
-    command at its start: :mod:`miles_tui.core.memory_settings`.)
+    command at its start: :mod:`miles_tui.core.base.memory_settings`.)
     """
     if platform.libc_ver()[0] != "glibc":
         return
@@ -251,12 +251,12 @@ def conversation_export(run: Run, rollout_id: int, evaluation: bool, sample_inde
     screen's conversation view shows), from ``trajectory/{rid}.jsonl``.
 
     A step that is not visible, a step without a sidecar and a sample the sidecar does not hold each raise
-    :class:`~miles_tui.core.errors.StepNotFoundError` naming what is missing; a sidecar that cannot be read
-    (permissions, not a regular file, over its cap) raises :class:`~miles_tui.core.errors.UnreadableFileError`
+    :class:`~miles_tui.core.base.errors.StepNotFoundError` naming what is missing; a sidecar that cannot be read
+    (permissions, not a regular file, over its cap) raises :class:`~miles_tui.core.base.errors.UnreadableFileError`
     saying why, never "no conversation recorded".
     """
+    from miles_tui.core.base.errors import StepNotFoundError
     from miles_tui.core.dump import conversation_document, read_sidecar, sidecar_path
-    from miles_tui.core.errors import StepNotFoundError
 
     ids = run.step_ids(now)
     if rollout_id not in (ids.evaluation if evaluation else ids.train):
@@ -268,7 +268,7 @@ def conversation_export(run: Run, rollout_id: int, evaluation: bool, sample_inde
         raise StepNotFoundError("no such file: the run recorded no conversations for this step", path)
     conversation = sidecar.conversations.get(sample_index)
     if conversation is None and sidecar.problem is not None:  # unreadable is not "none recorded"
-        from miles_tui.core.errors import UnreadableFileError
+        from miles_tui.core.base.errors import UnreadableFileError
 
         prefix = f"{sidecar.path}: "
         problem = sidecar.problem[len(prefix) :] if sidecar.problem.startswith(prefix) else sidecar.problem

@@ -30,9 +30,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from miles_tui.core.base.errors import StreamError
+from miles_tui.core.base.tail import ReadHook, StreamReset
 from miles_tui.core.dump import RunDir, RunScanner, StepIds, StepKey
-from miles_tui.core.errors import StreamError
-from miles_tui.core.tail import ReadHook, StreamReset
 from miles_tui.core.telemetry import OPEN_T1, DashboardReader, MetricStore, Phase, RunMeta, StreamRecord
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, open_markers
 from miles_tui.core.telemetry.hours.store import HourStore

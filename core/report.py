@@ -41,10 +41,10 @@ from miles_tui.core.analysis.advisories import worst_level
 from miles_tui.core.analysis.engine_advisories import engine_figures, figures_from_digests
 from miles_tui.core.analysis.phase_markers import open_phase_count
 from miles_tui.core.analysis.stream_advisories import TelemetryFacts, step_times, telemetry_advisories
+from miles_tui.core.base.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
+from miles_tui.core.base.inert_text import inert
+from miles_tui.core.base.tail import StreamReset
 from miles_tui.core.dump import Run, StepSummary
-from miles_tui.core.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
-from miles_tui.core.inert_text import inert
-from miles_tui.core.tail import StreamReset
 from miles_tui.core.telemetry import DashboardReader, RunMeta
 from miles_tui.core.telemetry.hours.engine_columns import engine_table
 from miles_tui.core.telemetry.hours.store import HourStore

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.lazy_exports import homes
+from miles_tui.core.base.lazy_exports import homes
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("miles_tui.core.dump", "miles_tui.core.telemetry", "miles_tui.core.analysis", "miles_tui.core.synth")

@@ -5,7 +5,7 @@ The app owns the :class:`RunWatcher` (all reads of the run) and the
 model and forward the message to every screen on the stack.
 
 Strings from the run are made inert where they become text
-(:func:`miles_tui.core.inert_text.inert`); the app adds :class:`InertLineFilter` to
+(:func:`miles_tui.core.base.inert_text.inert`); the app adds :class:`InertLineFilter` to
 Textual's line filters, so a control character a view let through is removed
 from the drawn line before anything reaches the terminal.
 
@@ -39,8 +39,8 @@ from miles_tui.core.analysis import Advisory, Level, run_health
 from miles_tui.core.analysis.advisories import step_advisories
 from miles_tui.core.analysis.advisory_log import merged, step_history
 from miles_tui.core.analysis.health import run_name
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import Run, StepKey
-from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import TelemetryColumns
 from miles_tui.core.telemetry.streams import read_meta
 from miles_tui.tui import gc_policy

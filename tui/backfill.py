@@ -23,8 +23,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
+from miles_tui.core.base.errors import MilesTuiError, StillWritingError
 from miles_tui.core.dump import Run, StepFiles, StepKey, StepSummary, decode_summary, encode_summary
-from miles_tui.core.errors import MilesTuiError, StillWritingError
 
 HELPER_NICENESS = 10
 """Helpers yield the CPU to the monitor itself."""

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from miles_tui.core.errors import MilesTuiError, RunDirError, StillWritingError
-from miles_tui.core.inert_text import inert
-from miles_tui.core.memory_settings import no_huge_pages
+from miles_tui.core.base.errors import MilesTuiError, RunDirError, StillWritingError
+from miles_tui.core.base.inert_text import inert
+from miles_tui.core.base.memory_settings import no_huge_pages
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -216,7 +216,7 @@ def _monitor_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# -- cache flags (every command): core/cache_dir.py holds the switch and the cap -------------------------
+# -- cache flags (every command): core/base/cache_dir.py holds the switch and the cap -------------------------
 
 
 def _cache_flags(parser: argparse.ArgumentParser) -> None:
@@ -232,7 +232,7 @@ def _cache_flags(parser: argparse.ArgumentParser) -> None:
 
 def _with_cache_flags(action: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
     """Run a command with its --no-cache/--cache-max in force (restored after, for in-process callers)."""
-    from miles_tui.core import cache_dir
+    from miles_tui.core.base import cache_dir
 
     try:
         cap = None if args.cache_max is None else cache_dir.parse_size(args.cache_max)

@@ -22,7 +22,7 @@ from rich.style import Style
 from rich.text import Text
 
 from miles_tui.core.analysis import ComputeView, FleetSummary, LaneHealth, Liveness
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import BandKey, Frame, Lane, PhaseBand
 from miles_tui.tui.formatting import MISSING, duration
 from miles_tui.tui.renderers.heat_strip import time_axis

@@ -20,8 +20,8 @@ import unicodedata
 from rich.text import Text
 
 from miles_tui.core.analysis import Level
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import PER_TOKEN_STATISTICS, SampleRow
-from miles_tui.core.inert_text import inert
 
 MISSING = "–"
 CELL_MAX_CHARS = 256

@@ -24,8 +24,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 
 from miles_tui.core.analysis import Advisory
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import OpenStep, Run, StepKey
-from miles_tui.core.inert_text import inert
 from miles_tui.tui import gc_policy
 from miles_tui.tui.screens.help_screen import HelpScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen

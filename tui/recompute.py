@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 
 from textual.widget import Widget
 
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 
 V = TypeVar("V")
 

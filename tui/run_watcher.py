@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from miles_tui.core.analysis import Advisory, UnreadableStep, dump_advisories, quiet_after
+from miles_tui.core.base.errors import MilesTuiError, StillWritingError
 from miles_tui.core.dump import (
     ColumnRows,
     OpenStep,
@@ -39,7 +40,6 @@ from miles_tui.core.dump import (
     StepKey,
     StepSummary,
 )
-from miles_tui.core.errors import MilesTuiError, StillWritingError
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.telemetry import RunMeta
 from miles_tui.tui import gc_policy

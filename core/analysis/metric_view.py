@@ -33,8 +33,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from miles_tui.core.base.pacing import Pacer
 from miles_tui.core.dump import StepAggregate
-from miles_tui.core.pacing import Pacer
 from miles_tui.core.telemetry import MetricSeries, MetricStore
 
 FloatArray = npt.NDArray[np.float64]

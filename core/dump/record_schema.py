@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.errors import CorruptFileError
+from miles_tui.core.base.errors import CorruptFileError
 
 MAX_CP_SIZE = 4096
 """Largest context-parallel size accepted in a train file (real runs use at most a few dozen)."""

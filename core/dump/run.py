@@ -18,12 +18,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from miles_tui.core.base.errors import MilesTuiError, StepNotFoundError, StillWritingError
 from miles_tui.core.dump.parsed_files import ParsedFiles
 from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, StepIds, StepKey, TrainFile
 from miles_tui.core.dump.step_summary import ProblemKind, StepSummary
 from miles_tui.core.dump.summary_cache import cache_refusal, load_summary, store_summary
 from miles_tui.core.dump.tokenizer import Detokenizer
-from miles_tui.core.errors import MilesTuiError, StepNotFoundError, StillWritingError
 
 if TYPE_CHECKING:
     from miles_tui.core.dump.step import OpenStep

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from miles_tui.core.errors import (
+from miles_tui.core.base.errors import (
     CorruptFileError,
     DumpLoadError,
     RunDirError,

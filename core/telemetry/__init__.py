@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from miles_tui.core.lazy_exports import lazy_getattr, public_names
+from miles_tui.core.base.lazy_exports import lazy_getattr, public_names
 
 if TYPE_CHECKING:
     from miles_tui.core.telemetry.engine_series import ABORTED as ABORTED

@@ -10,7 +10,7 @@ Contract:
   and the flat topology.jsonl and data_buffer.jsonl.
 - :meth:`DashboardReader.poll` returns only what is new since the last poll.
   It is one transaction under the reader's ``threading.Lock``, and every file
-  follows the tail rule of :mod:`miles_tui.core.tail`, so polls from several threads (or
+  follows the tail rule of :mod:`miles_tui.core.base.tail`, so polls from several threads (or
   asyncio tasks via ``asyncio.to_thread``) never duplicate or drop a record.
   New hourly files are picked up as they appear. A poll that finds nothing
   lists the stream folders and stats the followed files; it reads no file.
@@ -22,13 +22,13 @@ Contract:
   query never parses an hour outside the window.
 - Problems are values, not exceptions: malformed lines and rewritten files come
   back in the delta (file and byte offset), and reading goes on. meta.json is
-  read through :mod:`miles_tui.core.run_files` (a regular file of at most
+  read through :mod:`miles_tui.core.base.run_files` (a regular file of at most
   ``META_MAX_BYTES``, JSON of sane depth); otherwise the previous meta is kept
   and the problem reported. A folder or entry that cannot be followed (a
   symbolic link loop, permissions) is a problem said once; the rest goes on.
 - A stream file that is no longer listed (``rm -rf RUN_DIR`` and a restart) is
   forgotten: its records are dropped and the delta carries a
-  :class:`~miles_tui.core.tail.StreamReset` with reason ``removed``.
+  :class:`~miles_tui.core.base.tail.StreamReset` with reason ``removed``.
   back in the delta (file and byte offset), and reading goes on.
 - metrics.jsonl is followed by :class:`~miles_tui.core.telemetry.metrics.metric_stream.MetricStream`: the
   same tail rule, decoded into columns (by ``parse_workers`` scanner threads
@@ -53,9 +53,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
 
-from miles_tui.core.errors import StreamError, UnreadableFileError
-from miles_tui.core.run_files import META_MAX_BYTES, os_error_message, read_json
-from miles_tui.core.tail import ReadHook, StreamReset, TailFile, TailRead
+from miles_tui.core.base.errors import StreamError, UnreadableFileError
+from miles_tui.core.base.run_files import META_MAX_BYTES, os_error_message, read_json
+from miles_tui.core.base.tail import ReadHook, StreamReset, TailFile, TailRead
 from miles_tui.core.telemetry.metrics.metric_store import MetricStore
 from miles_tui.core.telemetry.metrics.metric_stream import MetricStream
 from miles_tui.core.telemetry.partitions import (
@@ -107,7 +107,7 @@ class StreamsDelta:
     meta_changed: bool
     """Whether meta.json was (re-)read by this poll."""
     problems: tuple[StreamError, ...]
-    """Found since the last poll: malformed lines (:class:`~miles_tui.core.tail.MalformedLineError`, with byte
+    """Found since the last poll: malformed lines (:class:`~miles_tui.core.base.tail.MalformedLineError`, with byte
     offset), an unparsable meta.json, a stream file that cannot be read."""
     resets: tuple[StreamReset, ...]
     """Files found rewritten: their old records were dropped and they were read again from 0."""

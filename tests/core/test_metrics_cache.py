@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from miles_tui.core import cache_dir
+from miles_tui.core.base import cache_dir
 from miles_tui.core.telemetry import DashboardReader
 from miles_tui.core.telemetry.metrics import metric_cache
 

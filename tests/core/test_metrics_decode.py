@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.json_out import clean
-from miles_tui.core.tail import TailFile
+from miles_tui.core.base.json_out import clean
+from miles_tui.core.base.tail import TailFile
 from miles_tui.core.telemetry import DashboardReader, MetricStore, export_metrics, write_metrics
 from miles_tui.core.telemetry.metrics import line_templates
 from miles_tui.core.telemetry.metrics.metric_batch import (
@@ -341,7 +341,7 @@ def test_a_reader_appending_behind_holds_what_a_plain_reader_holds(
 def test_a_long_read_beside_a_ui_pauses_between_blocks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, headless: bool
 ) -> None:
-    from miles_tui.core import pacing
+    from miles_tui.core.base import pacing
     from miles_tui.core.telemetry.metrics import metric_stream
 
     monkeypatch.setattr(metric_stream, "LONG_BLOCK_BYTES", 1)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from miles_tui.core.errors import MetricNotFoundError, RunDirError
+from miles_tui.core.base.errors import MetricNotFoundError, RunDirError
 from miles_tui.core.export import metrics_export
 from miles_tui.tui.cli import main
 from tests.conftest import GOLDEN, stamp

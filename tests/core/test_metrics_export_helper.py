@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from miles_tui.core.errors import MilesTuiError
+from miles_tui.core.base.errors import MilesTuiError
 from miles_tui.core.telemetry import MetricStore, write_metrics
 from miles_tui.core.telemetry.metrics import metric_export
 from miles_tui.core.telemetry.metrics.metric_batch import decode_block

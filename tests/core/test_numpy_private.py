@@ -1,4 +1,4 @@
-"""What miles-tui takes from numpy's private API still exists and behaves as relied on (core/numpy_private.py)."""
+"""What miles-tui takes from numpy's private API still exists and behaves as relied on (core/base/numpy_private.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from miles_tui.core.numpy_private import MULTIARRAY_MODULES, madvise_hugepage_setter
+from miles_tui.core.base.numpy_private import MULTIARRAY_MODULES, madvise_hugepage_setter
 
 
 def test_the_hugepage_setter_is_found_once_numpy_is_imported() -> None:
@@ -32,7 +32,7 @@ def test_the_setter_switches_the_advice_and_returns_the_old_one() -> None:
 
 def test_without_numpy_nothing_is_imported() -> None:
     code = (
-        "import sys; from miles_tui.core.numpy_private import madvise_hugepage_setter as s; "
+        "import sys; from miles_tui.core.base.numpy_private import madvise_hugepage_setter as s; "
         "print(s() is None, 'numpy' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

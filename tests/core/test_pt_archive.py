@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from miles_tui.core.base.errors import CorruptFileError, UnsafePickleError
 from miles_tui.core.dump.pt.pt_archive import load_pt, loads_pickle
 from miles_tui.core.dump.pt.pt_unpickle import InertRecord
-from miles_tui.core.errors import CorruptFileError, UnsafePickleError
 
 torch = pytest.importorskip("torch", reason="these tests check compatibility with torch.save")
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from miles_tui.core.base.tail import MalformedLineError
 from miles_tui.core.follow import RunFollower
-from miles_tui.core.tail import MalformedLineError
 from miles_tui.core.telemetry.stream_records import GpuUtil
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

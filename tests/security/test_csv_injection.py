@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import Run
 from miles_tui.core.export import csv_cell, rows_csv
-from miles_tui.core.inert_text import inert
 from tests.conftest import EPOCH
 from tests.security.test_mistyped_fields import _cli, _edit_sample, _run
 

@@ -30,7 +30,7 @@ from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis import FLEET_LANES, ComputeView, LaneSelection, nodes_of, sampling_interval, select_lanes
 from miles_tui.core.analysis.compute_view import compute_view
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import (
     PAN_FRACTION,
     ZOOM_FACTOR,

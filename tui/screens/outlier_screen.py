@@ -36,8 +36,8 @@ from miles_tui.core.analysis import (
     sample_outliers,
     step_outliers,
 )
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import OpenStep, StepKey, StepSummary
-from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import UNREAD_STYLE
 from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.outlier_rows import (

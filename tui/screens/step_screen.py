@@ -19,9 +19,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Label
 
+from miles_tui.core.base.errors import StillWritingError
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import GroupRow, SampleRow, StepKey, StepSummary
-from miles_tui.core.errors import StillWritingError
-from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import number, percent
 from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.messages import StepsSummarized

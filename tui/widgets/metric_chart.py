@@ -33,7 +33,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from miles_tui.core.analysis import ChartSeries, PlotData, PointAt, plot_data, value_at
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 from miles_tui.tui.formatting import MISSING, number
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.renderers.plot import int_ticks, step_tick, tick_labels, y_ticks

@@ -22,7 +22,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from miles_tui.core.analysis import RunState
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 from miles_tui.tui.formatting import date_time, duration
 from miles_tui.tui.run_model import RunModel
 

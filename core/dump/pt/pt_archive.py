@@ -28,12 +28,12 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from miles_tui.core.base.errors import CorruptFileError, DumpLoadError, UnreadableFileError
+from miles_tui.core.base.run_files import open_regular
 from miles_tui.core.dump.pt.pt_guard import LoadBudget, OpcodeGuard
 from miles_tui.core.dump.pt.pt_numpy import LoadContext
 from miles_tui.core.dump.pt.pt_unpickle import InertRecord, check_expansion, inert_class, unpickle
 from miles_tui.core.dump.pt.pt_zip import _Archive, _RecordStream, _RecordWindow, _Source, _StorageRecords
-from miles_tui.core.errors import CorruptFileError, DumpLoadError, UnreadableFileError
-from miles_tui.core.run_files import open_regular
 
 __all__ = ["InertRecord", "inert_class", "load_pt", "loads_pickle"]
 

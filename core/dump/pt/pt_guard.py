@@ -27,8 +27,8 @@ import sys
 from pathlib import Path
 from typing import Final
 
+from miles_tui.core.base.errors import CorruptFileError
 from miles_tui.core.dump.pt.pt_depth import NestingModel
-from miles_tui.core.errors import CorruptFileError
 
 BUDGET_FACTOR: Final = 8
 """Bytes a load may allocate per byte of its archive, beyond what the pickle spells out."""

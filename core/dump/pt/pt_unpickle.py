@@ -34,10 +34,10 @@ import pickle
 import sys
 from typing import IO, Any, ClassVar, cast
 
+from miles_tui.core.base.errors import UnsafePickleError
 from miles_tui.core.dump.pt import pt_builtins, pt_numpy
 from miles_tui.core.dump.pt.pt_guard import LoadBudget
 from miles_tui.core.dump.pt.pt_numpy import LoadContext, NumpyRefused, Pending
-from miles_tui.core.errors import UnsafePickleError
 
 _STRICT_TOP_MODULES = frozenset({"torch", "numpy"}) | frozenset(sys.stdlib_module_names)
 _INERT_CACHE_LIMIT = 4096

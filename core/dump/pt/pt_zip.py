@@ -29,8 +29,8 @@ import zlib
 from pathlib import Path
 from typing import NamedTuple
 
+from miles_tui.core.base.errors import CorruptFileError
 from miles_tui.core.dump.pt.pt_guard import OpcodeGuard
-from miles_tui.core.errors import CorruptFileError
 
 _EOCD = struct.Struct("<4s4H2LH")
 _ZIP64_LOCATOR = struct.Struct("<4sLQL")

@@ -2,7 +2,7 @@
 
 Contract:
 
-- An hour has two entries under :func:`miles_tui.core.cache_dir.cache_root`
+- An hour has two entries under :func:`miles_tui.core.base.cache_dir.cache_root`
   (never in the run), each a folder with a ``manifest.json``: ``partitions/KEY/``
   its columns (one ``.npy`` per array) and ``partition-summaries/KEY/`` its
   summaries (one packed file): the cap trims the columns of hours no window
@@ -41,7 +41,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core import cache_dir
+from miles_tui.core.base import cache_dir
 from miles_tui.core.telemetry.hours.columns import SPECS, Columns
 from miles_tui.core.telemetry.metrics.metric_workers import WINDOW, Fingerprint
 from miles_tui.core.telemetry.record_table import TAG_OTHER

@@ -10,7 +10,7 @@ Contract:
   partition outside the request is known by its name, never opened.
 - A partition is restored from its cache entry (:mod:`.cache`) when the entry
   still covers the file's bytes, then followed with the tail rule
-  (:class:`~miles_tui.core.tail.TailFile`: complete lines only, rewrites reset
+  (:class:`~miles_tui.core.base.tail.TailFile`: complete lines only, rewrites reset
   it); only the bytes after what is known are decoded (:func:`.columns.decode`).
   A partition that grew is saved again once it grew by :data:`RESAVE_BYTES` (or
   an eighth), or at once when settled (an hour before its stream's newest).
@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from miles_tui.core import cache_dir
-from miles_tui.core.errors import StreamError
-from miles_tui.core.run_files import os_error_message
-from miles_tui.core.tail import MalformedLineError, ReadHook, TailFile
+from miles_tui.core.base import cache_dir
+from miles_tui.core.base.errors import StreamError
+from miles_tui.core.base.run_files import os_error_message
+from miles_tui.core.base.tail import MalformedLineError, ReadHook, TailFile
 from miles_tui.core.telemetry.hours import cache
 from miles_tui.core.telemetry.hours.columns import Columns, concat, empty
 from miles_tui.core.telemetry.hours.decode import decode

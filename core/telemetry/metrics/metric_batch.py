@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 from msgspec.structs import astuple
 
-from miles_tui.core.tail import _reason
+from miles_tui.core.base.tail import _reason
 from miles_tui.core.telemetry.metrics.metric_line import decode_line, nonfinite_line
 from miles_tui.core.telemetry.metrics.metric_shapes import SHAPES, Shaped, Unshaped, names_of
 from miles_tui.core.telemetry.metrics.metric_values import EMPTY_VALUES, EXACT, BoolArray, Values, int_flags, values_of

@@ -2,7 +2,7 @@
 
 Contract:
 
-- An entry is the folder ``metrics/KEY/`` under :func:`miles_tui.core.cache_dir.cache_root`
+- An entry is the folder ``metrics/KEY/`` under :func:`miles_tui.core.base.cache_dir.cache_root`
   (never in the run): ``manifest.json`` and one ``.npy`` per array. KEY hashes
   the file's identity: its absolute path, ``st_dev`` and ``st_ino``. Keys logged
   in the same records share one file of record indices (a run's keys mostly
@@ -16,8 +16,8 @@ Contract:
   array's type, length and range is checked; an entry that fails any check is
   dropped, never trusted.
 - Writes are atomic (a temporary folder, renamed into place) and best effort;
-  nothing is read or written when :func:`miles_tui.core.cache_dir.enabled` is False;
-  writes count against the cache's size cap (:func:`miles_tui.core.cache_dir.note_write`).
+  nothing is read or written when :func:`miles_tui.core.base.cache_dir.enabled` is False;
+  writes count against the cache's size cap (:func:`miles_tui.core.base.cache_dir.note_write`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core import cache_dir
+from miles_tui.core.base import cache_dir
 from miles_tui.core.telemetry.metrics.metric_store import MetricStore, StoreColumns
 from miles_tui.core.telemetry.metrics.metric_values import Values
 from miles_tui.core.telemetry.metrics.metric_workers import WINDOW, Fingerprint

@@ -20,7 +20,7 @@ Contract:
   handing the turn over through pipes. The document is the same, byte for byte.
   A helper that stops before writing a key leaves that key and the rest to this
   process; one that stops while writing a key raises
-  :class:`~miles_tui.core.errors.MilesTuiError` (the output is incomplete).
+  :class:`~miles_tui.core.base.errors.MilesTuiError` (the output is incomplete).
   An output closed by its reader raises ``BrokenPipeError`` from either process's
   write, as without a helper.
   The helper never returns into the caller's code: it ends with ``os._exit``.
@@ -40,8 +40,8 @@ from typing import IO, Any
 import numpy as np
 import orjson
 
-from miles_tui.core.errors import MilesTuiError
-from miles_tui.core.json_out import clean
+from miles_tui.core.base.errors import MilesTuiError
+from miles_tui.core.base.json_out import clean
 from miles_tui.core.telemetry.metrics.metric_store import MetricStore
 from miles_tui.core.telemetry.metrics.metric_values import Values
 

@@ -2,7 +2,7 @@
 
 Contract:
 
-- :meth:`MetricStream.poll` is the tail rule of :mod:`miles_tui.core.tail` (complete
+- :meth:`MetricStream.poll` is the tail rule of :mod:`miles_tui.core.base.tail` (complete
   lines only, one transaction per poll, rewrite detection), with the lines
   decoded into columns by :class:`~miles_tui.core.telemetry.metrics.metric_workers.MetricBlockDecoder`
   (scanner threads or worker processes for a long stretch, stopped again before the poll returns).
@@ -39,9 +39,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Final
 
-from miles_tui.core.errors import StreamError
-from miles_tui.core.pacing import Pacer
-from miles_tui.core.tail import BLOCK_SIZE, ReadHook, TailFile, TailRead
+from miles_tui.core.base.errors import StreamError
+from miles_tui.core.base.pacing import Pacer
+from miles_tui.core.base.tail import BLOCK_SIZE, ReadHook, TailFile, TailRead
 from miles_tui.core.telemetry.metrics import metric_cache
 from miles_tui.core.telemetry.metrics.metric_batch import MetricRow, decode_metric_record
 from miles_tui.core.telemetry.metrics.metric_store import MAX_KEYS, MetricStore

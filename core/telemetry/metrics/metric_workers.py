@@ -2,7 +2,7 @@
 
 Contract:
 
-- :class:`MetricBlockDecoder` is a :data:`miles_tui.core.tail.BlockDecoder` for
+- :class:`MetricBlockDecoder` is a :data:`miles_tui.core.base.tail.BlockDecoder` for
   ``metrics.jsonl`` (and has the tail's ``decode_prefix``: it reads
   ``data[:end]`` where it lies). The result is always that of
   :func:`miles_tui.core.telemetry.metrics.metric_batch.decode_block` on the block.
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from miles_tui.core.tail import MalformedLineError
+from miles_tui.core.base.tail import MalformedLineError
 from miles_tui.core.telemetry.metrics import line_templates
 from miles_tui.core.telemetry.metrics.metric_batch import BadLine, MetricBatch, cut_lines, decode_block
 

@@ -3,7 +3,7 @@
 - ``numpy._core.multiarray._set_madvise_hugepage`` (numpy 2; ``numpy.core.multiarray``
   in numpy 1): turns numpy's transparent-huge-page advice off in a process that
   has already imported numpy (``NUMPY_MADVISE_HUGEPAGE``, the documented switch,
-  is read only at numpy's import). Used by :mod:`miles_tui.core.memory_settings`.
+  is read only at numpy's import). Used by :mod:`miles_tui.core.base.memory_settings`.
 
 Imports nothing: numpy's modules are looked up only if numpy is already imported.
 A numpy release that renames or moves the setter fails the pinning test (not the

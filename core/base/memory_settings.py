@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Final
 
-from miles_tui.core.numpy_private import madvise_hugepage_setter
+from miles_tui.core.base.numpy_private import madvise_hugepage_setter
 
 HUGE_PAGES_ENV: Final = "NUMPY_MADVISE_HUGEPAGE"
 

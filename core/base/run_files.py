@@ -12,7 +12,7 @@ Contract:
   never blocks a read anyway, and a pseudo-file that passes for a regular one
   (``/proc/kmsg``: size 0, its read waits for the kernel) fails with ``EAGAIN``
   instead of hanging the reader. A symbolic link loop, a FIFO, socket, device or
-  directory is an :class:`~miles_tui.core.errors.UnreadableFileError` naming the file.
+  directory is an :class:`~miles_tui.core.base.errors.UnreadableFileError` naming the file.
   A missing file stays ``FileNotFoundError`` (absent is the caller's call);
   other ``OSError`` (permissions, I/O) pass through.
 - :func:`read_capped` reads a file that should be small, never more than
@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import IO, Any, Final
 
-from miles_tui.core.errors import UnreadableFileError
+from miles_tui.core.base.errors import UnreadableFileError
 
 MAX_JSON_DEPTH: Final = 64
 """Nesting a JSON document of the run may have (miles writes a handful of levels); deeper is malformed."""

@@ -35,7 +35,7 @@ Contract:
   ``stat``; it never opens it. One that finds it changed re-reads the two
   fingerprint windows (two small ``pread``) before reading on. A missing file
   is an empty one.
-- Only regular files are read (:func:`miles_tui.core.run_files.open_regular`): a FIFO,
+- Only regular files are read (:func:`miles_tui.core.base.run_files.open_regular`): a FIFO,
   device or symbolic link loop is the poll's ``error``, reported once until it
   changes, and never blocks a poll.
 - Never writes, sleeps or starts threads; never formats values.
@@ -52,8 +52,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Generic, Literal, TypeVar
 
-from miles_tui.core.errors import MilesTuiError, StreamError, UnreadableFileError
-from miles_tui.core.run_files import checked_int, open_regular_fd, refusal, refusal_for
+from miles_tui.core.base.errors import MilesTuiError, StreamError, UnreadableFileError
+from miles_tui.core.base.run_files import checked_int, open_regular_fd, refusal, refusal_for
 
 T = TypeVar("T")
 

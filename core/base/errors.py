@@ -16,7 +16,7 @@
 
 Each error carries the path it is about (and a byte offset where one applies)
 and says what the user can do, so a caller can print ``str(err)`` as the one
-line a user sees: it is made inert (:func:`miles_tui.core.inert_text.inert`), since file
+line a user sees: it is made inert (:func:`miles_tui.core.base.inert_text.inert`), since file
 names and quoted values come from the run. Core never prints; the CLI and the app decide how to show it.
 """
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 
 
 class MilesTuiError(Exception):

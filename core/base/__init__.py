@@ -1,0 +1,6 @@
+"""What both readers stand on: the error hierarchy (``errors``), the user cache dir (``cache_dir``), opening run
+files safely (``run_files``), the append-only tail rule (``tail``), making run strings inert (``inert_text``),
+JSON output (``json_out``), the packages' lazy exports (``lazy_exports``), the process's memory settings
+(``memory_settings``, with numpy's private setter it needs: ``numpy_private``), and pauses that leave the GIL to a
+UI (``pacing``). The base knows nothing of dumps, streams or what is made of them (an import-linter contract).
+"""
