@@ -316,14 +316,14 @@ def _check_export_options(args: argparse.Namespace) -> None:
 
 @_without_cyclic_gc
 def run_export(args: argparse.Namespace) -> int:
-    from miles_tui.core import export
+    from miles_tui.core.commands import export
     from miles_tui.core.dump import Run, RunDir
 
     _check_export_options(args)
     RunDir(args.run_dir).require_dump_folder()
     now = time.time()
     if args.metrics is not None:
-        from miles_tui.core.export import write_metrics_export
+        from miles_tui.core.commands.export import write_metrics_export
 
         sys.stdout.flush()
         write_metrics_export(Path(args.run_dir), args.metrics, args.x, sys.stdout.buffer)
@@ -356,7 +356,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from miles_tui.core.report import build_report, render_report
+    from miles_tui.core.commands.report import build_report, render_report
 
     try:
         report = build_report(

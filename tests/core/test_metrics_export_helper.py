@@ -125,7 +125,7 @@ def test_a_helper_that_stops_while_writing_is_an_error_never_a_silently_short_do
 
 _CLI = """
 import sys
-from miles_tui.core import export
+from miles_tui.core.commands import export
 from miles_tui.core.telemetry.metrics import metric_export
 forks = []
 fork = metric_export._write_with_helper

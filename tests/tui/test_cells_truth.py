@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from miles_tui.core.commands.export import step_export
 from miles_tui.core.dump import Run
-from miles_tui.core.export import step_export
 from miles_tui.tui.app import make_app
 from miles_tui.tui.screens.step_screen import StepScreen
 from miles_tui.tui.widgets.virtual_table import VirtualTable

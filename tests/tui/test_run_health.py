@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from miles_tui.core.analysis import advisories
-from miles_tui.core.report import build_report
+from miles_tui.core.commands.report import build_report
 from miles_tui.tui.app import MilesApp
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.screens.step_screen import StepScreen

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.report import build_report, render_report
+from miles_tui.core.commands.report import build_report, render_report
 from miles_tui.tui.advisory_rows import LOG_COLUMNS
 from miles_tui.tui.compare_rows import GROUP_COLUMNS as COMPARE_COLUMNS
 from miles_tui.tui.compare_rows import TRACE_COLUMNS
