@@ -51,3 +51,9 @@ def test_the_pt_reader_contract_names_every_other_module_of_dump() -> None:
     others = {f"miles_tui.core.dump.{p.stem}" for p in dump.glob("*.py") if p.stem != "__init__"}
     others |= {f"miles_tui.core.dump.{p.name}" for p in dump.iterdir() if (p / "__init__.py").is_file()}
     assert set(contract["forbidden_modules"]) == others - {"miles_tui.core.dump.pt"}
+
+
+def test_core_shows_its_layers_at_a_glance() -> None:
+    """core's top level holds its packages and follow, at most 8 entries (ARCHITECTURE.md, "The layers of core")."""
+    entries = [p.name for p in (ROOT / "core").iterdir() if p.name != "__pycache__" and not p.name.startswith(".")]
+    assert len(entries) <= 8, sorted(entries)
