@@ -19,7 +19,13 @@ import pytest
 from miles_tui.core.base.lazy_exports import homes
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("miles_tui.core.dump", "miles_tui.core.telemetry", "miles_tui.core.analysis", "miles_tui.core.synth")
+PACKAGES = (
+    "miles_tui.core.dump",
+    "miles_tui.core.telemetry",
+    "miles_tui.core.analysis",
+    "miles_tui.core.synth",
+    "miles_tui.core.follow",
+)
 SCANNED = ("core", "tui", "tests", "bench", "screenshots")
 
 

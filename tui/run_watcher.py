@@ -13,7 +13,7 @@ files' sizes or mtimes change (a step that failed too), and a poll that finds
 nothing new does no other work. Steps to summarize go newest first, the rows
 on screen (:meth:`RunWatcher.focus`) before the rest; cached summaries are
 read in the thread (well under a millisecond each), a long cold back-fill goes
-to helper processes (:class:`~miles_tui.tui.backfill.Backfill`).
+to helper processes (:class:`~miles_tui.core.follow.backfill.Backfill`).
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ from miles_tui.core.dump import (
     StepSummary,
 )
 from miles_tui.core.follow import RunFollower
+from miles_tui.core.follow.backfill import Backfill
+from miles_tui.core.follow.summary_queue import SummaryQueue
 from miles_tui.core.telemetry import RunMeta
 from miles_tui.tui import gc_policy
-from miles_tui.tui.backfill import Backfill
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
 from miles_tui.tui.stream_watch import StreamPoll, StreamWatch
-from miles_tui.tui.summary_queue import SummaryQueue
 
 T = TypeVar("T")
 
