@@ -41,6 +41,7 @@ from miles_tui.core.analysis.advisory_log import merged, step_history
 from miles_tui.core.analysis.health import run_name
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import Run, StepKey
+from miles_tui.core.follow.steps import LANDING_SECONDS
 from miles_tui.core.telemetry import TelemetryColumns
 from miles_tui.core.telemetry.streams import read_meta
 from miles_tui.tui import gc_policy
@@ -56,7 +57,7 @@ from miles_tui.tui.messages import (
 )
 from miles_tui.tui.navigation import Navigation
 from miles_tui.tui.run_model import RunModel
-from miles_tui.tui.run_watcher import LANDING_SECONDS, PollResult, RunWatcher
+from miles_tui.tui.run_watcher import RunWatcher, StepsPoll
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
 from miles_tui.tui.terminal_diff import TerminalDiff
@@ -250,7 +251,7 @@ class MilesApp(Navigation, FilteredDisplayApp):
             self.set_timer(LANDING_SECONDS / 2, self.poll_now)
         self._poll_streams()
 
-    def _report(self, result: PollResult) -> None:
+    def _report(self, result: StepsPoll) -> None:
         """Post what a poll found."""
         if (
             result.new_train

@@ -15,9 +15,12 @@ if TYPE_CHECKING:
     from miles_tui.core.follow.run_follower import RunDelta as RunDelta
     from miles_tui.core.follow.run_follower import RunFollower as RunFollower
     from miles_tui.core.follow.run_follower import RunState as RunState
+    from miles_tui.core.follow.steps import PollResult as PollResult
+    from miles_tui.core.follow.steps import StepFollower as StepFollower
 
 _EXPORTS = {
     "run_follower": ("RunDelta", "RunFollower", "RunState"),
+    "steps": ("PollResult", "StepFollower"),
 }
 """Each submodule and the public names it defines, imported on first use (importing the package stays cheap)."""
 
