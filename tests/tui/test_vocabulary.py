@@ -36,7 +36,7 @@ def _ui_strings() -> list[tuple[str, int, str]]:
     """Every string constant of the UI's modules and report's text (docstrings left out: not on screen)."""
     files = [
         *sorted((REPO / "tui").rglob("*.py")),
-        REPO / "core" / "report.py",
+        REPO / "core" / "commands" / "report.py",
         REPO / "core" / "analysis" / "token_heat.py",
     ]
     found = []
