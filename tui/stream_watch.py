@@ -60,7 +60,6 @@ class StreamWatch:
         self.follower = RunFollower(
             run_dir,
             recent_hours=STREAM_HOURS,
-            follow_steps=False,
             parse_workers=os.cpu_count() or 1,
             worker_nice=METRIC_WORKER_NICE,
             streams=FOLLOWED_STREAMS,

@@ -20,6 +20,7 @@ status unless a phase is still open. The JSON shape is the contract of
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -41,10 +42,11 @@ from miles_tui.core.analysis.advisories import worst_level
 from miles_tui.core.analysis.engine_advisories import engine_figures, figures_from_digests
 from miles_tui.core.analysis.phase_markers import open_phase_count
 from miles_tui.core.analysis.stream_advisories import TelemetryFacts, step_times, telemetry_advisories
-from miles_tui.core.base.errors import DumpLoadError, MilesTuiError, StillWritingError, StreamError
+from miles_tui.core.base.errors import StreamError
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.base.tail import StreamReset
 from miles_tui.core.dump import Run, StepSummary
+from miles_tui.core.follow import StepFollower
 from miles_tui.core.telemetry import DashboardReader, RunMeta
 from miles_tui.core.telemetry.hours.engine_columns import engine_table
 from miles_tui.core.telemetry.hours.store import HourStore
@@ -132,22 +134,15 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
     # One telemetry read serves both meta.json (run name, arguments) and the stream advisories.
     telemetry = read_telemetry(run.dir.dashboard_dir) if run.dir.dashboard_dir.is_dir() else None
     meta = telemetry.meta if telemetry is not None else None
-    visible = run.dir.visible_steps(now)
-    train = [rid for rid, ev in visible if not ev]
-    latest = max(train) if train else None
     # Every visible step is read (its cached summary when its files have not changed since): a corrupt older
-    # step is as much the run's health as the newest one, and the monitor shows it.
-    summary = None
-    unreadable: list[UnreadableStep] = []
-    for (rid, evaluation), files in sorted(visible.items()):
-        try:
-            read = run.summary_of(files, now)
-        except (DumpLoadError, MilesTuiError) as err:
-            still = isinstance(err, StillWritingError)
-            unreadable.append(UnreadableStep(rid, evaluation, str(err), still, err.path))
-            continue
-        if (rid, evaluation) == (latest, False):
-            summary = read
+    # step is as much the run's health as the newest one, and the monitor shows it. One poll of the step
+    # follower the monitor uses, with no time budget, no wait for landing files and no helper processes.
+    steps = StepFollower(run, workers=1, budget=math.inf, landing=-math.inf, open_latest=False, ahead=False)
+    polled = steps.poll(now)
+    visible = steps.visible_files()
+    train = list(polled.train)
+    summary = steps.latest_summary
+    unreadable = [UnreadableStep(*failure) for failure in steps.failed_steps()]
     streams: list[Advisory] = []
     if telemetry is not None:
         streams = telemetry_advisories(
@@ -165,7 +160,7 @@ def build_report(run_dir: Path, now: float, *, low_mfu_threshold: float = LOW_MF
         run.path,
         meta,
         train,
-        [rid for rid, ev in visible if ev],
+        list(polled.evaluation),
         dump=dump_advisories(summary, meta, unreadable),
         streams=streams,
         newest_writes=[*writes, telemetry.facts.newest_write if telemetry is not None else None],

@@ -2,23 +2,21 @@
 
 Contract:
 
-- :class:`RunFollower` combines the step files (:class:`~miles_tui.core.dump.run_dir.RunDir`,
-  with the spec's visibility rule at ``now``) and the ``dashboard/`` streams
-  (:class:`~miles_tui.core.telemetry.streams.DashboardReader`). :meth:`RunFollower.poll` returns a
-  :class:`RunDelta`: newly visible train and eval steps, visible steps whose
-  files changed, new metric points, new telemetry records per stream, data age
-  (``now`` minus the newest write seen in dump files and streams), the current
-  attempt, the open phases and the stream problems.
+- :class:`RunFollower` follows the ``dashboard/`` streams
+  (:class:`~miles_tui.core.telemetry.streams.DashboardReader`) and the state they
+  give the run. :meth:`RunFollower.poll` returns a :class:`RunDelta`: new metric
+  points, new telemetry records per stream, data age (``now`` minus the newest
+  write seen in the streams and, as :meth:`RunFollower.note_step_write` reports
+  it, in the dump files), the current attempt, the open phases and the stream
+  problems. The step files are the step follower's
+  (:class:`~miles_tui.core.follow.steps.StepFollower`); whoever polls both tells
+  this one the steps' newest write, so the data age covers the whole run.
 - The attempt is meta.json's ``start_ts``; a resumed run rewrites it. An open
   phase marker (``t1 == -1``) that started before the current attempt belongs
   to an attempt that died, so it never counts as open.
-- Cost follows what is new: a poll that finds nothing stats the directories
-  and a few files (:class:`~miles_tui.core.dump.run_scan.RunScanner`), and reads none. Polls
-  are serialized by the follower's lock, so each change is reported by exactly
-  one poll. With ``follow_steps=False`` the step files are left to a caller
-  that follows them already (the app's watcher), which reports their newest
-  write through :meth:`RunFollower.note_step_write`; steps are then never
-  reported as new or changed.
+- Cost follows what is new: a poll that finds nothing stats a few files and
+  reads none. Polls are serialized by the follower's lock, so each change is
+  reported by exactly one poll.
 - No threads, no sleeps, no clock: the caller passes ``now``; a worker in tui/
   decides when to poll. Never writes into the run.
 """
@@ -32,7 +30,7 @@ from pathlib import Path
 
 from miles_tui.core.base.errors import StreamError
 from miles_tui.core.base.tail import ReadHook, StreamReset
-from miles_tui.core.dump import RunDir, RunScanner, StepIds, StepKey
+from miles_tui.core.dump import RunDir
 from miles_tui.core.telemetry import OPEN_T1, DashboardReader, MetricStore, Phase, RunMeta, StreamRecord
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, open_markers
 from miles_tui.core.telemetry.hours.store import HourStore
@@ -44,12 +42,6 @@ class RunDelta:
 
     now: float
     """The ``now`` this poll was taken at."""
-    new_train_steps: tuple[int, ...]
-    """Train steps that became visible, ascending."""
-    new_eval_steps: tuple[int, ...]
-    """Eval steps that became visible, ascending."""
-    changed_steps: tuple[StepKey, ...]
-    """Steps visible before whose files changed (a rank's shard appeared, a file was rewritten), ascending."""
     metric_records: range
     """Indices of the metrics records appended (see :meth:`MetricStore.series` ``start``)."""
     metric_keys: tuple[str, ...]
@@ -78,24 +70,13 @@ class RunDelta:
     @property
     def is_empty(self) -> bool:
         """Whether nothing changed (data age aside)."""
-        return not (
-            self.new_train_steps
-            or self.new_eval_steps
-            or self.changed_steps
-            or self.metric_records
-            or self.records
-            or self.attempt_changed
-            or self.problems
-            or self.resets
-        )
+        return not (self.metric_records or self.records or self.attempt_changed or self.problems or self.resets)
 
 
 @dataclass(frozen=True)
 class RunState:
     """The followed run as of the last poll."""
 
-    steps: StepIds
-    """Visible step ids."""
     meta: RunMeta | None
     """meta.json as last read."""
     attempt_start: float | None
@@ -123,7 +104,6 @@ class RunFollower:
         read_hook: ReadHook | None = None,
         parse_workers: int = 0,
         worker_nice: int = 0,
-        follow_steps: bool = True,
         streams: Sequence[str] | None = None,
     ) -> None:
         self.run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
@@ -152,12 +132,8 @@ class RunFollower:
         )
         """When the reader does not follow ``gpu_util``: its newest hour (the run's newest data time)."""
         self._lock = threading.Lock()
-        self._signatures: dict[StepKey, tuple[tuple[str, int, float], ...]] = {}
-        self._scanner = RunScanner(self.run_dir) if follow_steps else None
-        """None: another reader follows the step files and reports their writes (:meth:`note_step_write`)."""
-        self._not_visible: set[StepKey] = set()
         self._newest_step_write: float | None = None
-        self._step_ids: StepIds | None = None
+        """The newest step-file write, as the step follower's caller reports it (:meth:`note_step_write`)."""
         self._open: dict[tuple[object, ...], Phase] = {}  # open markers of the current attempt, by Phase.key
         self._attempt_start: float | None = None
         self._newest_write: float | None = None
@@ -172,8 +148,6 @@ class RunFollower:
     def poll(self, now: float) -> RunDelta:
         """Everything that changed since the previous poll (the first poll reports what exists)."""
         with self._lock:
-            new, changed = self._follow_steps(now)
-
             streams = self.dashboard.poll()
             previous_attempt = self._attempt_start
             meta = streams.meta
@@ -206,9 +180,6 @@ class RunFollower:
             self._newest_write = max(writes, default=None)
             return RunDelta(
                 now=now,
-                new_train_steps=tuple(rid for rid, evaluation in new if not evaluation),
-                new_eval_steps=tuple(rid for rid, evaluation in new if evaluation),
-                changed_steps=tuple(changed),
                 metric_records=streams.metric_records,
                 metric_keys=streams.metric_keys,
                 records=streams.records,
@@ -224,58 +195,16 @@ class RunFollower:
             )
 
     def note_step_write(self, mtime: float | None) -> None:
-        """The newest write among the step files, from a caller that follows them itself (``follow_steps=False``)."""
+        """The newest write among the step files, from whoever follows them (:class:`~miles_tui.core.follow.steps.
+        StepFollower`'s caller): the data age then covers both halves of the run."""
         with self._lock:
             if mtime is not None and (self._newest_step_write is None or mtime > self._newest_step_write):
                 self._newest_step_write = mtime
 
-    def _follow_steps(self, now: float) -> tuple[list[StepKey], list[StepKey]]:
-        """(new, changed) visible steps; the work follows what the scan found changed, not the run's length."""
-        if self._scanner is None:
-            return [], []
-        scan = self._scanner.scan(now)
-        before = len(self._signatures)
-        for key in scan.removed:
-            self._signatures.pop(key, None)
-            self._not_visible.discard(key)
-        new: list[StepKey] = []
-        changed: list[StepKey] = []
-        for key in scan.changed | self._not_visible:
-            step = scan.steps.get(key)
-            if step is None:
-                self._not_visible.discard(key)
-                continue
-            if key in scan.changed:
-                newest = step.newest_mtime
-                if self._newest_step_write is None or newest > self._newest_step_write:
-                    self._newest_step_write = newest
-            if not RunDir.is_visible(step, now):
-                self._not_visible.add(key)
-                self._signatures.pop(key, None)
-                continue
-            self._not_visible.discard(key)
-            previous = self._signatures.get(key)
-            if previous is None:
-                new.append(key)
-            elif previous != step.signature:
-                changed.append(key)
-            self._signatures[key] = step.signature
-        if new or len(self._signatures) != before:
-            self._step_ids = None
-        return sorted(new), sorted(changed)
-
     def state(self) -> RunState:
-        """The run as of the last poll (step visibility as of that poll)."""
+        """The run's telemetry as of the last poll."""
         with self._lock:
-            if self._step_ids is None:  # sorted once per change of the visible steps, not per call
-                keys = self._signatures
-                self._step_ids = StepIds(
-                    train=tuple(sorted(rid for rid, evaluation in keys if not evaluation)),
-                    evaluation=tuple(sorted(rid for rid, evaluation in keys if evaluation)),
-                )
-            steps = self._step_ids
             return RunState(
-                steps=steps,
                 meta=self.dashboard.meta,
                 attempt_start=self._attempt_start,
                 open_phases=self._open_phases(),

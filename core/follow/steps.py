@@ -22,6 +22,7 @@ import heapq
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from miles_tui.core.base.errors import MilesTuiError, StillWritingError
@@ -108,16 +109,18 @@ class StepFollower:
         budget: float = SUMMARY_BUDGET_SECONDS,
         landing: float = LANDING_SECONDS,
         open_latest: bool = True,
+        ahead: bool = True,
     ) -> None:
         """``budget``: seconds of summarizing per poll (``math.inf``: every step to summarize);
         ``landing``: a step with a file younger than this waits; ``open_latest``: the newest train step is
-        opened whole (the user gets to it instantly), not only summarized."""
+        opened whole (the user gets to it instantly), not only summarized; ``ahead``: the newest steps not
+        visible yet are parsed ahead, so they open quickly once they are."""
         self.run = run
         self.hooks: ReadHooks = hooks if hooks is not None else NoHooks()
         self.scanner = RunScanner(run.dir)
         self.backfill = Backfill(run.path, run.use_cache, workers)
         self.pool_min_steps = pool_min_steps
-        self.budget, self.landing, self.open_latest = budget, landing, open_latest
+        self.budget, self.landing, self.open_latest, self.ahead = budget, landing, open_latest, ahead
         self._steps: dict[StepKey, StepFiles] = {}
         self._visible: set[StepKey] = set()
         self._hidden: set[StepKey] = set()
@@ -126,6 +129,8 @@ class StepFollower:
         """The signature each step was last summarized (or failed for good) at."""
         self._todo = SummaryQueue()
         self._failures: dict[StepKey, tuple[str, bool]] = {}
+        self._failed_files: dict[StepKey, Path | None] = {}
+        """The file at fault of each failure, when the error named one."""
         self._unsettled: dict[StepKey, StepSummary] = {}
         """Incomplete summaries already reported (not reported again until they change)."""
         self._latest: StepSummary | None = None
@@ -145,9 +150,10 @@ class StepFollower:
         """The visible steps' files as of the last poll."""
         return {key: self._steps[key] for key in self._visible}
 
-    def failed_steps(self) -> list[tuple[int, bool, str, bool]]:
-        """(rollout id, evaluation, message, still writing) of every step that could not be read."""
-        return [(rid, ev, message, still) for (rid, ev), (message, still) in self._failures.items()]
+    def failed_steps(self) -> list[tuple[int, bool, str, bool, Path | None]]:
+        """(rollout id, evaluation, message, still writing, file at fault) of every step that could not be read,
+        ascending."""
+        return [(*key, *self._failures[key], self._failed_files.get(key)) for key in sorted(self._failures)]
 
     @property
     def latest_summary(self) -> StepSummary | None:
@@ -200,7 +206,7 @@ class StepFollower:
             self._summarize_some(result, now, deadline)
         else:
             result.pending = len(self._todo)
-        waiting = self._waiting()
+        waiting = self._waiting() if self.ahead else []
         if summarize and not result.pending:
             self._prepare(waiting, now, deadline)
         result.preparable = sum(len(self.run.unprepared(self._steps[k], now, self.landing)) for k in waiting)
@@ -251,6 +257,7 @@ class StepFollower:
         self._todo.discard(key)
         self._done.pop(key, None)
         self._unsettled.pop(key, None)
+        self._failed_files.pop(key, None)
         if self._failures.pop(key, None) is not None:
             self.facts_version += 1
 
@@ -346,15 +353,16 @@ class StepFollower:
                     summary = self.run.summary_of(files, now)
                 self.hooks.after_read(files.rollout.size)
         except StillWritingError as err:
-            self._fail(key, str(err), True, result)
+            self._fail(key, str(err), True, result, err.path)
         except MilesTuiError as err:
-            self._fail(key, str(err), False, result)
+            self._fail(key, str(err), False, result, err.path)
         except Exception as err:  # a file no rule foresaw: this step is unreadable, the monitor goes on
             self._fail(key, f"{files.rollout.path}: could not be read ({type(err).__name__}: {err})", False, result)
         else:
             self._accept(key, summary, result)
 
     def _accept(self, key: StepKey, summary: StepSummary, result: PollResult) -> None:
+        self._failed_files.pop(key, None)
         if self._failures.pop(key, None) is not None:
             self.facts_version += 1
         if key == (result.latest, False) and summary is not self._latest:
@@ -370,13 +378,16 @@ class StepFollower:
             self._unsettled[key] = summary
         result.summaries.append(summary)
 
-    def _fail(self, key: StepKey, message: str, still_writing: bool, result: PollResult) -> None:
+    def _fail(
+        self, key: StepKey, message: str, still_writing: bool, result: PollResult, path: Path | None = None
+    ) -> None:
         """A step that could not be read; one that failed for good is read again only when its files change."""
         if not still_writing:
             self._done[key] = self._steps[key].signature
             self._todo.discard(key)
         if self._failures.get(key) != (message, still_writing):
             self._failures[key] = (message, still_writing)
+            self._failed_files[key] = path
             self.facts_version += 1
             result.failures.append((key[0], key[1], message, still_writing))
 
