@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on, work
 from textual.app import App
@@ -62,6 +62,9 @@ from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
 from miles_tui.tui.terminal_diff import TerminalDiff
 from miles_tui.tui.textual_private import CompositorUpdate, FilteredDisplayApp
+
+if TYPE_CHECKING:
+    from miles_tui.tui.monitor_app import MonitorApp
 
 HERE = Path(__file__).parent
 
@@ -428,3 +431,10 @@ def make_app(
     if low_mfu_threshold is not None:
         app.watcher.streams.low_mfu_threshold = low_mfu_threshold
     return app
+
+
+if TYPE_CHECKING:
+
+    def _keeps_the_protocol(app: MilesApp) -> MonitorApp:
+        """mypy checks here that the app is what its screens type against."""
+        return app

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
-    from miles_tui.tui.app import MilesApp
+    from miles_tui.tui.monitor_app import MonitorApp
 
 POLL_CHOICES = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 """Poll intervals the palette offers, in seconds."""
@@ -27,7 +27,7 @@ _STEP_SCORE = 100.0
 """Above any fuzzy score (those grow past 1), so a step the number names is always listed first."""
 
 
-def _commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
+def _commands(app: MonitorApp) -> list[tuple[str, str, Callable[[], object]]]:
     """(name, help, callback) of every command but the poll intervals, as the app stands now."""
     commands: list[tuple[str, str, Callable[[], object]]] = [
         ("Metrics", "every dashboard series as charts (m)", app.action_metrics),
@@ -51,7 +51,7 @@ def _commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
     return commands
 
 
-def _poll_commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
+def _poll_commands(app: MonitorApp) -> list[tuple[str, str, Callable[[], object]]]:
     """(name, help, callback) of each poll interval the palette offers."""
     return [
         (f"Poll every {seconds:g} s", f"how often to look for new data (now {app.poll_seconds:g} s)",
@@ -74,8 +74,8 @@ class RunCommands(Provider):
     """Commands that know the run: steps, views, follow and polling."""
 
     @property
-    def miles(self) -> MilesApp:
-        return cast("MilesApp", self.app)
+    def miles(self) -> MonitorApp:
+        return cast("MonitorApp", self.app)
 
     async def discover(self) -> Hits:
         latest = self.miles.model.latest

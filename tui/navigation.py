@@ -25,7 +25,7 @@ from textual.widget import Widget
 
 from miles_tui.core.analysis import Advisory
 from miles_tui.core.base.inert_text import inert
-from miles_tui.core.dump import OpenStep, Run, StepKey
+from miles_tui.core.dump import OpenStep, Run, SampleRow, StepKey
 from miles_tui.tui import gc_policy
 from miles_tui.tui.screens.help_screen import HelpScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
@@ -156,27 +156,34 @@ class Navigation(App[None]):
             return selected
         return None if self.model.latest is None else StepKey(self.model.latest, False)
 
-    def show_outliers(self) -> None:
+    def show_outliers(self, rollout_id: int | None = None, evaluation: bool = False) -> None:
+        """The outliers of a step (default: the one in context)."""
         from miles_tui.tui.screens.outlier_screen import OutlierScreen
 
-        if (key := self.context_step()) is None:
+        key = StepKey(rollout_id, evaluation) if rollout_id is not None else self.context_step()
+        if key is None:
             self.notify("no step yet: no outliers to show", timeout=3)
             return
         self.push_screen(OutlierScreen(*key))
 
-    def show_scatter(self) -> None:
+    def show_scatter(self, rollout_id: int | None = None, evaluation: bool = False) -> None:
+        """Reward against response length of a step (default: the one in context)."""
         from miles_tui.tui.screens.scatter_screen import ScatterScreen
 
-        if (key := self.context_step()) is None:
+        key = StepKey(rollout_id, evaluation) if rollout_id is not None else self.context_step()
+        if key is None:
             self.notify("no step yet: nothing to plot", timeout=3)
             return
         self.push_screen(ScatterScreen(*key))
 
-    def show_compare(self, rollout_id: int | None = None, evaluation: bool = False) -> None:
-        """Compare a step (default: the one in context) with the previous visible one of its kind."""
+    def show_compare(
+        self, rollout_id: int | None = None, evaluation: bool = False, sample_index: int | None = None
+    ) -> None:
+        """Compare a step (default: the one in context) with the previous visible one of its kind, on
+        ``sample_index`` when given."""
         from miles_tui.tui.screens.compare_screen import CompareScreen
 
-        key = (rollout_id, evaluation) if rollout_id is not None else self.context_step()
+        key = StepKey(rollout_id, evaluation) if rollout_id is not None else self.context_step()
         if key is None:
             self.notify("no step yet: nothing to compare", timeout=3)
             return
@@ -185,7 +192,15 @@ class Navigation(App[None]):
         if not earlier:
             self.notify("no earlier step to compare with", timeout=3)
             return
-        self.push_screen(CompareScreen(earlier[-1], rid, evaluation))
+        self.push_screen(CompareScreen(earlier[-1], rid, evaluation, sample_index=sample_index))
+
+    def show_save_csv(self, rows: list[SampleRow], rollout_id: int, evaluation: bool) -> None:
+        """The dialog that saves a step's shown rows as CSV (under the run's name by default)."""
+        from miles_tui.tui.clipboard import default_csv_path
+        from miles_tui.tui.screens.save_csv_screen import SaveCsvScreen
+
+        run_dir = self.reader.path
+        self.push_screen(SaveCsvScreen(rows, default_csv_path(rollout_id, evaluation, run_dir), run_dir))
 
     def views_with_data(self) -> dict[str, bool]:
         """Which global views have something to show in this run: metrics, compute (GPUs), engines."""

@@ -58,17 +58,13 @@ class CompareScreen(MonitorScreen):
 
     def action_outliers(self) -> None:
         """O: the outliers of step B (the newer step)."""
-        from miles_tui.tui.screens.outlier_screen import OutlierScreen
-
         self.notify(f"outliers of step B ({self.b})", timeout=2)
-        self.app.push_screen(OutlierScreen(self.b, self.evaluation))
+        self.miles.show_outliers(self.b, self.evaluation)
 
     def action_scatter(self) -> None:
         """p: reward vs response length of step B."""
-        from miles_tui.tui.screens.scatter_screen import ScatterScreen
-
         self.notify(f"scatter of step B ({self.b})", timeout=2)
-        self.app.push_screen(ScatterScreen(self.b, self.evaluation))
+        self.miles.show_scatter(self.b, self.evaluation)
 
     def __init__(self, a: int, b: int, evaluation: bool = False, sample_index: int | None = None) -> None:
         super().__init__()

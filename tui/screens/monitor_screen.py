@@ -9,7 +9,7 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 if TYPE_CHECKING:
-    from miles_tui.tui.app import MilesApp
+    from miles_tui.tui.monitor_app import MonitorApp
 
 
 class MonitorScreen(Screen[None]):
@@ -20,9 +20,9 @@ class MonitorScreen(Screen[None]):
     view replaces it instead of stacking on it."""
 
     @property
-    def miles(self) -> MilesApp:
+    def miles(self) -> MonitorApp:
         """The app, typed: its watcher (reads), model (what is known) and follow state."""
-        return cast("MilesApp", self.app)
+        return cast("MonitorApp", self.app)
 
     def focus_now(self, widget: Widget) -> None:
         """Focus ``widget`` before the next key is handled.

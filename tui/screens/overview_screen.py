@@ -311,10 +311,8 @@ class OverviewScreen(MonitorScreen):
         self.open_step(cast("StepKey", message.key))
 
     def open_step(self, key: Hashable, sample_index: int | None = None) -> None:
-        from miles_tui.tui.screens.step_screen import StepScreen
-
         rid, evaluation = cast("StepKey", key)
-        self.app.push_screen(StepScreen(rid, evaluation, focus_sample=sample_index))
+        self.miles.open_step(rid, evaluation, sample_index)
 
     @on(AdvisoryList.Jump)
     def _jump(self, message: AdvisoryList.Jump) -> None:
@@ -348,13 +346,11 @@ class OverviewScreen(MonitorScreen):
         return cast("StepKey | None", self.query_one("#steps", VirtualTable).cursor_key)
 
     def action_outliers(self) -> None:
-        from miles_tui.tui.screens.outlier_screen import OutlierScreen
-
         key = self.selected_step()
         if key is None:
             self.notify(NO_STEP, timeout=3)
             return
-        self.app.push_screen(OutlierScreen(*key))
+        self.miles.show_outliers(*key)
 
     def action_compare(self) -> None:
         """Compare the selected step with the previous one of its kind."""

@@ -385,29 +385,17 @@ class StepScreen(MonitorScreen):
         self._toggled_from = origin
 
     def action_outliers(self) -> None:
-        from miles_tui.tui.screens.outlier_screen import OutlierScreen
-
-        self.app.push_screen(OutlierScreen(self.rollout_id, self.evaluation))
+        self.miles.show_outliers(self.rollout_id, self.evaluation)
 
     def action_scatter(self) -> None:
         """Reward against response length for this step; enter on a point opens that sample."""
-        from miles_tui.tui.screens.scatter_screen import ScatterScreen
-
-        self.app.push_screen(ScatterScreen(self.rollout_id, self.evaluation))
+        self.miles.show_scatter(self.rollout_id, self.evaluation)
 
     def action_compare(self) -> None:
         """Compare this step (B) with the previous visible one (A), on the sample under the cursor."""
-        from miles_tui.tui.screens.compare_screen import CompareScreen
-
-        model = self.miles.model
-        ids = model.evaluation if self.evaluation else model.train
-        earlier = [rid for rid in ids if rid < self.rollout_id]
-        if not earlier:
-            self.notify("no earlier step to compare with", timeout=3)
-            return
         table = self.query_one("#samples", VirtualTable)
         sample = None if self.show_groups else cast("int | None", table.cursor_key)
-        self.app.push_screen(CompareScreen(earlier[-1], self.rollout_id, self.evaluation, sample_index=sample))
+        self.miles.show_compare(self.rollout_id, self.evaluation, sample)
 
     def _shown_rows(self) -> list[SampleRow]:
         if self.summary is None:
@@ -428,12 +416,8 @@ class StepScreen(MonitorScreen):
         copy_sample_row(self.app, row)
 
     def action_save_csv(self) -> None:
-        from miles_tui.tui.clipboard import default_csv_path
-        from miles_tui.tui.screens.save_csv_screen import SaveCsvScreen
-
         rows = self._shown_rows()
         if not rows:
             self.notify("nothing to save yet", timeout=3)
             return
-        run_dir = self.miles.reader.path
-        self.app.push_screen(SaveCsvScreen(rows, default_csv_path(self.rollout_id, self.evaluation, run_dir), run_dir))
+        self.miles.show_save_csv(rows, self.rollout_id, self.evaluation)

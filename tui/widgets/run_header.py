@@ -27,7 +27,7 @@ from miles_tui.tui.formatting import date_time, duration
 from miles_tui.tui.run_model import RunModel
 
 if TYPE_CHECKING:
-    from miles_tui.tui.app import MilesApp
+    from miles_tui.tui.monitor_app import MonitorApp
 
 
 class RunHeader(Widget):
@@ -104,7 +104,7 @@ class RunHeader(Widget):
         return text
 
     def on_mount(self) -> None:
-        app = cast("MilesApp", self.app)
+        app = cast("MonitorApp", self.app)
         self.show_run(app.model)
         app.run_changed.subscribe(self, self.show_run)
 
