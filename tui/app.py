@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
@@ -84,7 +83,7 @@ IDLE_TICK_SECONDS = 1.0
 """How often the app asks its :class:`~miles_tui.tui.gc_policy.IdleCollector` whether a full collection is due."""
 
 
-class MilesApp(Navigation, FilteredDisplayApp):
+class MilesApp(FilteredDisplayApp):
     """Monitor one miles run directory."""
 
     TITLE = "miles-tui"
@@ -116,7 +115,7 @@ class MilesApp(Navigation, FilteredDisplayApp):
         bell: bool = True,
     ) -> None:
         super().__init__()
-        self.views_imported = threading.Event()
+        self._navigation = Navigation(self, self)
         self.bell_on_critical = bell
         """Ring the terminal bell once per new critical advisory (tmux then flags the window)."""
         self._critical_seen: set[tuple[object, ...]] = set()
@@ -158,6 +157,28 @@ class MilesApp(Navigation, FilteredDisplayApp):
         return self.model.live
 
     @property
+    def navigation(self) -> Navigation:
+        """The one way to open a view (every push goes through it)."""
+        return self._navigation
+
+    @property
+    def reader(self) -> Run:
+        """The run being monitored (named so as not to shadow App.run)."""
+        return self.watcher.run
+
+    def action_help(self) -> None:
+        self.navigation.help()
+
+    def action_metrics(self) -> None:
+        self.navigation.metrics()
+
+    def action_compute(self) -> None:
+        self.navigation.compute()
+
+    def action_engines(self) -> None:
+        self.navigation.engines()
+
+    @property
     def follow_latest(self) -> bool:
         """The views move to the newest step as it appears (``f`` toggles)."""
         return self.model.following
@@ -172,13 +193,13 @@ class MilesApp(Navigation, FilteredDisplayApp):
         self.app_resume_signal.subscribe(self, lambda _app: self.terminal.reset())
         self.push_screen(OverviewScreen())
         if self._start is not None:
-            self.open_step(*self._start)
+            self.navigation.open_step(*self._start)
         if self.reader.cache_notice is not None:
             self.notify(self.reader.cache_notice, severity="warning", timeout=10, markup=False)
         self.poll_now()
         if self.live:
             self._poll_timer = self.set_interval(self.poll_seconds, self.poll_now, name="poll")
-        self.call_after_refresh(self.preload_views)
+        self.call_after_refresh(self.navigation.preload_views)
         self.set_interval(gc_policy.TRIM_SECONDS, self._trim_memory, name="trim")
         self.collector.hold()
         self.set_interval(IDLE_TICK_SECONDS, self.collector.tick, name="collect")
@@ -313,7 +334,7 @@ class MilesApp(Navigation, FilteredDisplayApp):
     @work(exclusive=False, group="streams", exit_on_error=False)
     async def _poll_streams(self) -> None:
         deadline = time.monotonic() + VIEWS_WAIT_SECONDS
-        while not self.views_imported.is_set() and time.monotonic() < deadline:
+        while not self.navigation.views_imported.is_set() and time.monotonic() < deadline:
             await asyncio.sleep(0.02)  # the views' imports first (see navigation's docstring)
         if self.watcher.stream_lock.locked():
             return

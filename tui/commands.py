@@ -30,16 +30,16 @@ _STEP_SCORE = 100.0
 def _commands(app: MonitorApp) -> list[tuple[str, str, Callable[[], object]]]:
     """(name, help, callback) of every command but the poll intervals, as the app stands now."""
     commands: list[tuple[str, str, Callable[[], object]]] = [
-        ("Metrics", "every dashboard series as charts (m)", app.action_metrics),
-        ("GPUs", "utilisation, memory and phases per GPU (u)", app.action_compute),
-        ("Scatter", "reward vs response length of the step in view (p on a step)", app.show_scatter),
-        ("Outliers", "tokens and samples that stand out in the step in view (O)", app.show_outliers),
-        ("Compare", "the step in view against the previous one (c)", app.show_compare),
-        ("Advisories", "what needs attention, on the overview (a)", app.show_advisories),
+        ("Metrics", "every dashboard series as charts (m)", app.navigation.metrics),
+        ("GPUs", "utilisation, memory and phases per GPU (u)", app.navigation.compute),
+        ("Scatter", "reward vs response length of the step in view (p on a step)", app.navigation.show_scatter),
+        ("Outliers", "tokens and samples that stand out in the step in view (O)", app.navigation.show_outliers),
+        ("Compare", "the step in view against the previous one (c)", app.navigation.show_compare),
+        ("Advisories", "what needs attention, on the overview (a)", app.navigation.show_advisories),
         (
             "Advisory log",
             "every advisory the run has had: first and last step, active or cleared (a a)",
-            app.show_advisory_log,
+            app.navigation.show_advisory_log,
         ),
         ("Track newest on", "move to the newest step as it lands (f)", partial(app.set_follow, True)),
         ("Track newest off", "stay where you are when new steps land (f)", partial(app.set_follow, False)),
@@ -80,7 +80,9 @@ class RunCommands(Provider):
     async def discover(self) -> Hits:
         latest = self.miles.model.latest
         if latest is not None:
-            yield DiscoveryHit(f"Go to step {latest}", partial(self.miles.open_step, latest), help="the newest step")
+            yield DiscoveryHit(
+                f"Go to step {latest}", partial(self.miles.navigation.open_step, latest), help="the newest step"
+            )
         for name, help_text, callback in _commands(self.miles) + _poll_commands(self.miles):
             yield DiscoveryHit(name, callback, help=help_text)
 
@@ -113,7 +115,12 @@ class RunCommands(Provider):
                 label = f"Go to step {rid}{' eval' if evaluation else ''}"
                 help_text = "the eval batch of that step" if evaluation else None
                 hits.append(
-                    Hit(_STEP_SCORE - rank, label, partial(self.miles.open_step, rid, evaluation), help=help_text)
+                    Hit(
+                        _STEP_SCORE - rank,
+                        label,
+                        partial(self.miles.navigation.open_step, rid, evaluation),
+                        help=help_text,
+                    )
                 )
         if hits:
             return hits

@@ -59,12 +59,12 @@ class CompareScreen(MonitorScreen):
     def action_outliers(self) -> None:
         """O: the outliers of step B (the newer step)."""
         self.notify(f"outliers of step B ({self.b})", timeout=2)
-        self.miles.show_outliers(self.b, self.evaluation)
+        self.miles.navigation.show_outliers(self.b, self.evaluation)
 
     def action_scatter(self) -> None:
         """p: reward vs response length of step B."""
         self.notify(f"scatter of step B ({self.b})", timeout=2)
-        self.miles.show_scatter(self.b, self.evaluation)
+        self.miles.navigation.show_scatter(self.b, self.evaluation)
 
     def __init__(self, a: int, b: int, evaluation: bool = False, sample_index: int | None = None) -> None:
         super().__init__()
@@ -240,4 +240,6 @@ class CompareScreen(MonitorScreen):
             self._open_sample(cast(int, key[1]), cast(int, key[2]))
 
     def _open_sample(self, rid: int, sample_index: int) -> None:
-        self.miles.show_sample(rid, self.evaluation, sample_index, busy=self.query_one("#groups", VirtualTable))
+        self.miles.navigation.show_sample(
+            rid, self.evaluation, sample_index, busy=self.query_one("#groups", VirtualTable)
+        )

@@ -313,6 +313,6 @@ class OutlierScreen(MonitorScreen):
         """The sample screen with the cursor on ``position`` (None: on the sample's peak token)."""
         kind = self.kind
         cursor = position if position is not None else (lambda step: peak_position(step, sample_index, kind))
-        self.miles.show_sample(
+        self.miles.navigation.show_sample(
             rid, self.evaluation, sample_index, cursor=cursor, busy=self.query_one("#outliers", VirtualTable)
         )

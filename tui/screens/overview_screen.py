@@ -151,18 +151,18 @@ class OverviewScreen(MonitorScreen):
         reaches the app's own binding, which opens the view and says what it lacks: never a silent key."""
         model = self.miles.model
         if action in ("metrics", "compute", "engines"):
-            has = self.miles.views_with_data().get(action, False)
+            has = self.miles.navigation.views_with_data().get(action, False)
             return has and (not model.steps() or self.size.width >= 140)
         return super().check_action(action, parameters)
 
     def action_metrics(self) -> None:
-        self.miles.action_metrics()
+        self.miles.navigation.metrics()
 
     def action_compute(self) -> None:
-        self.miles.action_compute()
+        self.miles.navigation.compute()
 
     def action_engines(self) -> None:
-        self.miles.action_engines()
+        self.miles.navigation.engines()
 
     def action_step_view_key(self) -> None:
         self.notify("that key works in a step: press enter first", timeout=4)
@@ -210,7 +210,7 @@ class OverviewScreen(MonitorScreen):
         """What a run without rollout steps has, and the keys to reach it (a dashboard-only run is not empty)."""
         from miles_tui.core.analysis.run_state import last_logged_step
 
-        views = self.miles.views_with_data()
+        views = self.miles.navigation.views_with_data()
         has = []
         if views["metrics"]:
             last = last_logged_step(self.miles.watcher.follower.metrics)
@@ -257,7 +257,7 @@ class OverviewScreen(MonitorScreen):
         """The run model was published: show its advisories if they changed."""
         if model.advisory_log is not self._advisories_shown:
             self._show_advisories(model.advisory_log)
-        offered = (tuple(self.miles.views_with_data().items()), bool(model.steps()))
+        offered = (tuple(self.miles.navigation.views_with_data().items()), bool(model.steps()))
         if offered != self._offered:  # the views with data, the step keys once there are steps
             self._offered = offered
             self.refresh_bindings()
@@ -312,14 +312,14 @@ class OverviewScreen(MonitorScreen):
 
     def open_step(self, key: Hashable, sample_index: int | None = None) -> None:
         rid, evaluation = cast("StepKey", key)
-        self.miles.open_step(rid, evaluation, sample_index)
+        self.miles.navigation.open_step(rid, evaluation, sample_index)
 
     @on(AdvisoryList.Jump)
     def _jump(self, message: AdvisoryList.Jump) -> None:
         """Enter on an advisory: open the step (and sample) it names, or the view of its telemetry."""
         advisory = message.advisory
         if advisory.rollout_id is None:
-            self.miles.go_to_advisory(advisory)
+            self.miles.navigation.go_to_advisory(advisory)
             return
         key = (advisory.rollout_id, advisory.evaluation)
         self.query_one("#steps", VirtualTable).move_to_key(key)
@@ -330,7 +330,7 @@ class OverviewScreen(MonitorScreen):
         nothing in it but a history, the advisory log; with no advisory ever, say so."""
         advisories = self.query_one(AdvisoryList)
         if advisories.has_focus or (not advisories.advisories and self.miles.model.advisory_log.entries):
-            self.miles.show_advisory_log()
+            self.miles.navigation.show_advisory_log()
             return
         if not advisories.advisories:
             self.notify("no advisories: nothing needs attention", timeout=3)
@@ -350,7 +350,7 @@ class OverviewScreen(MonitorScreen):
         if key is None:
             self.notify(NO_STEP, timeout=3)
             return
-        self.miles.show_outliers(*key)
+        self.miles.navigation.show_outliers(*key)
 
     def action_compare(self) -> None:
         """Compare the selected step with the previous one of its kind."""
@@ -358,4 +358,4 @@ class OverviewScreen(MonitorScreen):
         if key is None:
             self.notify(NO_STEP, timeout=3)
             return
-        self.miles.show_compare(*key)
+        self.miles.navigation.show_compare(*key)

@@ -137,7 +137,7 @@ class ScatterScreen(MonitorScreen):
     def action_open(self) -> None:
         sample = self._point_sample()
         if sample is not None:
-            self.miles.show_sample(self.rollout_id, self.evaluation, sample)
+            self.miles.navigation.show_sample(self.rollout_id, self.evaluation, sample)
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -286,7 +286,7 @@ class StepScreen(MonitorScreen):
     def open_sample(self, sample_index: int) -> None:
         """Show the sample (its step's per-token data loads in the background)."""
         table = self.query_one("#samples", VirtualTable)
-        self.miles.show_sample(self.rollout_id, self.evaluation, sample_index, busy=table)
+        self.miles.navigation.show_sample(self.rollout_id, self.evaluation, sample_index, busy=table)
 
     def action_back(self) -> None:
         if self.query_one("#filter", Input).display:
@@ -385,17 +385,17 @@ class StepScreen(MonitorScreen):
         self._toggled_from = origin
 
     def action_outliers(self) -> None:
-        self.miles.show_outliers(self.rollout_id, self.evaluation)
+        self.miles.navigation.show_outliers(self.rollout_id, self.evaluation)
 
     def action_scatter(self) -> None:
         """Reward against response length for this step; enter on a point opens that sample."""
-        self.miles.show_scatter(self.rollout_id, self.evaluation)
+        self.miles.navigation.show_scatter(self.rollout_id, self.evaluation)
 
     def action_compare(self) -> None:
         """Compare this step (B) with the previous visible one (A), on the sample under the cursor."""
         table = self.query_one("#samples", VirtualTable)
         sample = None if self.show_groups else cast("int | None", table.cursor_key)
-        self.miles.show_compare(self.rollout_id, self.evaluation, sample)
+        self.miles.navigation.show_compare(self.rollout_id, self.evaluation, sample)
 
     def _shown_rows(self) -> list[SampleRow]:
         if self.summary is None:
@@ -420,4 +420,4 @@ class StepScreen(MonitorScreen):
         if not rows:
             self.notify("nothing to save yet", timeout=3)
             return
-        self.miles.show_save_csv(rows, self.rollout_id, self.evaluation)
+        self.miles.navigation.show_save_csv(rows, self.rollout_id, self.evaluation)
