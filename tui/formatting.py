@@ -166,6 +166,25 @@ def _two_units(large: int, large_unit: str, small: int, small_unit: str, padded:
     return f"{large}{large_unit}{small:02d}{small_unit}" if small or padded else f"{large}{large_unit}"
 
 
+def step_label(step: float) -> str:
+    """A step as text: an integer when it is one."""
+    return str(int(step)) if math.isfinite(step) and step == int(step) else number(step)
+
+
+def metric_value(value: float) -> str:
+    """A metric value to four significant digits (en dash when it is not a number)."""
+    if not math.isfinite(value):
+        return MISSING if math.isnan(value) else ("∞" if value > 0 else "-∞")
+    if value and (abs(value) >= 1e6 or abs(value) < 1e-4):
+        return f"{value:.3e}"
+    return f"{value:.4g}"
+
+
+def reading_text(value: float | None) -> str:
+    """A per-token value as shown next to a series ("masked" when the position has none)."""
+    return "masked" if value is None else number(value, 4)
+
+
 def date_time(ts: float | None) -> str:
     """An absolute time, in UTC so every pane and ``report`` say the same: ``2026-08-20 11:40 UTC``."""
     if ts is None or not math.isfinite(ts):

@@ -13,8 +13,8 @@ from rich.text import Text
 
 from miles_tui.core.analysis import PointAt
 from miles_tui.core.base.inert_text import inert
-from miles_tui.tui.formatting import MISSING
-from miles_tui.tui.widgets.metric_chart import ChartView, metric_value, step_label
+from miles_tui.tui.formatting import MISSING, metric_value, step_label
+from miles_tui.tui.widgets.metric_chart import ChartView
 
 Source = Literal["metrics", "dump", "none"]
 """Where the charted series come from: metrics.jsonl, the step dumps, or nowhere yet."""

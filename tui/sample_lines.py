@@ -18,10 +18,9 @@ from textual.content import Content
 
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import SERIES, Detokenizer, FieldState, OpenStep
-from miles_tui.tui.formatting import MISSING, REMOVED, number, version_span
+from miles_tui.tui.formatting import MISSING, REMOVED, number, reading_text, version_span
 from miles_tui.tui.sample_tracks import SampleTracks
 from miles_tui.tui.token_window import TokenWindow
-from miles_tui.tui.widgets.token_sparkline import reading_text
 
 LABELS = {
     "rollout_log_probs": "rollout logp",

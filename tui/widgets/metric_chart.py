@@ -34,7 +34,7 @@ from textual.widget import Widget
 
 from miles_tui.core.analysis import ChartSeries, PlotData, PointAt, plot_data, value_at
 from miles_tui.core.base.inert_text import inert
-from miles_tui.tui.formatting import MISSING, number
+from miles_tui.tui.formatting import MISSING, metric_value, step_label
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.renderers.plot import int_ticks, step_tick, tick_labels, y_ticks
 from miles_tui.tui.widgets.series_chart import SETTLE_SECONDS
@@ -70,20 +70,6 @@ class ChartView:
 def plot_points(width: int) -> int:
     """Points a chart ``width`` cells wide plots at most (its series is downsampled to that)."""
     return max(POINTS_PER_COLUMN * (width - _Y_LABEL_COLUMNS), 4)
-
-
-def step_label(step: float) -> str:
-    """A step as text: an integer when it is one."""
-    return str(int(step)) if math.isfinite(step) and step == int(step) else number(step)
-
-
-def metric_value(value: float) -> str:
-    """A metric value to four significant digits (en dash when it is not a number)."""
-    if not math.isfinite(value):
-        return MISSING if math.isnan(value) else ("∞" if value > 0 else "-∞")
-    if value and (abs(value) >= 1e6 or abs(value) < 1e-4):
-        return f"{value:.3e}"
-    return f"{value:.4g}"
 
 
 def _note(message: str, width: int, base: Style) -> list[Strip]:
