@@ -84,7 +84,7 @@ print(status, time.perf_counter() - started, resource.getrusage(resource.RUSAGE_
 _REOPEN = """
 import sys, time
 started = time.perf_counter()
-from miles_tui.core.memory_settings import no_huge_pages
+from miles_tui.core.base.memory_settings import no_huge_pages
 no_huge_pages()  # as the miles-tui command does at its start
 from miles_tui.core.telemetry.streams import DashboardReader
 reader = DashboardReader(sys.argv[1], parse_workers=2)
@@ -424,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         ok = export_part(run, cache, folder, expected, rows)
     if not args.no_app:
         os.environ["MILES_TUI_CACHE_DIR"] = str(Path(tempfile.mkdtemp(prefix="app-cache-", dir=scratch.name)))
-        from miles_tui.core.memory_settings import no_huge_pages
+        from miles_tui.core.base.memory_settings import no_huge_pages
 
         no_huge_pages()  # as the miles-tui command does at its start
         latencies, load, during, slow = asyncio.run(key_latency(run, args.presses, expected.records))

@@ -191,7 +191,7 @@ sys.stderr.write(json.dumps({"first_ms": first * 1e3, "again_ms": min(again) * 1
 
 _TOKENS = """
 import json, sys, time
-from miles_tui.core.export import tokens_export
+from miles_tui.core.commands.export import tokens_export
 from miles_tui.core.dump.run import Run
 run = Run(sys.argv[1])
 rid, now = int(sys.argv[2]), time.time()

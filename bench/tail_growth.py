@@ -2,7 +2,7 @@
 
 For each size (default 128, 256, 512 and 1024 MiB) a stream of one complete line
 followed by an unterminated tail of that size is written (real bytes), and a child
-process follows it with :class:`miles_tui.core.tail.TailFile` (default 64 MiB line cap):
+process follows it with :class:`miles_tui.core.base.tail.TailFile` (default 64 MiB line cap):
 
 - the first poll over the whole tail: time and the child's peak RSS;
 - ten polls that each find 1 MiB appended to the tail: median time (O(new bytes));
@@ -46,7 +46,7 @@ def _write(path: Path, tail_mib: int) -> None:
 
 def child(path: Path, cap: int) -> None:
     """Follow ``path``; print JSON figures (runs in its own process so its peak RSS is the reader's)."""
-    from miles_tui.core.tail import TailFile
+    from miles_tui.core.base.tail import TailFile
 
     tail: TailFile[object] = TailFile(path, lambda value: value, max_line=cap)
     records: list[object] = []

@@ -121,7 +121,7 @@ SCALES = {"week": (8, 7.0), "month": (16, 30.0)}
 REOPEN = """
 import sys, time
 started = time.perf_counter()
-from miles_tui.core.memory_settings import no_huge_pages
+from miles_tui.core.base.memory_settings import no_huge_pages
 no_huge_pages()  # as the miles-tui command does at its start
 from miles_tui.core.telemetry.streams import DashboardReader
 reader = DashboardReader(sys.argv[1], parse_workers=2)

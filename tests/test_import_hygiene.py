@@ -39,3 +39,21 @@ def test_import_contract() -> None:
     command = [sys.executable, "-c", "from importlinter.cli import lint_imports_command as c; c()"]
     result = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_pt_reader_contract_names_every_other_module_of_dump() -> None:
+    """The contract forbids dump's modules by name: a module added to dump is added to it too."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    contract = next(c for c in contracts if c.get("source_modules") == ["miles_tui.core.dump.pt"])
+    dump = ROOT / "core" / "dump"
+    others = {f"miles_tui.core.dump.{p.stem}" for p in dump.glob("*.py") if p.stem != "__init__"}
+    others |= {f"miles_tui.core.dump.{p.name}" for p in dump.iterdir() if (p / "__init__.py").is_file()}
+    assert set(contract["forbidden_modules"]) == others - {"miles_tui.core.dump.pt"}
+
+
+def test_core_shows_its_layers_at_a_glance() -> None:
+    """core's top level holds its packages and follow, at most 8 entries (ARCHITECTURE.md, "The layers of core")."""
+    entries = [p.name for p in (ROOT / "core").iterdir() if p.name != "__pycache__" and not p.name.startswith(".")]
+    assert len(entries) <= 8, sorted(entries)

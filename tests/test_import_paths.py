@@ -16,8 +16,16 @@ from pathlib import Path
 
 import pytest
 
+from miles_tui.core.base.lazy_exports import homes
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("miles_tui.core.dump", "miles_tui.core.telemetry", "miles_tui.core.analysis", "miles_tui.core.synth")
+PACKAGES = (
+    "miles_tui.core.dump",
+    "miles_tui.core.telemetry",
+    "miles_tui.core.analysis",
+    "miles_tui.core.synth",
+    "miles_tui.core.follow",
+)
 SCANNED = ("core", "tui", "tests", "bench", "screenshots")
 
 
@@ -85,12 +93,35 @@ def test_each_package_names_its_api(package: str) -> None:
     a submodule (importing that submodule would rebind the package attribute to the module)."""
     module = importlib.import_module(package)
     names = module.__all__
-    assert len(set(names)) == len(names) and set(names) == set(module._HOMES)
+    home_of = homes(module._EXPORTS)
+    assert len(set(names)) == len(names) == len(home_of), f"{package}: a name exported twice"
     for name in names:
-        home = f"{package}.{module._HOMES[name]}"
+        home = f"{package}.{home_of[name]}"
         assert _source(f"{package}.{name}") is None, f"{package}.{name} is also a submodule"
         assert name in _defined(_source(home)), f"{home} does not define {name}"
         assert getattr(module, name) is getattr(importlib.import_module(home), name)
+
+
+def _typing_exports(package: str) -> dict[str, str]:
+    """Each name the package's ``if TYPE_CHECKING:`` block re-exports (``import X as X``) -> its submodule."""
+    init = _source(package)
+    assert init is not None
+    tree = ast.parse(init.read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    found = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package + "."), ast.unparse(node)
+        for alias in node.names:
+            assert alias.asname == alias.name, f"{package}: {ast.unparse(node)} is not an explicit re-export"
+            found[alias.name] = (node.module or "").removeprefix(package + ".")
+    return found
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_two_writings_of_an_export_agree(package: str) -> None:
+    """A public name is written twice: in the TYPE_CHECKING re-exports (what mypy reads) and in _EXPORTS (what
+    runs); both name the same submodule, and nothing is in one and not the other."""
+    assert _typing_exports(package) == homes(importlib.import_module(package)._EXPORTS)
 
 
 def test_one_import_path_per_name() -> None:

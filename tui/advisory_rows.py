@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from miles_tui.core.analysis.advisory_log import LoggedAdvisory
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 from miles_tui.tui.formatting import LEVEL_STYLE, LEVEL_TAG, MISSING, date_time
 from miles_tui.tui.table_layout import Column
 

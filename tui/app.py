@@ -5,7 +5,7 @@ The app owns the :class:`RunWatcher` (all reads of the run) and the
 model and forward the message to every screen on the stack.
 
 Strings from the run are made inert where they become text
-(:func:`miles_tui.core.inert_text.inert`); the app adds :class:`InertLineFilter` to
+(:func:`miles_tui.core.base.inert_text.inert`); the app adds :class:`InertLineFilter` to
 Textual's line filters, so a control character a view let through is removed
 from the drawn line before anything reaches the terminal.
 
@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from rich.console import RenderableType
 from textual import events, on, work
-from textual._compositor import CompositorUpdate
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.filter import LineFilter
@@ -42,8 +39,9 @@ from miles_tui.core.analysis.advisories import step_advisories
 from miles_tui.core.analysis.advisory_log import merged, step_history
 from miles_tui.core.analysis.format_drift import schema_label
 from miles_tui.core.analysis.health import run_name
-from miles_tui.core.dump import Run
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
+from miles_tui.core.dump import Run, StepKey
+from miles_tui.core.follow.steps import LANDING_SECONDS
 from miles_tui.core.telemetry import TelemetryColumns
 from miles_tui.core.telemetry.streams import read_meta
 from miles_tui.tui import gc_policy
@@ -60,10 +58,14 @@ from miles_tui.tui.messages import (
 )
 from miles_tui.tui.navigation import Navigation
 from miles_tui.tui.run_model import RunModel
-from miles_tui.tui.run_watcher import LANDING_SECONDS, PollResult, RunWatcher
+from miles_tui.tui.run_watcher import RunWatcher, StepsPoll
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
 from miles_tui.tui.terminal_diff import TerminalDiff
+from miles_tui.tui.textual_private import CompositorUpdate, FilteredDisplayApp
+
+if TYPE_CHECKING:
+    from miles_tui.tui.monitor_app import MonitorApp
 
 HERE = Path(__file__).parent
 
@@ -83,7 +85,7 @@ IDLE_TICK_SECONDS = 1.0
 """How often the app asks its :class:`~miles_tui.tui.gc_policy.IdleCollector` whether a full collection is due."""
 
 
-class MilesApp(BaselineApp, Navigation):
+class MilesApp(BaselineApp, FilteredDisplayApp):
     """Monitor one miles run directory."""
 
     TITLE = "miles-tui"
@@ -118,7 +120,7 @@ class MilesApp(BaselineApp, Navigation):
         super().__init__()
         self.baselines = BaselineWatch(run.use_cache)
         self.baseline_paths = tuple(baselines)
-        self.views_imported = threading.Event()
+        self._navigation = Navigation(self, self)
         self.bell_on_critical = bell
         """Ring the terminal bell once per new critical advisory (tmux then flags the window)."""
         self._critical_seen: set[tuple[object, ...]] = set()
@@ -130,7 +132,7 @@ class MilesApp(BaselineApp, Navigation):
         self.watcher = RunWatcher(run, clock)
         # meta.json alone names the run: the first frame has the name, before any stream is read.
         self._first_meta = read_meta(run.dir.dashboard_dir)
-        self.model = RunModel(run_name=run_name(self._first_meta, run.path), live=follow)
+        self.model = RunModel(first_name=run_name(self._first_meta, run.path), live=follow)
         self.run_changed: Signal[RunModel] = Signal(self, "run_changed")
         """Published with :attr:`model` after every poll and follow toggle: headers and screens subscribe."""
         self.poll_seconds = poll_seconds
@@ -160,20 +162,35 @@ class MilesApp(BaselineApp, Navigation):
         return self.model.live
 
     @property
+    def navigation(self) -> Navigation:
+        """The one way to open a view (every push goes through it)."""
+        return self._navigation
+
+    @property
+    def reader(self) -> Run:
+        """The run being monitored (named so as not to shadow App.run)."""
+        return self.watcher.run
+
+    def action_help(self) -> None:
+        self.navigation.help()
+
+    def action_metrics(self) -> None:
+        self.navigation.metrics()
+
+    def action_compute(self) -> None:
+        self.navigation.compute()
+
+    def action_engines(self) -> None:
+        self.navigation.engines()
+
+    @property
     def follow_latest(self) -> bool:
         """The views move to the newest step as it appears (``f`` toggles)."""
         return self.model.following
 
-    def _display(self, screen: Screen[object], renderable: RenderableType | None) -> None:
-        """Hand Textual only the cells that change (nothing at all when the screen looks the same)."""
-        update: object = renderable
-        # Only updates Textual will really write may change the copy of the screen (its own tests, as in
-        # App._display: a batch in progress, a closed or headless app or no driver writes nothing).
-        writes = self._running and not self._closed and not self._batch_count and self._driver is not None
-        if isinstance(update, CompositorUpdate) and writes and not self.is_headless and not self.is_inline:
-            size = (self.size.width, self.size.height)
-            renderable = cast("RenderableType | None", self.terminal.update(update, self.console, size, screen))
-        super()._display(screen, renderable)
+    def filter_update(self, screen: Screen[object], update: CompositorUpdate) -> CompositorUpdate | None:
+        """Only the cells that change (None when the screen looks the same)."""
+        return self.terminal.update(update, self.console, (self.size.width, self.size.height), screen)
 
     def on_mount(self) -> None:
         # Reads of the run run in daemon threads: one stuck in I/O (a hung mount) never holds up the exit.
@@ -181,14 +198,14 @@ class MilesApp(BaselineApp, Navigation):
         self.app_resume_signal.subscribe(self, lambda _app: self.terminal.reset())
         self.push_screen(OverviewScreen())
         if self._start is not None:
-            self.open_step(*self._start)
+            self.navigation.open_step(*self._start)
         if self.reader.cache_notice is not None:
             self.notify(self.reader.cache_notice, severity="warning", timeout=10, markup=False)
         self.poll_now()
         self.open_baselines()
         if self.live:
             self._poll_timer = self.set_interval(self.poll_seconds, self.poll_now, name="poll")
-        self.call_after_refresh(self.preload_views)
+        self.call_after_refresh(self.navigation.preload_views)
         self.set_interval(gc_policy.TRIM_SECONDS, self._trim_memory, name="trim")
         self.collector.hold()
         self.set_interval(IDLE_TICK_SECONDS, self.collector.tick, name="collect")
@@ -264,7 +281,7 @@ class MilesApp(BaselineApp, Navigation):
             self.set_timer(LANDING_SECONDS / 2, self.poll_now)
         self._poll_streams()
 
-    def _report(self, result: PollResult) -> None:
+    def _report(self, result: StepsPoll) -> None:
         """Post what a poll found."""
         if (
             result.new_train
@@ -308,11 +325,11 @@ class MilesApp(BaselineApp, Navigation):
             is_dump=self.model.looks_like_a_run,
         )
         model = self.model
-        model.run_name, model.data_age, model.clock = health.run_name, health.data_age, health.clock
+        changed = health.advisories != model.advisories
+        model.health = health
         model.live_log = model.live_log.observe(health.advisories, model.latest, self.watcher.clock())
         self._merge_advisory_log()
-        if health.advisories != model.advisories:
-            model.advisories = health.advisories
+        if changed:
             self._ring_for_new_critical(health.advisories)
         self._publish()
 
@@ -323,7 +340,7 @@ class MilesApp(BaselineApp, Navigation):
     @work(exclusive=False, group="streams", exit_on_error=False)
     async def _poll_streams(self) -> None:
         deadline = time.monotonic() + VIEWS_WAIT_SECONDS
-        while not self.views_imported.is_set() and time.monotonic() < deadline:
+        while not self.navigation.views_imported.is_set() and time.monotonic() < deadline:
             await asyncio.sleep(0.02)  # the views' imports first (see navigation's docstring)
         if self.watcher.stream_lock.locked():
             return
@@ -366,8 +383,8 @@ class MilesApp(BaselineApp, Navigation):
     def _steps_summarized(self, message: StepsSummarized) -> None:
         """Store one poll's summaries and failures, then tell the screens once."""
         for summary in message.summaries:
-            self.model.summaries[(summary.rollout_id, summary.evaluation)] = summary
-            self.model.failures.pop((summary.rollout_id, summary.evaluation), None)
+            self.model.summaries[StepKey(summary.rollout_id, summary.evaluation)] = summary
+            self.model.failures.pop(StepKey(summary.rollout_id, summary.evaluation), None)
         for failure in message.failures:
             self.model.failures[failure.key] = (failure.message, failure.still_writing)
         meta = self.watcher.follower.dashboard.meta
@@ -450,3 +467,10 @@ def make_app(
     if low_mfu_threshold is not None:
         app.watcher.streams.low_mfu_threshold = low_mfu_threshold
     return app
+
+
+if TYPE_CHECKING:
+
+    def _keeps_the_protocol(app: MilesApp) -> MonitorApp:
+        """mypy checks here that the app is what its screens type against."""
+        return app

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 from textual.command import Hit
 
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 
 if TYPE_CHECKING:
-    from miles_tui.tui.app import MilesApp
+    from miles_tui.tui.monitor_app import MonitorApp
 
 _PATH_QUERY = re.compile(r"\s*(?:add\s+)?baseline\s+(\S.*?)\s*", re.IGNORECASE)
 
@@ -26,13 +26,11 @@ PATH_SCORE = 100.0
 """Above any fuzzy score: a path typed after ``baseline`` is what the user means."""
 
 
-def _ask_path(app: MilesApp) -> None:
-    from miles_tui.tui.screens.baseline_path_screen import BaselinePathScreen
-
-    app.push_screen(BaselinePathScreen())
+def _ask_path(app: MonitorApp) -> None:
+    app.navigation.show_baseline_path()
 
 
-def baseline_commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
+def baseline_commands(app: MonitorApp) -> list[tuple[str, str, Callable[[], object]]]:
     """(name, help, callback) of the baseline commands, as the app stands now."""
     commands: list[tuple[str, str, Callable[[], object]]] = [
         (
@@ -46,13 +44,13 @@ def baseline_commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object
             (
                 f"Compare with baseline {baseline.mark}",
                 inert(f"the step in view against {baseline.name}'s same step ({baseline.path})"),
-                partial(app.show_compare, None, False, baseline.mark),
+                partial(app.navigation.show_compare, None, False, baseline=baseline.mark),
             )
         )
     return commands
 
 
-def baseline_path_hit(app: MilesApp, query: str) -> Hit | None:
+def baseline_path_hit(app: MonitorApp, query: str) -> Hit | None:
     """``baseline PATH`` typed into the palette: a hit that adds that folder (None for any other query)."""
     match = _PATH_QUERY.fullmatch(query)
     if match is None:

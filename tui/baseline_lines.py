@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from rich.text import Text
 
 from miles_tui.core.analysis.baseline import StepDelta
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import StepAggregate
-from miles_tui.core.inert_text import inert
 from miles_tui.tui.baseline_watch import Baseline
 from miles_tui.tui.compare_rows import delta_text
 from miles_tui.tui.widgets.baseline_overlay import RICH_COLORS

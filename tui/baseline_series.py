@@ -27,7 +27,7 @@ from textual.screen import Screen
 
 from miles_tui.core.analysis import ChartSeries, chart_series, dump_series
 from miles_tui.core.analysis.baseline import AlignedSeries, align
-from miles_tui.core.pacing import Pacer
+from miles_tui.core.base.pacing import Pacer
 from miles_tui.core.telemetry import MetricSeries
 from miles_tui.tui.baseline_watch import Baseline
 from miles_tui.tui.metric_lines import Source

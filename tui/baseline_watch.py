@@ -33,9 +33,9 @@ from textual.message import Message
 
 from miles_tui.core.analysis.baseline import StepDelta
 from miles_tui.core.analysis.baseline_run import BaselinePoll, BaselineRun, open_baseline
+from miles_tui.core.base.errors import MilesTuiError
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import StepAggregate, StepSummary
-from miles_tui.core.errors import MilesTuiError
-from miles_tui.core.inert_text import inert
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE
 

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from miles_tui.core.errors import MilesTuiError, RunDirError, StillWritingError
-from miles_tui.core.inert_text import inert
-from miles_tui.core.memory_settings import no_huge_pages
+from miles_tui.core.base.errors import MilesTuiError, RunDirError, StillWritingError
+from miles_tui.core.base.inert_text import inert
+from miles_tui.core.base.memory_settings import no_huge_pages
 from miles_tui.tui import export_telemetry
 
 EXIT_ERROR = 1
@@ -70,7 +70,7 @@ class _VersionAction(argparse.Action):
 
 def _scanner_line() -> str:
     """Whether the compiled line scanner is in use: without it telemetry reads the same, several times slower."""
-    from miles_tui.core.telemetry import line_templates
+    from miles_tui.core.telemetry.metrics import line_templates
 
     if line_templates.AVAILABLE:
         return "line scanner: compiled (fast telemetry decoding)"
@@ -227,7 +227,7 @@ def _monitor_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# -- cache flags (every command): core/cache_dir.py holds the switch and the cap -------------------------
+# -- cache flags (every command): core/base/cache_dir.py holds the switch and the cap -------------------------
 
 
 def _cache_flags(parser: argparse.ArgumentParser) -> None:
@@ -243,7 +243,7 @@ def _cache_flags(parser: argparse.ArgumentParser) -> None:
 
 def _with_cache_flags(action: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
     """Run a command with its --no-cache/--cache-max in force (restored after, for in-process callers)."""
-    from miles_tui.core import cache_dir
+    from miles_tui.core.base import cache_dir
 
     try:
         cap = None if args.cache_max is None else cache_dir.parse_size(args.cache_max)
@@ -332,7 +332,7 @@ def _check_export_options(args: argparse.Namespace) -> None:
 
 @_without_cyclic_gc
 def run_export(args: argparse.Namespace) -> int:
-    from miles_tui.core import export
+    from miles_tui.core.commands import export
     from miles_tui.core.dump import Run, RunDir
 
     _check_export_options(args)
@@ -341,7 +341,7 @@ def run_export(args: argparse.Namespace) -> int:
         return export_telemetry.run(args)
     now = time.time()
     if args.metrics is not None:
-        from miles_tui.core.export import write_metrics_export
+        from miles_tui.core.commands.export import write_metrics_export
 
         sys.stdout.flush()
         write_metrics_export(Path(args.run_dir), args.metrics, args.x, sys.stdout.buffer)
@@ -374,7 +374,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from miles_tui.core.report import build_report, render_report
+    from miles_tui.core.commands.report import build_report, render_report
 
     try:
         report = build_report(
@@ -398,7 +398,7 @@ def _with_baselines(report: Any, paths: Sequence[str]) -> Any:
     """The report with its baselines' deltas; an unusable baseline is said on stderr (the report stands)."""
     import dataclasses
 
-    from miles_tui.core.baseline_report import baseline_entries
+    from miles_tui.core.commands.baseline_report import baseline_entries
 
     latest = report.latest_summary.aggregate if report.latest_summary is not None else None
     entries = baseline_entries(paths, report.health.train, latest, time.time())

@@ -7,7 +7,7 @@ Copying goes through :meth:`textual.app.App.copy_to_clipboard`, which keeps
 the text in ``app.clipboard`` and writes it to the terminal as an OSC 52
 escape (the terminal, or tmux with ``set -g set-clipboard on``, puts it on
 the system clipboard; over SSH it reaches the local machine).
-The CSV of a rollout table is :func:`miles_tui.core.export.rows_csv`: the ROW columns,
+The CSV of a rollout table is :func:`miles_tui.core.commands.export.rows_csv`: the ROW columns,
 exactly what ``miles-tui export --step N --format csv`` prints.
 """
 
@@ -19,10 +19,10 @@ from typing import Any
 
 from textual.app import App
 
+from miles_tui.core.base.inert_text import inert
+from miles_tui.core.base.json_out import clean
+from miles_tui.core.commands.export import not_a_formula, rows_csv
 from miles_tui.core.dump import ROW_COLUMNS, SERIES, SampleRow, TokenView, token_payload
-from miles_tui.core.export import not_a_formula, rows_csv
-from miles_tui.core.inert_text import inert
-from miles_tui.core.json_out import clean
 
 LARGE_COPY = 100_000
 """Characters above which a copy may be cut by the terminal: OSC 52 limits vary (tmux, some terminals)."""

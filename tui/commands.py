@@ -18,7 +18,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from miles_tui.tui.baseline_commands import baseline_commands, baseline_path_hit
 
 if TYPE_CHECKING:
-    from miles_tui.tui.app import MilesApp
+    from miles_tui.tui.monitor_app import MonitorApp
 
 POLL_CHOICES = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 """Poll intervals the palette offers, in seconds."""
@@ -29,19 +29,19 @@ _STEP_SCORE = 100.0
 """Above any fuzzy score (those grow past 1), so a step the number names is always listed first."""
 
 
-def _commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
+def _commands(app: MonitorApp) -> list[tuple[str, str, Callable[[], object]]]:
     """(name, help, callback) of every command but the poll intervals, as the app stands now."""
     commands: list[tuple[str, str, Callable[[], object]]] = [
-        ("Metrics", "every dashboard series as charts (m)", app.action_metrics),
-        ("GPUs", "utilisation, memory and phases per GPU (u)", app.action_compute),
-        ("Scatter", "reward vs response length of the step in view (p on a step)", app.show_scatter),
-        ("Outliers", "tokens and samples that stand out in the step in view (O)", app.show_outliers),
-        ("Compare", "the step in view against the previous one (c)", app.show_compare),
-        ("Advisories", "what needs attention, on the overview (a)", app.show_advisories),
+        ("Metrics", "every dashboard series as charts (m)", app.navigation.metrics),
+        ("GPUs", "utilisation, memory and phases per GPU (u)", app.navigation.compute),
+        ("Scatter", "reward vs response length of the step in view (p on a step)", app.navigation.show_scatter),
+        ("Outliers", "tokens and samples that stand out in the step in view (O)", app.navigation.show_outliers),
+        ("Compare", "the step in view against the previous one (c)", app.navigation.show_compare),
+        ("Advisories", "what needs attention, on the overview (a)", app.navigation.show_advisories),
         (
             "Advisory log",
             "every advisory the run has had: first and last step, active or cleared (a a)",
-            app.show_advisory_log,
+            app.navigation.show_advisory_log,
         ),
         ("Track newest on", "move to the newest step as it lands (f)", partial(app.set_follow, True)),
         ("Track newest off", "stay where you are when new steps land (f)", partial(app.set_follow, False)),
@@ -54,7 +54,7 @@ def _commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
     return commands
 
 
-def _poll_commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
+def _poll_commands(app: MonitorApp) -> list[tuple[str, str, Callable[[], object]]]:
     """(name, help, callback) of each poll interval the palette offers."""
     return [
         (f"Poll every {seconds:g} s", f"how often to look for new data (now {app.poll_seconds:g} s)",
@@ -77,13 +77,15 @@ class RunCommands(Provider):
     """Commands that know the run: steps, views, follow and polling."""
 
     @property
-    def miles(self) -> MilesApp:
-        return cast("MilesApp", self.app)
+    def miles(self) -> MonitorApp:
+        return cast("MonitorApp", self.app)
 
     async def discover(self) -> Hits:
         latest = self.miles.model.latest
         if latest is not None:
-            yield DiscoveryHit(f"Go to step {latest}", partial(self.miles.open_step, latest), help="the newest step")
+            yield DiscoveryHit(
+                f"Go to step {latest}", partial(self.miles.navigation.open_step, latest), help="the newest step"
+            )
         for name, help_text, callback in _commands(self.miles) + _poll_commands(self.miles):
             yield DiscoveryHit(name, callback, help=help_text)
 
@@ -119,7 +121,12 @@ class RunCommands(Provider):
                 label = f"Go to step {rid}{' eval' if evaluation else ''}"
                 help_text = "the eval batch of that step" if evaluation else None
                 hits.append(
-                    Hit(_STEP_SCORE - rank, label, partial(self.miles.open_step, rid, evaluation), help=help_text)
+                    Hit(
+                        _STEP_SCORE - rank,
+                        label,
+                        partial(self.miles.navigation.open_step, rid, evaluation),
+                        help=help_text,
+                    )
                 )
         if hits:
             return hits

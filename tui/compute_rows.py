@@ -22,10 +22,10 @@ from rich.style import Style
 from rich.text import Text
 
 from miles_tui.core.analysis import ComputeView, FleetSummary, LaneHealth, Liveness
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import BandKey, Frame, Lane, PhaseBand
-from miles_tui.tui.formatting import MISSING, age
-from miles_tui.tui.renderers.heat_strip import short_span, time_axis
+from miles_tui.tui.formatting import MISSING, duration
+from miles_tui.tui.renderers.heat_strip import time_axis
 from miles_tui.tui.widgets.heat_rows import HeatRow
 
 SUFFIX_WIDTH: Final = 24
@@ -81,7 +81,7 @@ def util_text(value: float) -> str:
 
 def age_width(view: ComputeView) -> int:
     """Cells the age column needs for every lane of ``view``."""
-    return max([AGE_WIDTH, *(len(age(h.age)) for h in view.health)])
+    return max([AGE_WIDTH, *(len(duration(h.age, padded=True)) for h in view.health)])
 
 
 def suffix_width(view: ComputeView, rows: Sequence[HeatRow] = ()) -> int:
@@ -98,7 +98,7 @@ def lane_row(
     loud = LIVENESS_STYLE.get(state, "")
     label = Text(lane_label(lane), style="bold white on red" if state in (Liveness.DEAD, Liveness.NEVER) else "")
     suffix = Text(f"{util_text(mean_util):>4} {memory(mem_mb):>6} ")
-    suffix.append(f"{age(health.age):>{ages}}", style=loud)
+    suffix.append(f"{duration(health.age, padded=True):>{ages}}", style=loud)
     if state is Liveness.DEAD or state is Liveness.NEVER:
         suffix.append(" ")
         suffix.append("DEAD", style=ALARM)
@@ -262,7 +262,7 @@ def axis_row(view: ComputeView, width: int) -> HeatRow:
         # which is named by its date
         end, ref = time.strftime("%m-%d %H:%M", time.gmtime(bins.until)), None
     else:
-        end, ref = f"-{span_text(back)}", view.now
+        end, ref = f"-{duration(back)}", view.now
     ticks = Text()
     for part in re.split(r"( +)", time_axis(bins.since, bins.until, width, end, ref)):
         ticks.append(part, style="" if part.startswith(" ") else "bold")  # a style per label: each is placed alone
@@ -270,26 +270,11 @@ def axis_row(view: ComputeView, width: int) -> HeatRow:
     return HeatRow("axis", Text(""), None, headings, text=ticks)
 
 
-def span_text(seconds: float) -> str:
-    """A window's length, exact to the second below an hour: ``15m``, ``7m30s``, ``1h52m``, ``2d``."""
-    seconds = round(abs(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, rest = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{rest:02d}s" if rest else f"{minutes}m"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours:02d}h" if hours else f"{days}d"
-
-
 def window_name(span: float | None, live: bool = True) -> str:
     """``last 15m`` / ``15m`` (panned) / ``whole run``."""
     if span is None:
         return "whole run"
-    return f"last {span_text(span)}" if live else span_text(span)
+    return f"last {duration(span)}" if live else duration(span)
 
 
 def clock_range(since: float, until: float) -> str:
@@ -303,9 +288,9 @@ def window_text(frame: Frame, now: float) -> Text:
     """The window: its length, live or panned (spelled out: it must read without colour), and its times."""
     text = Text(f" · {window_name(frame.window.span, frame.live)} · ")
     if not frame.live:
-        text.append(f"PANNED, ends {age(now - frame.until)} ago (0: live)", style="bold yellow")
+        text.append(f"PANNED, ends {duration(now - frame.until, padded=True)} ago (0: live)", style="bold yellow")
     elif frame.anchored_to_data:  # following, but nothing came lately: not "live" (a trial read 103 days as live)
-        text.append(f"ends at the last sample, {age(now - frame.until)} ago", style="yellow")
+        text.append(f"ends at the last sample, {duration(now - frame.until, padded=True)} ago", style="yellow")
     else:
         text.append("live", style="green")
     text.append(f" · {clock_range(frame.since, frame.until)}")
@@ -329,8 +314,8 @@ def title(view: ComputeView, picked: str) -> Text:
     nodes = len({lane[0] for lane in grid.lanes})
     text.append(f" · {len(grid.lanes)} GPUs on {nodes} node{'s' if nodes != 1 else ''}")
     if view.interval:
-        text.append(f" · every {short_span(view.interval)}")
+        text.append(f" · every {duration(view.interval, minutes=True)}")
     if view.resolution:
-        text.append(f" · {short_span(view.resolution)} buckets", style="dim")
+        text.append(f" · {duration(view.resolution, minutes=True)} buckets", style="dim")
     text.append(f" · {inert(picked)}", style="dim")
     return text

@@ -4,7 +4,7 @@ Pure formatters (a :class:`~miles_tui.core.dump.trajectory.Conversation` or
 :class:`~miles_tui.core.dump.trajectory.Message` in, Content out), so the
 conversation widget only mounts them. Every string from the run (content,
 reasoning, tool calls, roles, names, status) goes through
-:func:`~miles_tui.core.inert_text.inert` and is never read as markup. A message's
+:func:`~miles_tui.core.base.inert_text.inert` and is never read as markup. A message's
 inline ``<think>`` and ``<tool_call>`` spans (cut by core's
 :func:`~miles_tui.core.dump.message_spans.content_spans`) are styled apart from
 its text; a folded message is one line saying what it holds.
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from textual.content import Content
 
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import Conversation, tool_call
 from miles_tui.core.dump import Message as ChatMessage
 from miles_tui.core.dump.message_spans import SpanKind, content_spans
-from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import MISSING
 
 NO_CONVERSATION = "this run recorded no conversation for this sample"

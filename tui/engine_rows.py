@@ -14,8 +14,7 @@ from rich.text import Text
 
 from miles_tui.core.analysis import ABORT_RATE, EngineBlock, EngineView
 from miles_tui.core.telemetry import CACHE_HIT_RATE, GEN_THROUGHPUT, QUEUED, RUNNING, TOKEN_USAGE
-from miles_tui.tui.formatting import MISSING, OVERFLOW, age
-from miles_tui.tui.renderers.heat_strip import short_span
+from miles_tui.tui.formatting import MISSING, OVERFLOW, duration
 
 TITLES: Final = {
     RUNNING: "running reqs",
@@ -59,7 +58,7 @@ def restarts_text(block: EngineBlock, until: float) -> str:
     """``none``, or ``↺2 -5m`` (how many restarts, and how long before the window's end the newest was)."""
     if not block.restarts:
         return "none"
-    return f"{RESTART_MARK}{len(block.restarts)} -{short_span(until - block.restarts[-1])}"
+    return f"{RESTART_MARK}{len(block.restarts)} -{duration(until - block.restarts[-1], minutes=True)}"
 
 
 def aborted_text(block: EngineBlock) -> str:
@@ -165,13 +164,14 @@ def title(view: EngineView, selected: int) -> Text:
     """Window, engine count, scrape interval, which engine the charts show."""
     text = Text()
     text.append("Engines", style="bold")
-    text.append(f" · {'whole run' if view.span is None else f'last {short_span(view.span)}'}")
+    text.append(f" · {'whole run' if view.span is None else f'last {duration(view.span, minutes=True)}'}")
     if view.anchored_to_data:
-        text.append(f" (ends at the last scrape, {age(view.now - view.bins.until)} ago)", style="yellow")
+        ago = duration(view.now - view.bins.until, padded=True)
+        text.append(f" (ends at the last scrape, {ago} ago)", style="yellow")
     count = len(view.engines)
     text.append(f" · {count} engine{'s' if count != 1 else ''}")
     if view.interval:
-        text.append(f" · every {short_span(view.interval)}")
+        text.append(f" · every {duration(view.interval, minutes=True)}")
     if view.engines:
         block = view.engines[selected]
         ranks = f", {len(block.dp_ranks)} DP ranks" if block.dp_ranks else ""

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from miles_tui.core.export_window import ACCEPTED, TimeBound, parse_time
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.export_window import ACCEPTED, TimeBound, parse_time
+from miles_tui.core.base.inert_text import inert
 
 STREAM_FLAGS = ("phases", "gpu", "engines")
 
@@ -81,13 +81,13 @@ def run(args: argparse.Namespace) -> int:
     """Print the stream's window as JSON or CSV, or write the Parquet folder and print what it holds."""
     run_dir = Path(args.run_dir)
     if args.parquet is not None:
-        from miles_tui.core.parquet_export import write_parquet
+        from miles_tui.core.commands.parquet_export import write_parquet
 
         done = write_parquet(run_dir, args.parquet, time.time(), args.since, args.until)
         _warn(done["problems"])
         sys.stdout.write(json.dumps(done, allow_nan=False) + "\n")
         return 0
-    from miles_tui.core.telemetry_export import STREAMS, read_window, records_csv, stream_export
+    from miles_tui.core.commands.telemetry_export import STREAMS, read_window, records_csv, stream_export
 
     window = read_window(run_dir, STREAMS[chosen(args)[0]], args.since, args.until)
     document = stream_export(window)

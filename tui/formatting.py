@@ -20,8 +20,8 @@ import unicodedata
 from rich.text import Text
 
 from miles_tui.core.analysis import Level
-from miles_tui.core.dump import SampleRow
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
+from miles_tui.core.dump import PER_TOKEN_STATISTICS, SampleRow
 
 MISSING = "–"
 CELL_MAX_CHARS = 256
@@ -137,21 +137,52 @@ def version_span(row: SampleRow) -> str:
     return label_last
 
 
-def age(seconds: float | None) -> str:
-    """A duration like 4s, 3m12s, 2h05m, 3d04h."""
+def duration(seconds: float | None, *, padded: bool = False, minutes: bool = False) -> str:
+    """A duration in its two largest units, in whole seconds gone by (as a clock counts): ``45s``, ``7m30s``,
+    ``1h52m``, ``3d04h``.
+
+    ``padded``: a zero smaller unit is written (``15m00s``, ``2h00m``: an age column's width holds still),
+    else left out (``15m``, ``2h``, ``2d``). ``minutes``: from a minute up, rounded to the minute (a tick
+    label's ``5m``, ``1h30m``). Negative durations are 0; None or not finite is :data:`MISSING`.
+    """
     if seconds is None or not math.isfinite(seconds):
         return MISSING
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.0f}s"
-    minutes, sec = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{sec:02d}s"
-    hours, minutes = divmod(minutes, 60)
+    total = math.floor(max(0.0, seconds))
+    if minutes and total >= 60:
+        total = round(seconds / 60) * 60
+    if total < 60:
+        return f"{total}s"
+    whole_minutes, rest = divmod(total, 60)
+    if whole_minutes < 60:
+        return _two_units(whole_minutes, "m", rest, "s", padded)
+    hours, rest = divmod(whole_minutes, 60)
     if hours < 48:
-        return f"{hours}h{minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours:02d}h"
+        return _two_units(hours, "h", rest, "m", padded)
+    days, rest = divmod(hours, 24)
+    return _two_units(days, "d", rest, "h", padded)
+
+
+def _two_units(large: int, large_unit: str, small: int, small_unit: str, padded: bool) -> str:
+    return f"{large}{large_unit}{small:02d}{small_unit}" if small or padded else f"{large}{large_unit}"
+
+
+def step_label(step: float) -> str:
+    """A step as text: an integer when it is one."""
+    return str(int(step)) if math.isfinite(step) and step == int(step) else number(step)
+
+
+def metric_value(value: float) -> str:
+    """A metric value to four significant digits (en dash when it is not a number)."""
+    if not math.isfinite(value):
+        return MISSING if math.isnan(value) else ("∞" if value > 0 else "-∞")
+    if value and (abs(value) >= 1e6 or abs(value) < 1e-4):
+        return f"{value:.3e}"
+    return f"{value:.4g}"
+
+
+def reading_text(value: float | None) -> str:
+    """A per-token value as shown next to a series ("masked" when the position has none)."""
+    return "masked" if value is None else number(value, 4)
 
 
 def date_time(ts: float | None) -> str:
@@ -174,20 +205,6 @@ UNREAD = "UNREAD"
 """A value that exists in the dump but could not be read or placed: never shown as missing (–) or 0."""
 UNREAD_STYLE = "bold red"
 
-PER_TOKEN_STATISTICS = frozenset(
-    {
-        "mean_entropy",
-        "max_entropy",
-        "ref_entropy_mean",
-        "mean_abs_lp_diff",
-        "max_abs_lp_diff",
-        "mean_imp_ratio",
-        "adv_mean",
-        "adv_std",
-        "return_mean",
-    }
-)
-"""ROW columns computed from the sample's per-token train data."""
 TRAIN_ROW_COLUMNS = frozenset({"raw_reward", "normalized_reward", "dumped_rank"})
 """ROW columns read from the sample's train row (unreadable when that row is in a file that failed to load)."""
 

@@ -1,7 +1,7 @@
 """The last line of defence: no control character ever reaches the terminal inside drawn text.
 
 Strings from the run are made visible and inert where they become text
-(:func:`miles_tui.core.inert_text.inert`). This filter, applied by the app to every line
+(:func:`miles_tui.core.base.inert_text.inert`). This filter, applied by the app to every line
 of every widget after layout, removes any such character that a view still
 let through, so a missed call can hide a character but never let the
 terminal act on it. The characters it removes are zero cells wide, so
@@ -17,7 +17,7 @@ from rich.segment import Segment
 from textual.color import Color
 from textual.filter import LineFilter
 
-from miles_tui.core.inert_text import UNSAFE_CHARACTERS
+from miles_tui.core.base.inert_text import UNSAFE_CHARACTERS
 
 
 def _drop(match: re.Match[str]) -> str:

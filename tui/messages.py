@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from miles_tui.core.dump import StepSummary
+from miles_tui.core.dump import StepKey, StepSummary
 
 
 @dataclass
@@ -36,8 +36,8 @@ class StepFailure:
     """Young: read again shortly (else: read again only when its files change)."""
 
     @property
-    def key(self) -> tuple[int, bool]:
-        return (self.rollout_id, self.evaluation)
+    def key(self) -> StepKey:
+        return StepKey(self.rollout_id, self.evaluation)
 
 
 @dataclass
@@ -47,18 +47,18 @@ class StepsSummarized(Message, bubble=False):
     summaries: tuple[StepSummary, ...]
     failures: tuple[StepFailure, ...] = ()
 
-    def summary_of(self, key: tuple[int, bool]) -> StepSummary | None:
+    def summary_of(self, key: StepKey) -> StepSummary | None:
         """This batch's summary of a step, if it has one."""
         return next((s for s in self.summaries if (s.rollout_id, s.evaluation) == key), None)
 
-    def failure_of(self, key: tuple[int, bool]) -> StepFailure | None:
+    def failure_of(self, key: StepKey) -> StepFailure | None:
         """This batch's failure of a step, if it has one."""
         return next((f for f in self.failures if f.key == key), None)
 
     @property
-    def keys(self) -> set[tuple[int, bool]]:
+    def keys(self) -> set[StepKey]:
         """Every step this batch is about."""
-        return {(s.rollout_id, s.evaluation) for s in self.summaries} | {f.key for f in self.failures}
+        return {StepKey(s.rollout_id, s.evaluation) for s in self.summaries} | {f.key for f in self.failures}
 
 
 @dataclass

@@ -12,9 +12,9 @@ from typing import Literal
 from rich.text import Text
 
 from miles_tui.core.analysis import PointAt
-from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import MISSING
-from miles_tui.tui.widgets.metric_chart import ChartView, metric_value, step_label
+from miles_tui.core.base.inert_text import inert
+from miles_tui.tui.formatting import MISSING, metric_value, step_label
+from miles_tui.tui.widgets.metric_chart import ChartView
 
 Source = Literal["metrics", "dump", "none"]
 """Where the charted series come from: metrics.jsonl, the step dumps, or nowhere yet."""

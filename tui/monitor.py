@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from miles_tui.core.errors import RunDirError
+from miles_tui.core.base.errors import RunDirError
 from miles_tui.core.synth import claim_demo_dir, make_temp_demo, remove_temp_demo
 
 DEMO_MAX_STEPS = 500

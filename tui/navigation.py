@@ -1,7 +1,8 @@
 """Where the app goes: the one way to open a step, a sample, a global view, and the views the palette names.
 
-A mixin of :class:`~miles_tui.tui.app.MilesApp` (the screens and the command
-palette call these on the app). The screens are imported when first opened, or
+An object the app owns (``app.navigation``); the screens and the command
+palette call it through the app's :class:`~miles_tui.tui.monitor_app.MonitorApp`
+protocol, and no screen is pushed any other way. The screens are imported when first opened, or
 earlier by :meth:`Navigation.preload_views` in a background thread once the
 first screen is up: a first ``m`` imported the metrics view and plotext in the
 key's handler (~150 ms idle, 350 ms during a metrics load). The app's first
@@ -18,22 +19,19 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from textual import work
 from textual.app import App
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 
 from miles_tui.core.analysis import Advisory
-from miles_tui.core.dump import OpenStep, Run
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
+from miles_tui.core.dump import OpenStep, SampleRow, StepKey
 from miles_tui.tui import gc_policy
 from miles_tui.tui.screens.help_screen import HelpScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 
 if TYPE_CHECKING:
-    from miles_tui.core.telemetry import TelemetryColumns
-    from miles_tui.tui.run_model import RunModel
-    from miles_tui.tui.run_watcher import RunWatcher
+    from miles_tui.tui.monitor_app import MonitorApp
 
 
 VIEW_MODULES: Final = tuple(
@@ -52,11 +50,15 @@ def _import_views() -> None:
             continue
 
 
-class Navigation(App[None]):
-    """Opening screens: steps, samples, global views and the palette's views."""
+class Navigation:
+    """Opening screens: steps, samples, global views and the palette's views (the app owns one)."""
 
-    views_imported: threading.Event
-    """Set once :meth:`preload_views` has imported the screens' modules (or failed to)."""
+    def __init__(self, app: App[None], monitor: MonitorApp) -> None:
+        """``app`` and ``monitor`` are the same object: the Textual app that pushes, and what it knows."""
+        self.app = app
+        self.monitor = monitor
+        self.views_imported = threading.Event()
+        """Set once :meth:`preload_views` has imported the screens' modules (or failed to)."""
 
     def preload_views(self) -> None:
         """Import the screens' modules in a daemon thread (the GIL is shared: keys stay answered meanwhile)."""
@@ -73,23 +75,14 @@ class Navigation(App[None]):
 
         threading.Thread(target=run, name="miles-tui-preload", daemon=True).start()
 
-    model: RunModel
-    watcher: RunWatcher
-    telemetry_columns: TelemetryColumns
-
-    @property
-    def reader(self) -> Run:
-        """The run being monitored (named so as not to shadow App.run)."""
-        return self.watcher.run
-
     def open_step(self, rollout_id: int, evaluation: bool = False, sample_index: int | None = None) -> None:
         """Go to a step (and a sample of it) with the overview and the step behind it, as if walked to."""
         from miles_tui.tui.screens.step_screen import StepScreen
 
-        while len(self.screen_stack) > 2 and not isinstance(self.screen, OverviewScreen):
-            self.pop_screen()
+        while len(self.app.screen_stack) > 2 and not isinstance(self.app.screen, OverviewScreen):
+            self.app.pop_screen()
         # With a sample, the step screen opens it once its rows are there (cursor on its row).
-        self.push_screen(StepScreen(rollout_id, evaluation, focus_sample=sample_index))
+        self.app.push_screen(StepScreen(rollout_id, evaluation, focus_sample=sample_index))
 
     def show_sample(
         self,
@@ -105,9 +98,9 @@ class Navigation(App[None]):
         The step, its conversations and the tokenizer are read in one serialized thread call
         (never on the event loop); ``busy`` shows a loading state meanwhile; a failure is a toast.
         """
-        self._show_sample(rollout_id, evaluation, sample_index, cursor, busy)
+        work = self._show_sample(rollout_id, evaluation, sample_index, cursor, busy)
+        self.app.run_worker(work, exclusive=True, group="show-sample", exit_on_error=False)
 
-    @work(exclusive=True, group="show-sample", exit_on_error=False)
     async def _show_sample(
         self,
         rollout_id: int,
@@ -119,13 +112,13 @@ class Navigation(App[None]):
         from miles_tui.tui.sample_tracks import SampleTracks
         from miles_tui.tui.screens.sample_screen import SampleScreen
 
-        cold = self.reader.cached_open(rollout_id, evaluation) is None
+        cold = self.monitor.reader.cached_open(rollout_id, evaluation) is None
         if cold:
-            self.notify(f"loading step {rollout_id}'s per-token data…", timeout=3)
+            self.app.notify(f"loading step {rollout_id}'s per-token data…", timeout=3)
             if busy is not None:
                 busy.loading = True
         try:
-            context = await self.watcher.sample_context(rollout_id, evaluation, sample_index, cursor)
+            context = await self.monitor.watcher.sample_context(rollout_id, evaluation, sample_index, cursor)
             shown = context.step, context.sample_index, context.detokenizer, context.sidecar
             # the token texts are decoded here, off the event loop (up to the detokenizer's time budget)
             tracks = await asyncio.to_thread(SampleTracks.load, *shown[:3])
@@ -133,69 +126,91 @@ class Navigation(App[None]):
         except asyncio.CancelledError:
             raise
         except Exception as err:  # a bad file or a vanished sample: say so, keep the current screen
-            self.notify(inert(str(err)), severity="error", markup=False, timeout=8)
+            self.app.notify(inert(str(err)), severity="error", markup=False, timeout=8)
             return
         finally:
             if busy is not None:
                 busy.loading = False
-        self.push_screen(screen)
+        self.app.push_screen(screen)
 
     # -- navigation the palette and the screens share -----------------------------------
 
-    def context_step(self) -> tuple[int, bool] | None:
+    def context_step(self) -> StepKey | None:
         """The step the user is looking at: the current screen's, the overview's selection, else the newest."""
-        screen = self.screen
+        screen = self.app.screen
         rid = getattr(screen, "rollout_id", None)
         if isinstance(rid, int):
-            return rid, bool(getattr(screen, "evaluation", False))
+            return StepKey(rid, bool(getattr(screen, "evaluation", False)))
         step = getattr(screen, "step", None)
         summary = getattr(step, "summary", None)
         if summary is not None:
-            return summary.rollout_id, summary.evaluation
+            return StepKey(summary.rollout_id, summary.evaluation)
         if isinstance(screen, OverviewScreen) and (selected := screen.selected_step()) is not None:
             return selected
-        return None if self.model.latest is None else (self.model.latest, False)
+        return None if self.monitor.model.latest is None else StepKey(self.monitor.model.latest, False)
 
-    def show_outliers(self) -> None:
+    def show_outliers(self, rollout_id: int | None = None, evaluation: bool = False) -> None:
+        """The outliers of a step (default: the one in context)."""
         from miles_tui.tui.screens.outlier_screen import OutlierScreen
 
-        if (key := self.context_step()) is None:
-            self.notify("no step yet: no outliers to show", timeout=3)
+        key = StepKey(rollout_id, evaluation) if rollout_id is not None else self.context_step()
+        if key is None:
+            self.app.notify("no step yet: no outliers to show", timeout=3)
             return
-        self.push_screen(OutlierScreen(*key))
+        self.app.push_screen(OutlierScreen(*key))
 
-    def show_scatter(self) -> None:
+    def show_scatter(self, rollout_id: int | None = None, evaluation: bool = False) -> None:
+        """Reward against response length of a step (default: the one in context)."""
         from miles_tui.tui.screens.scatter_screen import ScatterScreen
 
-        if (key := self.context_step()) is None:
-            self.notify("no step yet: nothing to plot", timeout=3)
+        key = StepKey(rollout_id, evaluation) if rollout_id is not None else self.context_step()
+        if key is None:
+            self.app.notify("no step yet: nothing to plot", timeout=3)
             return
-        self.push_screen(ScatterScreen(*key))
+        self.app.push_screen(ScatterScreen(*key))
 
     def show_compare(
-        self, rollout_id: int | None = None, evaluation: bool = False, baseline: str | None = None
+        self,
+        rollout_id: int | None = None,
+        evaluation: bool = False,
+        sample_index: int | None = None,
+        baseline: str | None = None,
     ) -> None:
-        """Compare a step (default: the one in context) with the previous visible one of its kind, or (``baseline``:
-        a baseline's mark) with that baseline's step of the same id."""
+        """Compare a step (default: the one in context) with the previous visible one of its kind, on
+        ``sample_index`` when given, or (``baseline``: a baseline's mark) with that baseline's step of the same id."""
         from miles_tui.tui.screens.compare_screen import CompareScreen
 
-        key = (rollout_id, evaluation) if rollout_id is not None else self.context_step()
+        key = StepKey(rollout_id, evaluation) if rollout_id is not None else self.context_step()
         if key is None:
-            self.notify("no step yet: nothing to compare", timeout=3)
+            self.app.notify("no step yet: nothing to compare", timeout=3)
             return
         rid, evaluation = key
         if baseline is not None:
-            self.push_screen(CompareScreen(rid, rid, evaluation, baseline=baseline))
+            self.app.push_screen(CompareScreen(rid, rid, evaluation, baseline=baseline))
             return
-        earlier = [r for r in (self.model.evaluation if evaluation else self.model.train) if r < rid]
+        earlier = [r for r in (self.monitor.model.evaluation if evaluation else self.monitor.model.train) if r < rid]
         if not earlier:
-            self.notify("no earlier step to compare with", timeout=3)
+            self.app.notify("no earlier step to compare with", timeout=3)
             return
-        self.push_screen(CompareScreen(earlier[-1], rid, evaluation))
+        self.app.push_screen(CompareScreen(earlier[-1], rid, evaluation, sample_index=sample_index))
+
+    def show_baseline_path(self) -> None:
+        """The dialog that asks for a baseline run's folder (the palette's "Add baseline run…")."""
+        from miles_tui.tui.screens.baseline_path_screen import BaselinePathScreen
+
+        self.app.push_screen(BaselinePathScreen())
+
+    def show_save_csv(self, rows: list[SampleRow], rollout_id: int, evaluation: bool) -> None:
+        """The dialog that saves a step's shown rows as CSV (under the run's name by default)."""
+        from miles_tui.tui.clipboard import default_csv_path
+        from miles_tui.tui.screens.save_csv_screen import SaveCsvScreen
+
+        run_dir = self.monitor.reader.path
+        self.app.push_screen(SaveCsvScreen(rows, default_csv_path(rollout_id, evaluation, run_dir), run_dir))
 
     def views_with_data(self) -> dict[str, bool]:
         """Which global views have something to show in this run: metrics, compute (GPUs), engines."""
-        reader = self.watcher.follower.dashboard
+        reader = self.monitor.watcher.follower.dashboard
         counts = reader.record_counts()
 
         def has(stream: str) -> bool:
@@ -204,7 +219,7 @@ class Navigation(App[None]):
             except KeyError:
                 return False
 
-        gpus = has("gpu_util") or self.watcher.follower.has_hours("gpu_util")
+        gpus = has("gpu_util") or self.monitor.watcher.follower.has_hours("gpu_util")
         return {"metrics": counts.get("metrics", 0) > 0, "compute": gpus, "engines": has("engine_series")}
 
     def go_to_advisory(self, advisory: Advisory) -> None:
@@ -217,27 +232,27 @@ class Navigation(App[None]):
             return
         view = view_of(advisory.code)
         if view is not None:
-            getattr(self, f"action_{view}")()
+            getattr(self, view)()
             return
         where = f" (it is about {inert(str(advisory.path))})" if advisory.path is not None else ""
-        self.notify(f"{advisory.code} names no step or view to open{where}: its message says it all", timeout=4)
+        self.app.notify(f"{advisory.code} names no step or view to open{where}: its message says it all", timeout=4)
 
     def show_advisory_log(self) -> None:
         """Every advisory the run has had, active or cleared."""
         from miles_tui.tui.screens.advisory_log_screen import AdvisoryLogScreen
 
-        if not isinstance(self.screen, AdvisoryLogScreen):
-            self.push_screen(AdvisoryLogScreen())
+        if not isinstance(self.app.screen, AdvisoryLogScreen):
+            self.app.push_screen(AdvisoryLogScreen())
 
     def show_advisories(self) -> None:
         """Back to the overview, with the advisory list focused."""
-        while len(self.screen_stack) > 2 and not isinstance(self.screen, OverviewScreen):
-            self.pop_screen()
-        self.call_after_refresh(lambda: self.screen.run_action("focus_advisories"))
+        while len(self.app.screen_stack) > 2 and not isinstance(self.app.screen, OverviewScreen):
+            self.app.pop_screen()
+        self.app.call_after_refresh(lambda: self.app.screen.run_action("focus_advisories"))
 
-    def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.screen))
+    def help(self) -> None:
+        if not isinstance(self.app.screen, HelpScreen):
+            self.app.push_screen(HelpScreen(self.app.screen))
 
     def open_global_view(self, view: type[Screen[None]], make: Callable[[], Screen[None]]) -> None:
         """Show a global view (a screen every screen opens with one key: metrics, GPUs ...).
@@ -246,27 +261,27 @@ class Navigation(App[None]):
         replaces the old (``m u m u`` never stacks screens); from any other screen it is pushed, so Back
         returns there.
         """
-        while isinstance(self.screen, ModalScreen) and len(self.screen_stack) > 1:
-            self.pop_screen()
-        if isinstance(self.screen, view):
+        while isinstance(self.app.screen, ModalScreen) and len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+        if isinstance(self.app.screen, view):
             return
-        if getattr(self.screen, "GLOBAL_VIEW", False):
-            self.switch_screen(make())
+        if getattr(self.app.screen, "GLOBAL_VIEW", False):
+            self.app.switch_screen(make())
         else:
-            self.push_screen(make())
+            self.app.push_screen(make())
 
-    def action_metrics(self) -> None:
+    def metrics(self) -> None:
         from miles_tui.tui.screens.metrics_screen import MetricsScreen
 
         self.open_global_view(MetricsScreen, MetricsScreen)
 
-    def action_compute(self) -> None:
+    def compute(self) -> None:
         from miles_tui.tui.screens.compute_screen import ComputeScreen
 
-        self.open_global_view(ComputeScreen, lambda: ComputeScreen(self.telemetry_columns))
+        self.open_global_view(ComputeScreen, lambda: ComputeScreen(self.monitor.telemetry_columns))
 
-    def action_engines(self) -> None:
+    def engines(self) -> None:
         from miles_tui.tui.screens.engines_screen import EnginesScreen
 
-        if not isinstance(self.screen, EnginesScreen):
-            self.push_screen(EnginesScreen())
+        if not isinstance(self.app.screen, EnginesScreen):
+            self.app.push_screen(EnginesScreen())

@@ -5,7 +5,7 @@ cursor's :class:`~miles_tui.tui.token_window.TokenWindow` and a width in,
 Content out), so the screen only decides when to show them. Every state
 colour shows is also spelled out (trained / loss-masked / UNREADABLE /
 masked), so the lines read under NO_COLOR. Strings from the run go through
-:func:`~miles_tui.core.inert_text.inert` or ``repr``.
+:func:`~miles_tui.core.base.inert_text.inert` or ``repr``.
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ import numpy as np
 import numpy.typing as npt
 from textual.content import Content
 
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import SERIES, Detokenizer, FieldState, OpenStep, SampleRow
 from miles_tui.core.dump.record_formats import UNKNOWN_FORMAT, unknown_columns
-from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import MISSING, REMOVED, number, version_span
+from miles_tui.tui.formatting import MISSING, REMOVED, number, reading_text, version_span
 from miles_tui.tui.sample_tracks import SampleTracks
 from miles_tui.tui.token_window import TokenWindow
-from miles_tui.tui.widgets.token_sparkline import reading_text
 
 LABELS = {
     "rollout_log_probs": "rollout logp",

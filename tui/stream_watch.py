@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from miles_tui.core.analysis import LOW_MFU, Advisory
 from miles_tui.core.analysis.stream_advisories import stream_advisories
+from miles_tui.core.base.errors import StreamError
+from miles_tui.core.base.tail import StreamReset
 from miles_tui.core.dump import RunDir
-from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunDelta, RunFollower
-from miles_tui.core.tail import StreamReset
 from miles_tui.tui import gc_policy
 
 STREAM_HOURS = 6
@@ -60,7 +60,6 @@ class StreamWatch:
         self.follower = RunFollower(
             run_dir,
             recent_hours=STREAM_HOURS,
-            follow_steps=False,
             parse_workers=os.cpu_count() or 1,
             worker_nice=METRIC_WORKER_NICE,
             streams=FOLLOWED_STREAMS,

@@ -22,11 +22,12 @@ from collections.abc import Iterable
 
 from rich.cells import get_character_cell_size
 from rich.color import ColorSystem
-from rich.console import Console
+from rich.console import COLOR_SYSTEMS, Console
 from rich.segment import Segment
 from rich.style import Style
-from textual._compositor import ChopsUpdate, CompositorUpdate, LayoutUpdate
 from textual.strip import Strip
+
+from miles_tui.tui.textual_private import ChopsUpdate, CompositorUpdate, LayoutUpdate
 
 GAP = 6
 """Unchanged cells shorter than this between two changes are written again (cheaper than a cursor move)."""
@@ -76,7 +77,7 @@ class TerminalDiff:
         if size != self.size:
             self.reset()
             self.size = size
-        color_system = console._color_system or ColorSystem.TRUECOLOR  # what Strip.render uses
+        color_system = COLOR_SYSTEMS.get(console.color_system or "", ColorSystem.TRUECOLOR)  # what Strip.render uses
         pieces: list[str] = []
         full = isinstance(renderable, LayoutUpdate) and screen is not self._screen
         if isinstance(renderable, LayoutUpdate):
@@ -163,7 +164,7 @@ def _cells(segments: Iterable[Segment], color_system: ColorSystem) -> list[Cell 
             continue
         codes = "\x00"
         if style is not None:
-            codes += style._ansi if style._ansi is not None else Strip.render_ansi(style, color_system)
+            codes += Strip.render_ansi(style, color_system)
             if style.link:
                 codes += "\x00" + style.link
         for character in text:

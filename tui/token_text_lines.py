@@ -31,8 +31,8 @@ from rich.cells import cell_len, set_cell_size
 from textual.content import Content
 
 from miles_tui.core.analysis import MASKED, NO_VALUE, TOP, HeatStatistic, TokenHeat
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import FieldState
-from miles_tui.core.inert_text import inert
 from miles_tui.tui.formatting import number
 from miles_tui.tui.sample_lines import Part
 

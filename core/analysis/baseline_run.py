@@ -3,11 +3,11 @@
 Contract:
 
 - :func:`open_baseline` opens a folder with the machinery the run itself uses
-  (a :class:`~miles_tui.core.follow.RunFollower` for its step files and
-  ``dashboard/metrics.jsonl``, a :class:`~miles_tui.core.dump.Run` for its step
-  summaries, each with its own cache entries, keyed by the baseline's own
-  paths). A folder that cannot be one raises :class:`RunDirError` naming it:
-  missing, not a directory, unreadable, or not a ``--dump-details`` folder.
+  (a :class:`~miles_tui.core.follow.StepFollower` for its step files, a
+  :class:`~miles_tui.core.follow.RunFollower` for ``dashboard/metrics.jsonl``
+  only, each with its own cache entries, keyed by the baseline's own paths).
+  A folder that cannot be one raises :class:`RunDirError` naming it: missing,
+  not a directory, unreadable, or not a ``--dump-details`` folder.
   Nothing is ever written into it.
 - :meth:`BaselineRun.poll` follows it like the run: new and changed train
   steps are summarized newest first within a time budget (the rest at the next
@@ -18,16 +18,14 @@ Contract:
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from miles_tui.core.analysis.baseline import StepDelta, step_delta
 from miles_tui.core.analysis.health import run_name
+from miles_tui.core.base.errors import RunDirError
 from miles_tui.core.dump import Run, StepAggregate, StepSummary
-from miles_tui.core.errors import MilesTuiError, RunDirError
-from miles_tui.core.follow import RunFollower
+from miles_tui.core.follow import RunFollower, StepFollower
 from miles_tui.core.telemetry import MetricStore
 
 POLL_BUDGET_SECONDS = 0.5
@@ -59,15 +57,15 @@ class BaselineRun:
             self.run.dir.require_dump_folder()
         except RunDirError as err:
             raise RunDirError(f"not usable as a baseline: {err.message}", err.path) from err
-        self.follower = RunFollower(
-            self.run.dir, follow_steps=True, streams=(), parse_workers=parse_workers, worker_nice=nice
-        )
-        """Its step files and metrics.jsonl (no other stream is read)."""
+        self.follower = RunFollower(self.run.dir, streams=(), parse_workers=parse_workers, worker_nice=nice)
+        """Its metrics.jsonl (no other stream is read)."""
+        self.steps = StepFollower(self.run, workers=0, budget=POLL_BUDGET_SECONDS, open_latest=False, ahead=False)
+        """Its step files, summarized as the run's are (no helper processes)."""
+        self._train: tuple[int, ...] = ()
         self.aggregates: dict[int, StepAggregate] = {}
         """Summarized train steps' figures, by rollout id."""
         self.failures: dict[int, str] = {}
         """Train steps that could not be read, with why."""
-        self._todo: set[int] = set()
 
     @property
     def path(self) -> Path:
@@ -85,38 +83,30 @@ class BaselineRun:
 
     def train_steps(self) -> tuple[int, ...]:
         """Its visible train steps as of the last poll, ascending."""
-        return self.follower.state().steps.train
+        return self._train
 
-    def poll(
-        self, now: float, budget: float = POLL_BUDGET_SECONDS, clock: Callable[[], float] = time.monotonic
-    ) -> BaselinePoll:
+    def poll(self, now: float, budget: float = POLL_BUDGET_SECONDS) -> BaselinePoll:
         """Follow its files; summarize new and changed train steps for at most ``budget`` seconds, newest first."""
         delta = self.follower.poll(now)
-        self._todo.update(delta.new_train_steps)
-        self._todo.update(rid for rid, evaluation in delta.changed_steps if not evaluation)
-        visible = set(self.train_steps())
+        self.steps.budget = budget
+        result = self.steps.poll(now)
+        self._train = result.train
+        done: set[int] = set()
+        for summary in result.summaries:
+            if not summary.evaluation:
+                self.aggregates[summary.rollout_id] = summary.aggregate
+                self.failures.pop(summary.rollout_id, None)
+                done.add(summary.rollout_id)
+        for rid, evaluation, message, _still in result.failures:
+            if not evaluation:
+                self.failures[rid] = message
+                self.aggregates.pop(rid, None)
+                done.add(rid)
+        visible = set(self._train)
         for gone in [rid for rid in self.aggregates if rid not in visible]:
             del self.aggregates[gone]
-        self._todo &= visible
-        deadline = clock() + budget
-        done: list[int] = []
-        for rid in sorted(self._todo, reverse=True):
-            if done and clock() > deadline:
-                break
-            self._summarize(rid, now)
-            done.append(rid)
-        self._todo.difference_update(done)
-        return BaselinePoll(tuple(sorted(done)), delta.metric_keys, len(self._todo))
-
-    def _summarize(self, rid: int, now: float) -> None:
-        try:
-            summary = self.summary(rid, False, now)
-        except MilesTuiError as err:
-            self.failures[rid] = err.message
-            self.aggregates.pop(rid, None)
-            return
-        self.failures.pop(rid, None)
-        self.aggregates[rid] = summary.aggregate
+        pending = sum(rid not in self.aggregates and rid not in self.failures for rid in self._train)
+        return BaselinePoll(tuple(sorted(done)), delta.metric_keys, pending)
 
     def summary(self, rollout_id: int, evaluation: bool, now: float) -> StepSummary:
         """One step's summary (the run's reader: from its cache when the files did not change); raises what that

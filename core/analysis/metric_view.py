@@ -6,7 +6,7 @@ Contract:
   ``perf/``, ``eval/``, ``dump/``, everything else ``other``) and filtered by
   a pattern: a glob when it holds ``*``, ``?`` or ``[``, else a substring;
   case-insensitive; several space-separated terms match when any does.
-- Series are :class:`~miles_tui.core.telemetry.metrics.MetricSeries` (a run without
+- Series are :class:`~miles_tui.core.telemetry.metrics.metric_store.MetricSeries` (a run without
   ``metrics.jsonl`` gets ``dump/...`` series built from its step aggregates,
   against ``rollout_id``). :func:`in_step_order` makes a series plottable:
   points without a numeric step dropped, stably sorted by step (a resumed run
@@ -33,8 +33,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from miles_tui.core.base.pacing import Pacer
 from miles_tui.core.dump import StepAggregate
-from miles_tui.core.pacing import Pacer
 from miles_tui.core.telemetry import MetricSeries, MetricStore
 
 FloatArray = npt.NDArray[np.float64]

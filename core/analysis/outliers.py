@@ -31,9 +31,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
+from miles_tui.core.base.errors import CorruptFileError
 from miles_tui.core.dump import OpenStep, SampleRow, StepSummary
 from miles_tui.core.dump.token_view import token_view
-from miles_tui.core.errors import CorruptFileError
 
 TOP_K = 200
 """Tokens kept per kind and step (and in a merged ranking)."""

@@ -60,9 +60,9 @@ from miles_tui.core.analysis.stall_rule import (
     stalled_from_digests,
     stalled_phase_arrays,
 )
-from miles_tui.core.errors import StreamError
+from miles_tui.core.base.errors import StreamError
+from miles_tui.core.base.tail import MalformedLineError, StreamReset
 from miles_tui.core.follow import RunFollower
-from miles_tui.core.tail import MalformedLineError, StreamReset
 from miles_tui.core.telemetry import MetricStore, TableArrays
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.errors import CpLayoutError
+from miles_tui.core.base.errors import CpLayoutError
 
 QkvFormat = Literal["thd", "bshd"]
 

@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
         _limit_memory(mem_mb)
         from tokenizers import Tokenizer
 
-        from miles_tui.core.run_files import TOKENIZER_MAX_BYTES, read_capped
+        from miles_tui.core.base.run_files import TOKENIZER_MAX_BYTES, read_capped
 
         text = read_capped(path, TOKENIZER_MAX_BYTES, "tokenizer file").decode("utf-8")
         tokenizer = Tokenizer.from_str(text)

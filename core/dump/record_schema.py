@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.errors import CorruptFileError
+from miles_tui.core.base.errors import CorruptFileError
 
 MAX_CP_SIZE = 4096
 """Largest context-parallel size accepted in a train file (real runs use at most a few dozen)."""
@@ -301,8 +301,7 @@ SCALAR_COLUMNS: Mapping[str, str] = {
 
 _CELL_TYPES = {"ints": _INTS, "numbers": _NUMBERS, "flags": _FLAGS}
 
-PER_ROW_ARRAY_COLUMNS: tuple[str, ...] = (
-    "loss_masks",
+PER_TOKEN_FIELDS: tuple[str, ...] = (
     "log_probs",
     "rollout_log_probs",
     "ref_log_probs",
@@ -311,6 +310,9 @@ PER_ROW_ARRAY_COLUMNS: tuple[str, ...] = (
     "advantages",
     "returns",
 )
+"""Per-token train fields that context parallelism shards (the rest are full length)."""
+
+PER_ROW_ARRAY_COLUMNS: tuple[str, ...] = ("loss_masks", *PER_TOKEN_FIELDS)
 """Columns holding one array per row (a tensor, or a list of numbers)."""
 
 

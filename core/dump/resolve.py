@@ -34,20 +34,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from miles_tui.core.base.errors import CorruptFileError, InconsistentDumpError
 from miles_tui.core.dump.cp import QkvFormat, RankRanges, group_ranges, place_slices, widths_match
-from miles_tui.core.dump.record_schema import check_shard
-from miles_tui.core.errors import CorruptFileError, InconsistentDumpError
-
-PER_TOKEN_FIELDS = (
-    "log_probs",
-    "rollout_log_probs",
-    "ref_log_probs",
-    "entropy",
-    "ref_entropy",
-    "advantages",
-    "returns",
-)
-"""Per-token train fields that context parallelism shards (the rest are full length)."""
+from miles_tui.core.dump.record_schema import PER_TOKEN_FIELDS, check_shard
 
 FloatArray = npt.NDArray[np.float64]
 

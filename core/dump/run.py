@@ -18,12 +18,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from miles_tui.core.base.errors import MilesTuiError, StepNotFoundError, StillWritingError
 from miles_tui.core.dump.parsed_files import ParsedFiles
-from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, StepIds, TrainFile
+from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, StepIds, StepKey, TrainFile
 from miles_tui.core.dump.step_summary import ProblemKind, StepSummary
 from miles_tui.core.dump.summary_cache import cache_refusal, load_summary, store_summary
 from miles_tui.core.dump.tokenizer import Detokenizer
-from miles_tui.core.errors import MilesTuiError, StepNotFoundError, StillWritingError
 
 if TYPE_CHECKING:
     from miles_tui.core.dump.step import OpenStep
@@ -75,7 +75,7 @@ class Run:
         """Why the summary cache is off for this run although asked for (it lies inside the run), else None."""
         self.use_cache = use_cache and self.cache_notice is None
         self.max_open = max_open
-        self._open: OrderedDict[tuple[int, bool], OpenStep] = OrderedDict()
+        self._open: OrderedDict[StepKey, OpenStep] = OrderedDict()
         self._payloads: OrderedDict[tuple[str, int, float], Any] = OrderedDict()
         self._shards = ParsedFiles(SHARD_CACHE_FILES, shard_bytes)
         self._detokenizer: Detokenizer | None = None
@@ -125,7 +125,7 @@ class Run:
 
     def cached_summary(self, files: StepFiles, now: float) -> StepSummary | None:
         """The summary of files already listed, when it is known without reading them (open, or cached)."""
-        opened = self._settled((files.rollout_id, files.evaluation), files, now)
+        opened = self._settled(files.key, files, now)
         if opened is not None and opened.summary.signature == files.signature and _reusable(opened.summary):
             return opened.summary
         return load_summary(self.path, files) if self.use_cache else None
@@ -145,7 +145,7 @@ class Run:
 
     def _open_files(self, files: StepFiles, now: float) -> OpenStep:
         """``open`` for files already listed (one directory scan per call, not two)."""
-        key = (files.rollout_id, files.evaluation)
+        key = files.key
         opened = self._settled(key, files, now)
         if opened is not None and opened.summary.signature == files.signature and _reusable(opened.summary):
             self._open.move_to_end(key)
@@ -163,7 +163,7 @@ class Run:
             store_summary(self.path, files, opened.summary)
         return opened
 
-    def _settled(self, key: tuple[int, bool], files: StepFiles, now: float) -> OpenStep | None:
+    def _settled(self, key: StepKey, files: StepFiles, now: float) -> OpenStep | None:
         """The open step; one that was only settling and whose files did not change since becomes complete."""
         opened = self._open.get(key)
         if opened is None or opened.summary.complete or opened.summary.signature != files.signature:
@@ -266,4 +266,4 @@ class Run:
 
     def cached_open(self, rollout_id: int, evaluation: bool) -> OpenStep | None:
         """An already open step, without touching the disk."""
-        return self._open.get((rollout_id, evaluation))
+        return self._open.get(StepKey(rollout_id, evaluation))

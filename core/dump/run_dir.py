@@ -27,9 +27,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from miles_tui.core.errors import (
+from miles_tui.core.base.errors import (
     CorruptFileError,
     DumpLoadError,
     RunDirError,
@@ -48,10 +48,17 @@ _ROLLOUT_RE = re.compile(r"^(eval_)?(\d+)\.pt$", re.ASCII)  # ASCII: "٣.pt" is 
 _TRAIN_RE = re.compile(r"^(\d+)_(\d+)\.pt$", re.ASCII)
 
 
-def rollout_key(name: str) -> tuple[int, bool] | None:
-    """The step a rollout file's name holds, ``(rollout_id, evaluation)``; None for any other name."""
+class StepKey(NamedTuple):
+    """A step: its rollout id, and whether it is the eval batch of that id (``eval_N.pt``)."""
+
+    rollout_id: int
+    evaluation: bool
+
+
+def rollout_key(name: str) -> StepKey | None:
+    """The step a rollout file's name holds; None for any other name."""
     match = _ROLLOUT_RE.match(name)
-    return None if match is None else (int(match.group(2)), match.group(1) is not None)
+    return None if match is None else StepKey(int(match.group(2)), match.group(1) is not None)
 
 
 def train_key(name: str) -> tuple[int, int] | None:
@@ -136,6 +143,11 @@ class StepFiles:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "signature", _signature((self.rollout, *self.train, *self.ignored)))
+
+    @property
+    def key(self) -> StepKey:
+        """The step these files are."""
+        return StepKey(self.rollout_id, self.evaluation)
 
     @property
     def newest_mtime(self) -> float:
@@ -229,14 +241,14 @@ class RunDir:
         """Whether the folder has any of the directories a miles dump writes."""
         return any((self.path / name).is_dir() for name in ("rollout_data", "train_data", "dashboard", "trajectory"))
 
-    def scan(self) -> dict[tuple[int, bool], StepFiles]:
+    def scan(self) -> dict[StepKey, StepFiles]:
         """Every step that has a rollout file, keyed by (rollout_id, evaluation), visible or not."""
         return self._scan_steps(None)
 
-    def _scan_steps(self, only: tuple[int, bool] | None) -> dict[tuple[int, bool], StepFiles]:
+    def _scan_steps(self, only: StepKey | None) -> dict[StepKey, StepFiles]:
         """:meth:`scan`, or just the step ``only``: other steps' files are listed but never stat'ed."""
-        rollouts: dict[tuple[int, bool], FileStat] = {}
-        ignored: dict[tuple[int, bool], list[FileStat]] = {}
+        rollouts: dict[StepKey, FileStat] = {}
+        ignored: dict[StepKey, list[FileStat]] = {}
         rollout_dir, train_dir = self.rollout_dir, self.train_dir
         for entry in _scan(rollout_dir):
             key = rollout_key(entry.name)
@@ -261,12 +273,12 @@ class RunDir:
                 if is_canonical(entry.name):
                     train.setdefault(rid, []).append(shard_file)
                 else:
-                    ignored.setdefault((rid, False), []).append(shard_file)
-        steps = {}
+                    ignored.setdefault(StepKey(rid, False), []).append(shard_file)
+        steps: dict[StepKey, StepFiles] = {}
         for (rid, evaluation), rollout in rollouts.items():
             shards = () if evaluation else tuple(sorted(train.get(rid, ()), key=lambda f: f.rank))
-            others = tuple(sorted(ignored.get((rid, evaluation), ()), key=lambda f: f.name))
-            steps[(rid, evaluation)] = StepFiles(rid, evaluation, rollout, shards, others)
+            others = tuple(sorted(ignored.get(StepKey(rid, evaluation), ()), key=lambda f: f.name))
+            steps[StepKey(rid, evaluation)] = StepFiles(rid, evaluation, rollout, shards, others)
         return steps
 
     @staticmethod
@@ -276,7 +288,7 @@ class RunDir:
             return True
         return now - step.rollout.mtime >= MIN_AGE_SECONDS
 
-    def visible_steps(self, now: float) -> dict[tuple[int, bool], StepFiles]:
+    def visible_steps(self, now: float) -> dict[StepKey, StepFiles]:
         """The steps a user may see at ``now``."""
         return {key: step for key, step in self.scan().items() if self.is_visible(step, now)}
 
@@ -294,12 +306,13 @@ class RunDir:
         Only that step's files are stat'ed, so reading one step of a long run
         costs two directory listings, not a stat of every file of every step.
         """
-        return self._scan_steps((rollout_id, evaluation)).get((rollout_id, evaluation))
+        key = StepKey(rollout_id, evaluation)
+        return self._scan_steps(key).get(key)
 
     @staticmethod
     def load(file: FileStat, now: float) -> Any:
         """Load a dump file safely, classifying a failure by the file's age at ``now``."""
-        from miles_tui.core.dump.pt_archive import load_pt  # numpy: only when a file is really read
+        from miles_tui.core.dump.pt.pt_archive import load_pt  # numpy: only when a file is really read
 
         try:
             return load_pt(file.path)

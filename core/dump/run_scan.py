@@ -29,6 +29,7 @@ from miles_tui.core.dump.run_dir import (
     FileStat,
     RunDir,
     StepFiles,
+    StepKey,
     TrainFile,
     _scan,
     _stat,
@@ -52,18 +53,16 @@ SWEEP_MAX = 256
 RACY_SECONDS = 2.0
 """A directory modified this close to a listing is listed again on the next scan."""
 
-Key = tuple[int, bool]
-
 
 @dataclass(frozen=True)
 class ScanResult:
     """One scan: every step, and what changed since the previous scan."""
 
-    steps: dict[Key, StepFiles]
+    steps: dict[StepKey, StepFiles]
     """Every step with a rollout file (the scanner's own mapping: read, do not modify)."""
-    changed: frozenset[Key]
+    changed: frozenset[StepKey]
     """Steps that are new or whose files (names, sizes, mtimes) changed."""
-    removed: frozenset[Key]
+    removed: frozenset[StepKey]
     """Steps whose rollout file is gone."""
     listed: bool
     """Whether the directories were listed (else only some files were re-stat'ed)."""
@@ -80,7 +79,7 @@ class RunScanner:
         """Every step file by name (names are unique across the two folders: their patterns are disjoint)."""
         self._dir_mtimes: dict[Path, tuple[int, int] | None] = {}
         self._relist = True
-        self._steps: dict[Key, StepFiles] = {}
+        self._steps: dict[StepKey, StepFiles] = {}
         self._sweep: list[str] = []
         self._hot: set[str] = set()
         """Names of files modified within HOT_SECONDS (as of their last stat)."""
@@ -104,11 +103,11 @@ class RunScanner:
 
     # -- listing ---------------------------------------------------------------------------
 
-    def _list(self, now: float, mtimes: dict[Path, tuple[int, int] | None]) -> tuple[set[Key], set[Key]]:
+    def _list(self, now: float, mtimes: dict[Path, tuple[int, int] | None]) -> tuple[set[StepKey], set[StepKey]]:
         self.listings += 1
         seen: dict[str, FileStat] = {}
-        by_key: dict[Key, list[FileStat]] = {}
-        touched: set[Key] = set()
+        by_key: dict[StepKey, list[FileStat]] = {}
+        touched: set[StepKey] = set()
         rollout_dir, train_dir = self._dirs
         for entry in _scan(rollout_dir):
             key = rollout_key(entry.name)
@@ -117,7 +116,7 @@ class RunScanner:
         for entry in _scan(train_dir):
             shard = train_key(entry.name)
             if shard is not None:
-                self._keep(seen, by_key, touched, train_dir, entry, (shard[0], False), shard[1])
+                self._keep(seen, by_key, touched, train_dir, entry, StepKey(shard[0], False), shard[1])
         touched |= {_step_key(file) for name, file in self._files.items() if name not in seen}
         self._files = seen
         self._hot = {name for name, file in seen.items() if now - file.mtime < HOT_SECONDS}
@@ -129,11 +128,11 @@ class RunScanner:
     def _keep(
         self,
         seen: dict[str, FileStat],
-        by_key: dict[Key, list[FileStat]],
-        touched: set[Key],
+        by_key: dict[StepKey, list[FileStat]],
+        touched: set[StepKey],
         folder: Path,
         entry: os.DirEntry[str],
-        key: Key,
+        key: StepKey,
         rank: int | None,
     ) -> None:
         st = _stat(entry)  # a link loop is listed as the link itself: reading it names the problem
@@ -149,13 +148,13 @@ class RunScanner:
 
     # -- re-stat between listings ------------------------------------------------------------
 
-    def _restat(self, now: float) -> tuple[set[Key], set[Key]]:
+    def _restat(self, now: float) -> tuple[set[StepKey], set[StepKey]]:
         hot = list(self._hot)
         if not self._sweep:
             self._sweep = [name for name in self._files if name not in self._hot]
         quota = min(SWEEP_MAX, max(SWEEP_MIN, len(self._files) // SWEEP_SCANS))
         cold, self._sweep = self._sweep[:quota], self._sweep[quota:]
-        rewritten: dict[Key, list[FileStat]] = {}
+        rewritten: dict[StepKey, list[FileStat]] = {}
         for name in (*hot, *cold):
             old = self._files.get(name)
             if old is None:
@@ -176,7 +175,7 @@ class RunScanner:
             if file is not old:
                 self._files[name] = file
                 rewritten.setdefault(_step_key(file), []).append(file)
-        steps: dict[Key, list[FileStat]] = {}
+        steps: dict[StepKey, list[FileStat]] = {}
         for key, files in rewritten.items():
             step = self._steps.get(key)
             if step is not None:  # else a shard whose rollout file is not listed yet: no step to change
@@ -187,10 +186,10 @@ class RunScanner:
 
     # -- steps ------------------------------------------------------------------------------
 
-    def _rebuild(self, touched: dict[Key, list[FileStat]]) -> tuple[set[Key], set[Key]]:
+    def _rebuild(self, touched: dict[StepKey, list[FileStat]]) -> tuple[set[StepKey], set[StepKey]]:
         """Take in the current files of each touched step; (changed, removed) steps."""
-        changed: set[Key] = set()
-        removed: set[Key] = set()
+        changed: set[StepKey] = set()
+        removed: set[StepKey] = set()
         for key, files in touched.items():
             canonical = [f for f in files if is_canonical(f.name)]
             rollout = next((f for f in canonical if not isinstance(f, TrainFile)), None)
@@ -219,12 +218,12 @@ def _file(old: FileStat | None, folder: Path, name: str, rank: int | None, st: o
     return TrainFile(folder, name, st.st_size, st.st_mtime, rank)
 
 
-def _step_key(file: FileStat) -> Key:
+def _step_key(file: FileStat) -> StepKey:
     """The step of a listed file, from its name (which matched its folder's pattern when it was listed)."""
     if isinstance(file, TrainFile):
         shard = train_key(file.name)
         assert shard is not None  # only names that match are listed
-        return (shard[0], False)
+        return StepKey(shard[0], False)
     key = rollout_key(file.name)
     assert key is not None  # only names that match are listed
     return key

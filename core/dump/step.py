@@ -24,19 +24,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from miles_tui.core.dump.column_rows import ColumnRows
-from miles_tui.core.dump.record_schema import FieldProblem, sample_problems
-from miles_tui.core.dump.resolve import FieldState, Shard, TrainRow, raw_reward_at, resolve_rows
-from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, train_key
-from miles_tui.core.dump.step_summary import GroupRow, ProblemKind, SampleRow, StepProblem, StepSummary
-from miles_tui.core.dump.summary import group_rows, sample_row, step_aggregate
-from miles_tui.core.errors import (
+from miles_tui.core.base.errors import (
     CorruptFileError,
     DumpLoadError,
     StepNotFoundError,
     StillWritingError,
     UnsafePickleError,
 )
+from miles_tui.core.dump.column_rows import ColumnRows
+from miles_tui.core.dump.record_schema import FieldProblem, sample_problems
+from miles_tui.core.dump.resolve import FieldState, Shard, TrainRow, raw_reward_at, resolve_rows
+from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, FileStat, RunDir, StepFiles, train_key
+from miles_tui.core.dump.step_summary import GroupRow, ProblemKind, SampleRow, StepProblem, StepSummary
+from miles_tui.core.dump.summary import group_rows, sample_row, step_aggregate
 
 __all__ = ["OpenStep", "ProblemKind", "StepProblem", "StepSummary", "open_step"]
 

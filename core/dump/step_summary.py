@@ -95,6 +95,19 @@ class SampleRow:
 
 ROW_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(SampleRow))
 
+PER_TOKEN_STATISTICS: tuple[str, ...] = (
+    "mean_entropy",
+    "max_entropy",
+    "ref_entropy_mean",
+    "mean_abs_lp_diff",
+    "max_abs_lp_diff",
+    "mean_imp_ratio",
+    "adv_mean",
+    "adv_std",
+    "return_mean",
+)
+"""The ROW_COLUMNS computed from a sample's per-token train data (None when it has none)."""
+
 
 @dataclass(frozen=True, slots=True)
 class GroupRow:

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from miles_tui.core.dump.record_formats import Unrecognised, prefix_counts, read_versions, spec_counts
 from miles_tui.core.dump.resolve import TrainRow
-from miles_tui.core.dump.step_summary import ROW_COLUMNS, GroupRow, SampleRow, StepAggregate
+from miles_tui.core.dump.step_summary import PER_TOKEN_STATISTICS, ROW_COLUMNS, GroupRow, SampleRow, StepAggregate
 
 __all__ = [
     "ROW_COLUMNS",
@@ -120,19 +120,6 @@ def _masked(train: TrainRow, name: str, keep: npt.NDArray[np.bool_] | None) -> n
     return values[keep]
 
 
-_STAT_COLUMNS = (
-    "mean_entropy",
-    "max_entropy",
-    "ref_entropy_mean",
-    "mean_abs_lp_diff",
-    "max_abs_lp_diff",
-    "mean_imp_ratio",
-    "adv_mean",
-    "adv_std",
-    "return_mean",
-)
-
-
 def sample_row(
     rollout_id: int,
     sample: Mapping[str, Any],
@@ -158,7 +145,7 @@ def sample_row(
     total_length = len(tokens) if tokens is not None else int(sample.get("total_length") or 0)
     response_length = int(sample.get("response_length") or 0)
 
-    stats: dict[str, float | None] = dict.fromkeys(_STAT_COLUMNS)
+    stats: dict[str, float | None] = dict.fromkeys(PER_TOKEN_STATISTICS)
     truncated = status_text == "truncated"
     if train is not None:
         trained = trained_positions(train)

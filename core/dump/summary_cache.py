@@ -19,7 +19,7 @@ Location: ``$MILES_TUI_CACHE_DIR``, else ``$XDG_CACHE_HOME/miles-tui``, else
 ``~/.cache/miles-tui``.
 
 Housekeeping (a size cap, least-recently-used eviction, ``--no-cache``) is
-:mod:`miles_tui.core.cache_dir`'s, through :func:`_stored` and :func:`_used`.
+:mod:`miles_tui.core.base.cache_dir`'s, through :func:`_stored` and :func:`_used`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from miles_tui.core import cache_dir as caches
+from miles_tui.core.base import cache_dir as caches
 from miles_tui.core.dump.column_rows import ColumnRows
 from miles_tui.core.dump.run_dir import Signature, StepFiles
 from miles_tui.core.dump.step_summary import GroupRow, ProblemKind, SampleRow, StepAggregate, StepProblem, StepSummary

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.dump.record_schema import SAMPLE_FIELDS, FieldTypeError, field_array
-from miles_tui.core.dump.resolve import PER_TOKEN_FIELDS, FieldState
+from miles_tui.core.base.errors import CorruptFileError, StepNotFoundError
+from miles_tui.core.dump.record_schema import PER_TOKEN_FIELDS, SAMPLE_FIELDS, FieldTypeError, field_array
+from miles_tui.core.dump.resolve import FieldState
 from miles_tui.core.dump.step import OpenStep
 from miles_tui.core.dump.tokenizer import Detokenizer
-from miles_tui.core.errors import CorruptFileError, StepNotFoundError
 
 FloatArray = npt.NDArray[np.float64]
 

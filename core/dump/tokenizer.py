@@ -9,7 +9,7 @@ folder. The file is the run's, so it is treated as hostile:
   space is bounded (:data:`WORKER_MEMORY_MB`), whose stderr is ``/dev/null``
   (a panic of the Rust binding never writes over the UI) and which catches
   ``BaseException`` from the binding. The file is read through
-  :mod:`miles_tui.core.run_files` (a regular file, at most ``TOKENIZER_MAX_BYTES``).
+  :mod:`miles_tui.core.base.run_files` (a regular file, at most ``TOKENIZER_MAX_BYTES``).
 - Each answer of the child has a deadline: the load :data:`LOAD_SECONDS`; the
   probe (the vocabulary's longest tokens decoded and normalized)
   :data:`PROBE_SECONDS`, and a tokenizer whose probe does not finish in time
@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
-from miles_tui.core.errors import UnreadableFileError
-from miles_tui.core.run_files import TOKENIZER_MAX_BYTES, os_error_message, stat_regular
+from miles_tui.core.base.errors import UnreadableFileError
+from miles_tui.core.base.run_files import TOKENIZER_MAX_BYTES, os_error_message, stat_regular
 
 LOAD_SECONDS: Final = 60.0
 """Starting the child and parsing tokenizer.json (a 124 MB one takes ~10 s on a busy login node)."""

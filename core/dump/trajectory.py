@@ -2,7 +2,7 @@
 
 Contract: one JSON object per line (sample_index, group_index, status, reward,
 prompt, messages). Reads only complete lines, with the tail reader's rules
-(:mod:`miles_tui.core.tail`): a half-written last line is left for later; a malformed
+(:mod:`miles_tui.core.base.tail`): a half-written last line is left for later; a malformed
 complete line (bad JSON, too long, nested deeper than ``MAX_JSON_DEPTH``, an
 integer no float can hold) is counted and skipped. No file means the run
 recorded no conversations (None); a file that cannot be read (a FIFO, a link
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from miles_tui.core.base.errors import UnreadableFileError
+from miles_tui.core.base.run_files import MAX_JSON_DEPTH, checked_int, os_error_message, stat_regular, too_deep
+from miles_tui.core.base.tail import MalformedLineError, TailFile
 from miles_tui.core.dump.record_schema import conversation_problems
-from miles_tui.core.errors import UnreadableFileError
-from miles_tui.core.run_files import MAX_JSON_DEPTH, checked_int, os_error_message, stat_regular, too_deep
-from miles_tui.core.tail import MalformedLineError, TailFile
 
 TRAJECTORY_MAX_BYTES: Final = 1 << 30
 """A step's sidecar holds every sample's conversation; one larger than this is refused, not read."""
@@ -193,7 +193,7 @@ def decode_conversation(record: Any) -> Conversation:
 def read_sidecar(run_dir: Path, rollout_id: int, evaluation: bool) -> Sidecar | None:
     """The step's conversations, or None when the run recorded none for it.
 
-    Read line by line through :class:`~miles_tui.core.tail.TailFile` (complete lines only,
+    Read line by line through :class:`~miles_tui.core.base.tail.TailFile` (complete lines only,
     each at most ``MAX_LINE_BYTES``); a file that is not a regular file, or
     larger than :data:`TRAJECTORY_MAX_BYTES`, comes back empty with ``problem`` set.
     """

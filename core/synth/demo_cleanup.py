@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from miles_tui.core.errors import RunDirError
+from miles_tui.core.base.errors import RunDirError
 
 TEMP_DEMO_PREFIX = "miles-tui-demo-"
 """Name prefix of the temp folders ``miles-tui --demo`` makes."""

@@ -3,7 +3,7 @@
 Contract: :func:`save_pt` writes the zip archive that ``torch.save`` writes
 (``{name}/data.pkl`` pickle protocol 2, ``{name}/data/{key}`` storage records
 aligned to 64 bytes, ``byteorder``, ``version``), so ``torch.load`` and
-:func:`miles_tui.core.dump.pt_archive.load_pt` read it back. numpy arrays become torch
+:func:`miles_tui.core.dump.pt.pt_archive.load_pt` read it back. numpy arrays become torch
 tensors (contiguous, CPU storage, the matching storage type); dicts, lists,
 tuples, strings, numbers, booleans and None are written as such; any other
 object is pickled by the standard library inline (that is how a numpy array

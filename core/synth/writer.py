@@ -2,7 +2,7 @@
 
 Used by training code, ``--demo``, test fixtures and benchmarks. Every file it
 writes has the keys, nesting and dtypes of the files in ``shared/golden`` and
-reads back exactly through :func:`miles_tui.core.dump.pt_archive.load_pt`:
+reads back exactly through :func:`miles_tui.core.dump.pt.pt_archive.load_pt`:
 
 - ``rollout_data/{rid}.pt`` / ``eval_{rid}.pt``: ``{rollout_id, metadata, samples}``;
 - ``train_data/{rid}_{rank}.pt``: ``{rollout_id, rank, rollout_data, cp_rank,

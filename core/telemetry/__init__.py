@@ -7,162 +7,106 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from miles_tui.core.lazy_exports import lazy_getattr
+from miles_tui.core.base.lazy_exports import lazy_getattr, public_names
 
 if TYPE_CHECKING:
-    from miles_tui.core.telemetry.engine_series import (
-        ABORTED,
-        CACHE_HIT_RATE,
-        GEN_THROUGHPUT,
-        QUEUED,
-        REQUESTS,
-        RUNNING,
-        TOKEN_USAGE,
-        EngineSeries,
-        EngineTable,
-        FloatArray,
-        counter_delta,
-        flat_values,
-        restart_times,
-    )
-    from miles_tui.core.telemetry.gpu_samples import GpuSamples, IntArray, Lane, lane_key, natural_key
-    from miles_tui.core.telemetry.lane_phases import LanePhases
-    from miles_tui.core.telemetry.metric_export import write_metrics
-    from miles_tui.core.telemetry.metrics import MetricSeries, MetricStore, export_metrics
-    from miles_tui.core.telemetry.partitions import PartitionInfo
-    from miles_tui.core.telemetry.phase_bands import BandKey, PhaseBand, PhaseSpans, phase_time
-    from miles_tui.core.telemetry.record_table import TAG_INT, TAG_NONE, TAG_OTHER, TableArrays
-    from miles_tui.core.telemetry.stream_records import OPEN_T1, EngineSample, Phase, RunMeta, StreamRecord
-    from miles_tui.core.telemetry.streams import DashboardReader
-    from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
-    from miles_tui.core.telemetry.time_bins import WINDOWS, TimeBins, bin_count, window_bounds
-    from miles_tui.core.telemetry.time_window import (
-        PAN_FRACTION,
-        ZOOM_FACTOR,
-        Frame,
-        TimeWindow,
-        again,
-        frame,
-        go_live,
-        go_start,
-        pan,
-        preset,
-        zoom,
-    )
+    from miles_tui.core.telemetry.engine_series import ABORTED as ABORTED
+    from miles_tui.core.telemetry.engine_series import CACHE_HIT_RATE as CACHE_HIT_RATE
+    from miles_tui.core.telemetry.engine_series import GEN_THROUGHPUT as GEN_THROUGHPUT
+    from miles_tui.core.telemetry.engine_series import QUEUED as QUEUED
+    from miles_tui.core.telemetry.engine_series import REQUESTS as REQUESTS
+    from miles_tui.core.telemetry.engine_series import RUNNING as RUNNING
+    from miles_tui.core.telemetry.engine_series import TOKEN_USAGE as TOKEN_USAGE
+    from miles_tui.core.telemetry.engine_series import EngineSeries as EngineSeries
+    from miles_tui.core.telemetry.engine_series import EngineTable as EngineTable
+    from miles_tui.core.telemetry.engine_series import FloatArray as FloatArray
+    from miles_tui.core.telemetry.engine_series import counter_delta as counter_delta
+    from miles_tui.core.telemetry.engine_series import flat_values as flat_values
+    from miles_tui.core.telemetry.engine_series import restart_times as restart_times
+    from miles_tui.core.telemetry.gpu_samples import GpuSamples as GpuSamples
+    from miles_tui.core.telemetry.gpu_samples import IntArray as IntArray
+    from miles_tui.core.telemetry.gpu_samples import Lane as Lane
+    from miles_tui.core.telemetry.gpu_samples import lane_key as lane_key
+    from miles_tui.core.telemetry.gpu_samples import natural_key as natural_key
+    from miles_tui.core.telemetry.lane_phases import LanePhases as LanePhases
+    from miles_tui.core.telemetry.metrics.metric_export import write_metrics as write_metrics
+    from miles_tui.core.telemetry.metrics.metric_store import MetricSeries as MetricSeries
+    from miles_tui.core.telemetry.metrics.metric_store import MetricStore as MetricStore
+    from miles_tui.core.telemetry.metrics.metric_store import export_metrics as export_metrics
+    from miles_tui.core.telemetry.partitions import PartitionInfo as PartitionInfo
+    from miles_tui.core.telemetry.phase_bands import BandKey as BandKey
+    from miles_tui.core.telemetry.phase_bands import PhaseBand as PhaseBand
+    from miles_tui.core.telemetry.phase_bands import PhaseSpans as PhaseSpans
+    from miles_tui.core.telemetry.phase_bands import phase_time as phase_time
+    from miles_tui.core.telemetry.record_table import TAG_INT as TAG_INT
+    from miles_tui.core.telemetry.record_table import TAG_NONE as TAG_NONE
+    from miles_tui.core.telemetry.record_table import TAG_OTHER as TAG_OTHER
+    from miles_tui.core.telemetry.record_table import TableArrays as TableArrays
+    from miles_tui.core.telemetry.stream_records import OPEN_T1 as OPEN_T1
+    from miles_tui.core.telemetry.stream_records import EngineSample as EngineSample
+    from miles_tui.core.telemetry.stream_records import Phase as Phase
+    from miles_tui.core.telemetry.stream_records import RunMeta as RunMeta
+    from miles_tui.core.telemetry.stream_records import StreamRecord as StreamRecord
+    from miles_tui.core.telemetry.streams import DashboardReader as DashboardReader
+    from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns as TelemetryColumns
+    from miles_tui.core.telemetry.time_bins import WINDOWS as WINDOWS
+    from miles_tui.core.telemetry.time_bins import TimeBins as TimeBins
+    from miles_tui.core.telemetry.time_bins import bin_count as bin_count
+    from miles_tui.core.telemetry.time_bins import window_bounds as window_bounds
+    from miles_tui.core.telemetry.time_window import PAN_FRACTION as PAN_FRACTION
+    from miles_tui.core.telemetry.time_window import ZOOM_FACTOR as ZOOM_FACTOR
+    from miles_tui.core.telemetry.time_window import Frame as Frame
+    from miles_tui.core.telemetry.time_window import TimeWindow as TimeWindow
+    from miles_tui.core.telemetry.time_window import again as again
+    from miles_tui.core.telemetry.time_window import frame as frame
+    from miles_tui.core.telemetry.time_window import go_live as go_live
+    from miles_tui.core.telemetry.time_window import go_start as go_start
+    from miles_tui.core.telemetry.time_window import pan as pan
+    from miles_tui.core.telemetry.time_window import preset as preset
+    from miles_tui.core.telemetry.time_window import zoom as zoom
 
-__all__ = [
-    "ABORTED",
-    "CACHE_HIT_RATE",
-    "GEN_THROUGHPUT",
-    "OPEN_T1",
-    "PAN_FRACTION",
-    "QUEUED",
-    "REQUESTS",
-    "RUNNING",
-    "TAG_INT",
-    "TAG_NONE",
-    "TAG_OTHER",
-    "TOKEN_USAGE",
-    "WINDOWS",
-    "ZOOM_FACTOR",
-    "BandKey",
-    "DashboardReader",
-    "EngineSample",
-    "EngineSeries",
-    "EngineTable",
-    "FloatArray",
-    "Frame",
-    "GpuSamples",
-    "IntArray",
-    "Lane",
-    "LanePhases",
-    "MetricSeries",
-    "MetricStore",
-    "PartitionInfo",
-    "Phase",
-    "PhaseBand",
-    "PhaseSpans",
-    "RunMeta",
-    "StreamRecord",
-    "TableArrays",
-    "TelemetryColumns",
-    "TimeBins",
-    "TimeWindow",
-    "again",
-    "bin_count",
-    "counter_delta",
-    "export_metrics",
-    "flat_values",
-    "frame",
-    "go_live",
-    "go_start",
-    "lane_key",
-    "natural_key",
-    "pan",
-    "phase_time",
-    "preset",
-    "restart_times",
-    "window_bounds",
-    "write_metrics",
-    "zoom",
-]
-
-_HOMES = {
-    "ABORTED": "engine_series",
-    "CACHE_HIT_RATE": "engine_series",
-    "EngineSeries": "engine_series",
-    "EngineTable": "engine_series",
-    "FloatArray": "engine_series",
-    "GEN_THROUGHPUT": "engine_series",
-    "QUEUED": "engine_series",
-    "REQUESTS": "engine_series",
-    "RUNNING": "engine_series",
-    "TOKEN_USAGE": "engine_series",
-    "counter_delta": "engine_series",
-    "flat_values": "engine_series",
-    "restart_times": "engine_series",
-    "GpuSamples": "gpu_samples",
-    "IntArray": "gpu_samples",
-    "Lane": "gpu_samples",
-    "lane_key": "gpu_samples",
-    "natural_key": "gpu_samples",
-    "LanePhases": "lane_phases",
-    "write_metrics": "metric_export",
-    "MetricSeries": "metrics",
-    "MetricStore": "metrics",
-    "export_metrics": "metrics",
-    "PartitionInfo": "partitions",
-    "BandKey": "phase_bands",
-    "PhaseBand": "phase_bands",
-    "PhaseSpans": "phase_bands",
-    "phase_time": "phase_bands",
-    "TAG_INT": "record_table",
-    "TAG_NONE": "record_table",
-    "TAG_OTHER": "record_table",
-    "TableArrays": "record_table",
-    "EngineSample": "stream_records",
-    "OPEN_T1": "stream_records",
-    "Phase": "stream_records",
-    "RunMeta": "stream_records",
-    "StreamRecord": "stream_records",
-    "DashboardReader": "streams",
-    "TelemetryColumns": "telemetry_columns",
-    "TimeBins": "time_bins",
-    "WINDOWS": "time_bins",
-    "bin_count": "time_bins",
-    "window_bounds": "time_bins",
-    "Frame": "time_window",
-    "PAN_FRACTION": "time_window",
-    "TimeWindow": "time_window",
-    "ZOOM_FACTOR": "time_window",
-    "again": "time_window",
-    "frame": "time_window",
-    "go_live": "time_window",
-    "go_start": "time_window",
-    "pan": "time_window",
-    "preset": "time_window",
-    "zoom": "time_window",
+_EXPORTS = {
+    "engine_series": (
+        "ABORTED",
+        "CACHE_HIT_RATE",
+        "GEN_THROUGHPUT",
+        "QUEUED",
+        "REQUESTS",
+        "RUNNING",
+        "TOKEN_USAGE",
+        "EngineSeries",
+        "EngineTable",
+        "FloatArray",
+        "counter_delta",
+        "flat_values",
+        "restart_times",
+    ),
+    "gpu_samples": ("GpuSamples", "IntArray", "Lane", "lane_key", "natural_key"),
+    "lane_phases": ("LanePhases",),
+    "metrics.metric_export": ("write_metrics",),
+    "metrics.metric_store": ("MetricSeries", "MetricStore", "export_metrics"),
+    "partitions": ("PartitionInfo",),
+    "phase_bands": ("BandKey", "PhaseBand", "PhaseSpans", "phase_time"),
+    "record_table": ("TAG_INT", "TAG_NONE", "TAG_OTHER", "TableArrays"),
+    "stream_records": ("OPEN_T1", "EngineSample", "Phase", "RunMeta", "StreamRecord"),
+    "streams": ("DashboardReader",),
+    "telemetry_columns": ("TelemetryColumns",),
+    "time_bins": ("WINDOWS", "TimeBins", "bin_count", "window_bounds"),
+    "time_window": (
+        "PAN_FRACTION",
+        "ZOOM_FACTOR",
+        "Frame",
+        "TimeWindow",
+        "again",
+        "frame",
+        "go_live",
+        "go_start",
+        "pan",
+        "preset",
+        "zoom",
+    ),
 }
-"""Each public name's defining module, imported on first use (importing the package stays cheap)."""
+"""Each submodule and the public names it defines, imported on first use (importing the package stays cheap)."""
 
-__getattr__ = lazy_getattr(__name__, _HOMES)
+__all__ = public_names(_EXPORTS)  # noqa: PLE0605 (derived: the TYPE_CHECKING block re-exports for mypy)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

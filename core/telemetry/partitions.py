@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final
 
-from miles_tui.core.tail import TailFile
+from miles_tui.core.base.tail import TailFile
 from miles_tui.core.telemetry.record_table import Interner, RecordTable
 from miles_tui.core.telemetry.stream_records import GpuUtil, Phase, StreamRecord, record_span
 

@@ -6,7 +6,7 @@ for one line) and returns a frozen record holding the raw values, or raises a
 tail reports it as a malformed line, with file and byte offset). Fields a
 stream may omit are None; fields this version does not know are ignored.
 Decoders never read files, never round and never format. The metrics stream
-is columnar and lives in :mod:`miles_tui.core.telemetry.metrics`.
+is columnar and lives in :mod:`miles_tui.core.telemetry.metrics.metric_store`.
 """
 
 from __future__ import annotations

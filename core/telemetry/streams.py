@@ -3,14 +3,14 @@
 Contract:
 
 - :class:`DashboardReader` reads ``meta.json`` (re-read whenever a resumed run
-  rewrites it), ``metrics.jsonl`` into a columnar :class:`~miles_tui.core.telemetry.metrics.MetricStore`,
+  rewrites it), ``metrics.jsonl`` into a columnar :class:`~miles_tui.core.telemetry.metrics.metric_store.MetricStore`,
   the hourly partitions ``{stream}/{YYYYMMDD_HH}.jsonl`` (UTC; phases by end
   hour) of phases, gpu_util, engine_series, trajectories and gpu_processes, an
   older flat ``{stream}.jsonl`` of those as one partition covering all time,
   and the flat topology.jsonl and data_buffer.jsonl.
 - :meth:`DashboardReader.poll` returns only what is new since the last poll.
   It is one transaction under the reader's ``threading.Lock``, and every file
-  follows the tail rule of :mod:`miles_tui.core.tail`, so polls from several threads (or
+  follows the tail rule of :mod:`miles_tui.core.base.tail`, so polls from several threads (or
   asyncio tasks via ``asyncio.to_thread``) never duplicate or drop a record.
   New hourly files are picked up as they appear. A poll that finds nothing
   lists the stream folders and stats the followed files; it reads no file.
@@ -22,15 +22,15 @@ Contract:
   query never parses an hour outside the window.
 - Problems are values, not exceptions: malformed lines and rewritten files come
   back in the delta (file and byte offset), and reading goes on. meta.json is
-  read through :mod:`miles_tui.core.run_files` (a regular file of at most
+  read through :mod:`miles_tui.core.base.run_files` (a regular file of at most
   ``META_MAX_BYTES``, JSON of sane depth); otherwise the previous meta is kept
   and the problem reported. A folder or entry that cannot be followed (a
   symbolic link loop, permissions) is a problem said once; the rest goes on.
 - A stream file that is no longer listed (``rm -rf RUN_DIR`` and a restart) is
   forgotten: its records are dropped and the delta carries a
-  :class:`~miles_tui.core.tail.StreamReset` with reason ``removed``.
+  :class:`~miles_tui.core.base.tail.StreamReset` with reason ``removed``.
   back in the delta (file and byte offset), and reading goes on.
-- metrics.jsonl is followed by :class:`~miles_tui.core.telemetry.metric_stream.MetricStream`: the
+- metrics.jsonl is followed by :class:`~miles_tui.core.telemetry.metrics.metric_stream.MetricStream`: the
   same tail rule, decoded into columns (by ``parse_workers`` scanner threads
   for a long stretch, or as many processes when the scanner is not built, for
   that poll only) and cached in the user cache dir.
@@ -38,7 +38,7 @@ Contract:
   metrics.jsonl) are listed and read.
 - Never writes into the run; never sleeps or reads a clock but for a long
   metrics read's pauses between blocks (not ``headless``: see
-  :mod:`~miles_tui.core.telemetry.metric_stream`); the only threads it
+  :mod:`~miles_tui.core.telemetry.metrics.metric_stream`); the only threads it
   starts are a poll's own (the scanner's; with ``headless``, the store's
   appender; with ``save_in_background``, the cache writer, which
   :meth:`DashboardReader.wait_saved` waits for).
@@ -53,11 +53,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
 
-from miles_tui.core.errors import StreamError, UnreadableFileError
-from miles_tui.core.run_files import META_MAX_BYTES, os_error_message, read_json
-from miles_tui.core.tail import ReadHook, StreamReset, TailFile, TailRead
-from miles_tui.core.telemetry.metric_stream import MetricStream
-from miles_tui.core.telemetry.metrics import MetricStore
+from miles_tui.core.base.errors import StreamError, UnreadableFileError
+from miles_tui.core.base.run_files import META_MAX_BYTES, os_error_message, read_json
+from miles_tui.core.base.tail import ReadHook, StreamReset, TailFile, TailRead
+from miles_tui.core.telemetry.metrics.metric_store import MetricStore
+from miles_tui.core.telemetry.metrics.metric_stream import MetricStream
 from miles_tui.core.telemetry.partitions import (
     COLUMNAR_STREAMS,
     HOUR_SECONDS,
@@ -107,7 +107,7 @@ class StreamsDelta:
     meta_changed: bool
     """Whether meta.json was (re-)read by this poll."""
     problems: tuple[StreamError, ...]
-    """Found since the last poll: malformed lines (:class:`~miles_tui.core.tail.MalformedLineError`, with byte
+    """Found since the last poll: malformed lines (:class:`~miles_tui.core.base.tail.MalformedLineError`, with byte
     offset), an unparsable meta.json, a stream file that cannot be read."""
     resets: tuple[StreamReset, ...]
     """Files found rewritten: their old records were dropped and they were read again from 0."""

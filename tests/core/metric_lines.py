@@ -7,9 +7,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from miles_tui.core.tail import TailFile
+from miles_tui.core.base.tail import TailFile
 from miles_tui.core.telemetry import MetricStore
-from miles_tui.core.telemetry.metric_batch import BadLine, MetricBatch, check_value, decode_metric_record
+from miles_tui.core.telemetry.metrics.metric_batch import BadLine, MetricBatch, check_value, decode_metric_record
 
 
 def line(ts: Any, step_key: str, step: Any, **metrics: Any) -> bytes:

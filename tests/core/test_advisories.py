@@ -17,9 +17,9 @@ from miles_tui.core.analysis.advisories import (
     unreadable_per_token,
     zero_std_groups,
 )
+from miles_tui.core.commands.report import build_report
 from miles_tui.core.dump import ProblemKind, Run, StepSummary
 from miles_tui.core.dump.step_summary import StepProblem
-from miles_tui.core.report import build_report
 from miles_tui.tui.cli import main
 from tests.conftest import EPOCH
 

@@ -24,8 +24,8 @@ from miles_tui.core.analysis.baseline import (
     value_exactly_at,
 )
 from miles_tui.core.analysis.baseline_run import open_baseline
+from miles_tui.core.base.errors import RunDirError
 from miles_tui.core.dump import StepAggregate
-from miles_tui.core.errors import RunDirError
 from miles_tui.core.telemetry import MetricSeries
 from miles_tui.tui.cli import main
 from tests.conftest import EPOCH, stamp, write_demo_run

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core import cache_dir
+from miles_tui.core.base import cache_dir
 from miles_tui.core.dump import Run
 from miles_tui.tui.cli import main
 from tests.conftest import EPOCH

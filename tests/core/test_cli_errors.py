@@ -267,7 +267,7 @@ def test_an_internal_error_has_its_own_exit_status(
     command: str, demo_run: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Not 1 ("warning" to a script reading `report`), nor any other documented status."""
-    from miles_tui.core import export, report
+    from miles_tui.core.commands import export, report
     from miles_tui.tui.cli import EXIT_INTERNAL
 
     monkeypatch.setattr(report, "build_report", _broken)

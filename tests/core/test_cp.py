@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from miles_tui.core.base.errors import CpLayoutError
 from miles_tui.core.dump import slice_response
 from miles_tui.core.dump.cp import assemble_response, response_ranges, slice_width, widths_match
-from miles_tui.core.errors import CpLayoutError
 
 
 @st.composite

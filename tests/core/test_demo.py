@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from miles_tui.core.dump.cp import assemble_response
-from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.dump.pt.pt_archive import load_pt
 from miles_tui.core.synth.demo import main, run_demo, write_demo_step
 from miles_tui.core.synth.demo_batch import DemoConfig
 from miles_tui.core.synth.layout import ParallelLayout

@@ -51,7 +51,7 @@ def test_the_writer_deletes_the_folder_once_its_monitor_is_gone(private_tmp: Pat
 
 def test_demo_dir_refuses_a_folder_it_did_not_write(tmp_path: Path) -> None:
     """`--demo DIR` on a copy of a real run added synthetic steps to it and appended to its metrics.jsonl."""
-    from miles_tui.core.errors import RunDirError
+    from miles_tui.core.base.errors import RunDirError
     from miles_tui.core.synth import claim_demo_dir
 
     real = tmp_path / "real"

@@ -34,8 +34,8 @@ from miles_tui.core.analysis.engine_advisories import (
 )
 from miles_tui.core.analysis.engine_feed import reader_engine_figures
 from miles_tui.core.analysis.stream_advisories import run_mfu, stream_advisories
+from miles_tui.core.commands.report import build_report
 from miles_tui.core.follow import RunFollower
-from miles_tui.core.report import build_report
 from miles_tui.core.synth.dump_files import append_jsonl, write_json
 from miles_tui.core.telemetry import EngineSample, EngineSeries, EngineTable, counter_delta, restart_times
 from miles_tui.core.telemetry.engine_series import interval_rates

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from miles_tui.core.analysis.advisories import step_advisories
 from miles_tui.core.analysis.format_drift import schema_label
-from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.dump.pt.pt_archive import load_pt
 from miles_tui.core.dump.record_formats import (
     UNKNOWN_FORMAT,
     Unrecognised,

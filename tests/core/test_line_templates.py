@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.telemetry import line_templates
-from miles_tui.core.telemetry.line_templates import MAX_SLOTS, Buffers, Templates, scan_decode
+from miles_tui.core.telemetry.metrics import line_templates
+from miles_tui.core.telemetry.metrics.line_templates import MAX_SLOTS, Buffers, Templates, scan_decode
 from tests.core.metric_lines import as_text, line, reference
 
 pytestmark = pytest.mark.skipif(not line_templates.AVAILABLE, reason="the compiled line scanner is not built here")
@@ -285,7 +285,7 @@ def test_damaged_lines_of_a_learned_template_decode_as_json_loads_decodes_them(
 
 
 def test_miles_tui_no_scanner_turns_the_scanner_off() -> None:
-    code = "from miles_tui.core.telemetry import line_templates as t; print(t.AVAILABLE)"
+    code = "from miles_tui.core.telemetry.metrics import line_templates as t; print(t.AVAILABLE)"
     env = {**os.environ, "MILES_TUI_NO_SCANNER": "1"}
     found = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert found.stdout == "False\n"

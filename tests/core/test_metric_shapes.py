@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.telemetry import metric_batch, metric_shapes
-from miles_tui.core.telemetry.metric_batch import decode_block
-from miles_tui.core.telemetry.metric_shapes import MAX_WIDTH, Shapes
+from miles_tui.core.telemetry.metrics import metric_batch, metric_shapes
+from miles_tui.core.telemetry.metrics.metric_batch import decode_block
+from miles_tui.core.telemetry.metrics.metric_shapes import MAX_WIDTH, Shapes
 from tests.core.metric_lines import as_text, line, reference
 
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miles_tui.core.telemetry import MetricStore, export_metrics
-from miles_tui.core.telemetry.metric_batch import decode_metric_record
+from miles_tui.core.telemetry.metrics.metric_batch import decode_metric_record
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 

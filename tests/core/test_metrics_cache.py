@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from miles_tui.core import cache_dir
-from miles_tui.core.telemetry import DashboardReader, metric_cache
+from miles_tui.core.base import cache_dir
+from miles_tui.core.telemetry import DashboardReader
+from miles_tui.core.telemetry.metrics import metric_cache
 
 
 def _line(i: int, **extra: Any) -> bytes:
@@ -27,8 +28,8 @@ def _records(reader: DashboardReader) -> list[str]:
 
 @pytest.fixture
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr("miles_tui.core.telemetry.metric_stream.CACHE_MIN_BYTES", 0)
-    monkeypatch.setattr("miles_tui.core.telemetry.metric_stream.RESAVE_BYTES", 0)
+    monkeypatch.setattr("miles_tui.core.telemetry.metrics.metric_stream.CACHE_MIN_BYTES", 0)
+    monkeypatch.setattr("miles_tui.core.telemetry.metrics.metric_stream.RESAVE_BYTES", 0)
     dash = tmp_path / "run" / "dashboard"
     dash.mkdir(parents=True)
     (dash / "metrics.jsonl").write_bytes(b"".join(_line(i) for i in range(200)))

@@ -13,11 +13,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.json_out import clean
-from miles_tui.core.tail import TailFile
-from miles_tui.core.telemetry import DashboardReader, MetricStore, export_metrics, line_templates, write_metrics
-from miles_tui.core.telemetry.metric_batch import MAX_DEPTH, MetricRow, check_value, decode_block, decode_metric_record
-from miles_tui.core.telemetry.metric_workers import MetricBlockDecoder
+from miles_tui.core.base.json_out import clean
+from miles_tui.core.base.tail import TailFile
+from miles_tui.core.telemetry import DashboardReader, MetricStore, export_metrics, write_metrics
+from miles_tui.core.telemetry.metrics import line_templates
+from miles_tui.core.telemetry.metrics.metric_batch import (
+    MAX_DEPTH,
+    MetricRow,
+    check_value,
+    decode_block,
+    decode_metric_record,
+)
+from miles_tui.core.telemetry.metrics.metric_workers import MetricBlockDecoder
 
 
 def _line(ts: Any, step_key: str, step: Any, **metrics: Any) -> bytes:
@@ -308,7 +315,7 @@ def test_any_line_with_literals_decodes_as_json_loads_decodes_it(
 def test_a_reader_appending_behind_holds_what_a_plain_reader_holds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from miles_tui.core.telemetry import metric_stream
+    from miles_tui.core.telemetry.metrics import metric_stream
 
     monkeypatch.setattr(metric_stream, "LONG_BLOCK_BYTES", 1)
     dash = tmp_path / "dashboard"
@@ -334,8 +341,8 @@ def test_a_reader_appending_behind_holds_what_a_plain_reader_holds(
 def test_a_long_read_beside_a_ui_pauses_between_blocks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, headless: bool
 ) -> None:
-    from miles_tui.core import pacing
-    from miles_tui.core.telemetry import metric_stream
+    from miles_tui.core.base import pacing
+    from miles_tui.core.telemetry.metrics import metric_stream
 
     monkeypatch.setattr(metric_stream, "LONG_BLOCK_BYTES", 1)
     pauses: list[float] = []

@@ -1,5 +1,6 @@
-"""``miles-tui export RUN --metrics ...`` reads dashboard/metrics.jsonl through miles_tui.core.export.metrics_export
-and matches the metric series miles' own reader gives for the live_streams golden case."""
+"""``miles-tui export RUN --metrics ...`` reads dashboard/metrics.jsonl through
+miles_tui.core.commands.export.metrics_export and matches the metric series miles' own reader gives for the
+live_streams golden case."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from miles_tui.core.errors import MetricNotFoundError, RunDirError
-from miles_tui.core.export import metrics_export
+from miles_tui.core.base.errors import MetricNotFoundError, RunDirError
+from miles_tui.core.commands.export import metrics_export
 from miles_tui.tui.cli import main
 from tests.conftest import GOLDEN, stamp
 
@@ -97,7 +98,7 @@ def test_a_long_export_keeps_freed_memory_for_the_next_allocation() -> None:
     time."""
     code = """
 import resource
-from miles_tui.core import export
+from miles_tui.core.commands import export
 
 def faults_of_a_64_mb_string() -> int:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

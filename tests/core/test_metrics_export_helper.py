@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from miles_tui.core.errors import MilesTuiError
-from miles_tui.core.telemetry import MetricStore, metric_export, write_metrics
-from miles_tui.core.telemetry.metric_batch import decode_block
+from miles_tui.core.base.errors import MilesTuiError
+from miles_tui.core.telemetry import MetricStore, write_metrics
+from miles_tui.core.telemetry.metrics import metric_export
+from miles_tui.core.telemetry.metrics.metric_batch import decode_block
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the helper is forked on Linux only")
 
@@ -124,8 +125,8 @@ def test_a_helper_that_stops_while_writing_is_an_error_never_a_silently_short_do
 
 _CLI = """
 import sys
-from miles_tui.core import export
-from miles_tui.core.telemetry import metric_export
+from miles_tui.core.commands import export
+from miles_tui.core.telemetry.metrics import metric_export
 forks = []
 fork = metric_export._write_with_helper
 metric_export._write_with_helper = lambda *args: (forks.append(1), fork(*args))[1]

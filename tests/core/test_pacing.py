@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from miles_tui.core import pacing
-from miles_tui.core.pacing import Pacer
+from miles_tui.core.base import pacing
+from miles_tui.core.base.pacing import Pacer
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from miles_tui.core.commands.telemetry_export import FIELDS
 from miles_tui.core.dump.record_formats import unknown_columns
-from miles_tui.core.telemetry_export import FIELDS
 from miles_tui.tui.cli import main
 from tests.conftest import EPOCH, stamp, write_demo_run
 from tests.drift_runs import write_drift_run

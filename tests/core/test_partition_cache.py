@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from miles_tui.core import cache_dir
 from miles_tui.core.analysis.engine_advisories import engine_figures, figures_from_digests
 from miles_tui.core.analysis.stall_rule import (
     PHASE_NUMBERS,
@@ -29,6 +28,7 @@ from miles_tui.core.analysis.stall_rule import (
     stalled_from_digests,
     stalled_phase_arrays,
 )
+from miles_tui.core.base import cache_dir
 from miles_tui.core.telemetry.hours import decode as decode_module
 from miles_tui.core.telemetry.hours import scan_decode
 from miles_tui.core.telemetry.hours import store as store_module

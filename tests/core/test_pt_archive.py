@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from miles_tui.core.dump.pt_archive import load_pt, loads_pickle
-from miles_tui.core.dump.pt_unpickle import InertRecord
-from miles_tui.core.errors import CorruptFileError, UnsafePickleError
+from miles_tui.core.base.errors import CorruptFileError, UnsafePickleError
+from miles_tui.core.dump.pt.pt_archive import load_pt, loads_pickle
+from miles_tui.core.dump.pt.pt_unpickle import InertRecord
 
 torch = pytest.importorskip("torch", reason="these tests check compatibility with torch.save")
 
@@ -155,7 +155,7 @@ def test_reading_never_imports_torch(tmp_path: Path) -> None:
     path = tmp_path / "shard.pt"
     torch.save({"rollout_data": {"x": [torch.ones(3)]}}, path)
     code = (
-        "import sys; from miles_tui.core.dump.pt_archive import load_pt; "
+        "import sys; from miles_tui.core.dump.pt.pt_archive import load_pt; "
         f"v = load_pt({str(path)!r}); assert v['rollout_data']['x'][0].tolist() == [1.0, 1.0, 1.0]; "
         "assert 'torch' not in sys.modules, 'torch was imported'"
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.dump.pt.pt_archive import load_pt
 from miles_tui.core.synth.pt_writer import KeepAsIs, dumps_pt
 
 ARRAYS = {

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from miles_tui.core.base.errors import CorruptFileError
 from miles_tui.core.dump import PER_TOKEN_FIELDS, Run, RunDir
-from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.dump.pt.pt_archive import load_pt
 from miles_tui.core.dump.resolve import PerTokenFields
-from miles_tui.core.errors import CorruptFileError
 
 torch = pytest.importorskip("torch", reason="these tests check compatibility with torch.save")
 

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from miles_tui.core.base.errors import InconsistentDumpError
 from miles_tui.core.dump import PER_TOKEN_FIELDS, FieldState, Run, RunDir
 from miles_tui.core.dump.resolve import Shard, resolve_rows
 from miles_tui.core.dump.step import open_step
-from miles_tui.core.errors import InconsistentDumpError
 from miles_tui.core.synth.dump_files import make_sample
 from miles_tui.core.synth.layout import MODEL_OUTPUT_KEYS, ParallelLayout
 from miles_tui.core.synth.writer import write_step

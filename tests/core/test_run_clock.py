@@ -11,7 +11,7 @@ import pytest
 
 from miles_tui.core.analysis import RunState, quiet_after
 from miles_tui.core.analysis.run_state import QUIET_DEFAULT_S, run_clock
-from miles_tui.core.report import build_report, render_report
+from miles_tui.core.commands.report import build_report, render_report
 from tests.conftest import EPOCH, GOLDEN, stamp, write_demo_run
 
 

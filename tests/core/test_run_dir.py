@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from miles_tui.core.base.errors import CorruptFileError, RunDirError, StillWritingError
 from miles_tui.core.dump import RunDir
 from miles_tui.core.dump.run_dir import MIN_AGE_SECONDS, STILL_WRITING_SECONDS
-from miles_tui.core.errors import CorruptFileError, RunDirError, StillWritingError
 
 
 def _touch(path: Path, mtime: float, content: bytes = b"x") -> None:

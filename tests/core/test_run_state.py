@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from miles_tui.core.follow import RunFollower
-from miles_tui.core.tail import MalformedLineError
+from miles_tui.core.base.tail import MalformedLineError
+from miles_tui.core.dump import Run
+from miles_tui.core.follow import RunFollower, StepFollower
 from miles_tui.core.telemetry.stream_records import GpuUtil
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -37,23 +38,28 @@ def _phase(name: str, t0: float, t1: float, rank: int = 0) -> dict[str, Any]:
     return {"name": name, "t0": t0, "t1": t1, "node": "n1", "gpus": [rank], "rank": rank, "role": "train"}
 
 
-def test_steps_appear_by_the_visibility_rule_and_changes_are_reported(tmp_path: Path) -> None:
+def test_steps_appear_by_the_visibility_rule_and_changes_are_summarized_again(tmp_path: Path) -> None:
+    """The step follower (core's one, the monitor's and report's) and the run follower's data age over both."""
     run = tmp_path / "run"
     _touch(run / "rollout_data" / "0.pt", T)
     _touch(run / "rollout_data" / "eval_0.pt", T)
     _touch(run / "rollout_data" / "1.pt", T + 55)
     _touch(run / "train_data" / "1_3.pt", T + 58)  # any rank's train file shows a fresh step
     _touch(run / "rollout_data" / "2.pt", T + 59)
-    follower = RunFollower(run)
-    first = follower.poll(T + 60)
-    assert first.new_train_steps == (0, 1) and first.new_eval_steps == (0,)
-    assert first.newest_write == T + 59 and first.data_age == pytest.approx(1.0)
-    assert follower.poll(T + 60).is_empty
+    steps, follower = StepFollower(Run(run), workers=1), RunFollower(run)
+    first = steps.poll(T + 60)
+    assert (first.new_train, first.new_evaluation, first.train) == ((0, 1), (0,), (0, 1))
+    assert first.newest_write == T + 58  # the visible steps' files (2.pt is 1 s old: not visible yet)
+    follower.note_step_write(first.newest_write)
+    assert follower.poll(T + 60).data_age == pytest.approx(2.0)
+    again = steps.poll(T + 60)
+    assert (again.new_train, again.new_evaluation, again.summaries, again.failures) == ((), (), [], [])
     _touch(run / "train_data" / "1_1.pt", T + 61)  # another shard of a visible step
-    second = follower.poll(T + 70)  # and step 2 is now 11 s old
-    assert second.new_train_steps == (2,) and second.changed_steps == ((1, False),)
-    assert second.data_age == pytest.approx(9.0)
-    assert follower.state().steps.train == (0, 1, 2)
+    second = steps.poll(T + 70)  # and step 2 is now 11 s old
+    assert second.new_train == (2,) and second.train == (0, 1, 2)
+    assert {(rid, ev) for rid, ev, *_ in second.failures} >= {(1, False), (2, False)}  # read again: changed, new
+    follower.note_step_write(second.newest_write)
+    assert follower.poll(T + 70).data_age == pytest.approx(9.0)
 
 
 def test_metrics_and_telemetry_arrive_in_deltas(tmp_path: Path) -> None:
@@ -142,4 +148,4 @@ def test_golden_live_streams_followed(tmp_path: Path) -> None:
     assert delta.attempt_start == truth["meta"]["start_ts"]
     assert delta.open_phases == ()  # every actor_train marker has its closing record
     assert {k: len(v) for k, v in delta.records.items()} == {"phases": 540, "gpu_util": 604}
-    assert not delta.problems and (delta.new_train_steps, delta.new_eval_steps) == ((), ())
+    assert not delta.problems

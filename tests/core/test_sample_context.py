@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from miles_tui.core.base.errors import StepNotFoundError
 from miles_tui.core.dump import Run
-from miles_tui.core.errors import StepNotFoundError
 from tests.conftest import EPOCH
 
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from miles_tui.core.telemetry import line_templates
+from miles_tui.core.telemetry.metrics import line_templates
 
 
 @pytest.mark.skipif(not os.environ.get("CI"), reason="a user may run without the scanner; CI (CI=1) may not")

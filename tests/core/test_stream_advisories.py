@@ -26,10 +26,10 @@ from miles_tui.core.analysis.stream_advisories import (
     stream_advisories,
     stream_corruption,
 )
+from miles_tui.core.base.tail import StreamReset
+from miles_tui.core.commands.report import build_report
 from miles_tui.core.follow import RunFollower
-from miles_tui.core.report import build_report
 from miles_tui.core.synth.dump_files import append_jsonl, write_json
-from miles_tui.core.tail import StreamReset
 from miles_tui.core.telemetry import MetricStore, Phase
 from miles_tui.tui.cli import main
 from tests.conftest import GOLDEN, stamp

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from stream_writer import append_slowly
 
-from miles_tui.core.tail import MalformedLineError
+from miles_tui.core.base.tail import MalformedLineError
 from miles_tui.core.telemetry import DashboardReader, Phase, export_metrics
-from miles_tui.core.telemetry.metrics import MetricRecord
+from miles_tui.core.telemetry.metrics.metric_store import MetricRecord
 from miles_tui.core.telemetry.partitions import HOUR_SECONDS
 from miles_tui.core.telemetry.stream_records import DECODERS, GpuUtil, record_time
 from miles_tui.core.telemetry.streams import SETTLED_EVERY, StreamsDelta

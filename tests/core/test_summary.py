@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from miles_tui.core.dump import FieldState
+from miles_tui.core.dump import PER_TOKEN_STATISTICS, ROW_COLUMNS, FieldState
 from miles_tui.core.dump.resolve import TrainRow
 from miles_tui.core.dump.summary import group_rows, sample_row, staleness, step_aggregate
 
@@ -66,3 +66,10 @@ def test_degenerate_groups() -> None:
     aggregate = step_aggregate(1, True, rows, list(groups.values()))
     assert aggregate.zero_std_group_frac == 2 / 3
     assert aggregate.avg_staleness == 1 - 3
+
+
+def test_the_per_token_statistics_are_row_columns_and_none_without_train_data() -> None:
+    """One list, in core: the sample table's UNREAD rule (tui) and the summary read the same names."""
+    assert set(PER_TOKEN_STATISTICS) <= set(ROW_COLUMNS) and len(set(PER_TOKEN_STATISTICS)) == 9
+    row = sample_row(1, _sample(), None, None).to_dict()
+    assert all(row[name] is None for name in PER_TOKEN_STATISTICS)

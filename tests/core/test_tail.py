@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stream_writer import append_slowly
 
-from miles_tui.core.errors import StreamError
-from miles_tui.core.tail import MalformedLineError, TailFile, TailRead
+from miles_tui.core.base.errors import StreamError
+from miles_tui.core.base.tail import MalformedLineError, TailFile, TailRead
 
 
 def _identity(value: Any) -> Any:

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from miles_tui.core.export_window import TimeBound, parse_time
+from miles_tui.core.base.export_window import TimeBound, parse_time
+from miles_tui.core.commands.telemetry_export import FIELDS, read_window
 from miles_tui.core.synth.dump_files import append_jsonl, write_json
-from miles_tui.core.telemetry_export import FIELDS, read_window
 from miles_tui.tui.cli import main
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

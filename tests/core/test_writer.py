@@ -21,9 +21,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from miles_tui.core.base.errors import CorruptFileError
 from miles_tui.core.dump.cp import assemble_response
-from miles_tui.core.dump.pt_archive import load_pt
-from miles_tui.core.errors import CorruptFileError
+from miles_tui.core.dump.pt.pt_archive import load_pt
 from miles_tui.core.synth.dump_files import (
     append_jsonl,
     make_sample,

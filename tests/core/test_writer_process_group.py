@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from miles_tui.core.commands.export import step_export
 from miles_tui.core.dump import Run
-from miles_tui.core.export import step_export
 from miles_tui.core.synth.dump_files import make_sample, save_policy_loss_debug, save_rollout, save_train_shard
 from miles_tui.core.synth.layout import MODEL_OUTPUT_KEYS, ParallelLayout
 from miles_tui.core.synth.writer import rank_columns, write_step

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from miles_tui.core.dump.pt_archive import load_pt
-from miles_tui.core.inert_text import UNSAFE_CHARACTERS
+from miles_tui.core.base.inert_text import UNSAFE_CHARACTERS
+from miles_tui.core.dump.pt.pt_archive import load_pt
 from miles_tui.core.synth.dump_files import save_rollout
 from tests.conftest import EPOCH, stamp, write_demo_run
 

@@ -5,7 +5,7 @@
     python tests/security/load_child.py serve - MEM_MB                 many: JSON requests on stdin
 
 The last line of stdout is ``{"outcome": "value" | "error" | "crash", ...}``;
-"error" means the project's own error (core/errors.py), with whether its
+"error" means the project's own error (core/base/errors.py), with whether its
 message names the input. A crash of the interpreter itself shows as the exit
 status. ``serve`` mode answers one request line (``{"kind": ..., "path": ...}``)
 per case, so a fuzzer pays for the imports once.
@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from miles_tui.core.base.errors import MilesTuiError
 from miles_tui.core.dump import Detokenizer, conversation_document, read_sidecar
-from miles_tui.core.dump.pt_archive import load_pt, loads_pickle
+from miles_tui.core.dump.pt.pt_archive import load_pt, loads_pickle
 from miles_tui.core.dump.tokenizer import decode_budget
-from miles_tui.core.errors import MilesTuiError
 
 TOUCH_LIMIT = 200_000
 """Values visited per load (a DAG of shared lists can spell a huge tree: visit each object once)."""

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from miles_tui.core.base.inert_text import inert
+from miles_tui.core.commands.export import csv_cell, rows_csv
 from miles_tui.core.dump import Run
-from miles_tui.core.export import csv_cell, rows_csv
-from miles_tui.core.inert_text import inert
 from tests.conftest import EPOCH
 from tests.security.test_mistyped_fields import _cli, _edit_sample, _run
 
@@ -86,7 +86,7 @@ def test_export_csv_and_the_monitor_save_quote_formulas(tmp_path: Path) -> None:
 
 def test_rows_csv_keeps_negative_numbers_of_a_real_step(tmp_path: Path) -> None:
     root, _ = _write_hostile_step(tmp_path)
-    from miles_tui.core.export import step_export
+    from miles_tui.core.commands.export import step_export
 
     document = step_export(Run(root, use_cache=False), 2, False, EPOCH)
     rows = list(csv.DictReader(io.StringIO(rows_csv(document))))

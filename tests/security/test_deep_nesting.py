@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.dump.pt_archive import loads_pickle
+from miles_tui.core.dump.pt.pt_archive import loads_pickle
 from tests.security.hostile import Reduce, load_in_child, proto2, save, write_archive
 
 DEPTH = 1_000_000

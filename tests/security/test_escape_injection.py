@@ -28,7 +28,7 @@ from textual.color import Color
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 from miles_tui.tui.app import MilesApp, make_app
 from miles_tui.tui.inert_line_filter import InertLineFilter
 from tests.conftest import EPOCH

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from hostile_fs import cli, symlink
 
-from miles_tui.core import run_files
-from miles_tui.core.errors import UnreadableFileError
-from miles_tui.core.run_files import read_capped
+from miles_tui.core.base import run_files
+from miles_tui.core.base.errors import UnreadableFileError
+from miles_tui.core.base.run_files import read_capped
 
 
 def _kmsg_readable() -> bool:

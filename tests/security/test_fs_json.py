@@ -9,9 +9,9 @@ from pathlib import Path
 from hostile_fs import cli
 
 from miles_tui.core.analysis.health import run_name
+from miles_tui.core.base.run_files import MAX_JSON_DEPTH
+from miles_tui.core.base.tail import MalformedLineError
 from miles_tui.core.dump import Run, read_sidecar
-from miles_tui.core.run_files import MAX_JSON_DEPTH
-from miles_tui.core.tail import MalformedLineError
 from miles_tui.core.telemetry import DashboardReader
 from miles_tui.tui.run_watcher import RunWatcher
 

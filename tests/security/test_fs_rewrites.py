@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from miles_tui.core.analysis.stream_advisories import stream_corruption
+from miles_tui.core.base.tail import TailFile
 from miles_tui.core.follow import RunFollower
-from miles_tui.core.tail import TailFile
 from miles_tui.core.telemetry.stream_records import GpuUtil
 
 

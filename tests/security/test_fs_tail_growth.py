@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.tail import BLOCK_SIZE, MAX_LINE_BYTES, TailFile
+from miles_tui.core.base.tail import BLOCK_SIZE, MAX_LINE_BYTES, TailFile
 
 
 def _identity(value: Any) -> Any:

@@ -12,9 +12,9 @@ from pathlib import Path
 from conftest import EPOCH
 from hostile_fs import age, cli, python, symlink
 
+from miles_tui.core.base.run_files import META_MAX_BYTES, TOKENIZER_MAX_BYTES
+from miles_tui.core.base.tail import MAX_LINE_BYTES
 from miles_tui.core.dump.trajectory import TRAJECTORY_MAX_BYTES
-from miles_tui.core.run_files import META_MAX_BYTES, TOKENIZER_MAX_BYTES
-from miles_tui.core.tail import MAX_LINE_BYTES
 
 
 def _sparse(path: Path, size: int, tail: bytes = b"") -> Path:

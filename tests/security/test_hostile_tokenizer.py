@@ -159,7 +159,7 @@ async def test_the_monitor_keeps_turning_while_a_sample_decodes(tmp_path: Path) 
         await pilot.pause()
         await app.workers.wait_for_complete()
         ticker = asyncio.create_task(tick())
-        app.show_sample(1, False, first)
+        app.navigation.show_sample(1, False, first)
         started = time.monotonic()
         while app.screen.__class__.__name__ != "SampleScreen" and time.monotonic() - started < 30:
             await pilot.pause(0.05)

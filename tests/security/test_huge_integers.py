@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from miles_tui.core.dump import ProblemKind, Run
-from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.dump.pt.pt_archive import load_pt
 from tests.conftest import EPOCH
 from tests.security.test_mistyped_fields import _cli, _edit_sample, _edit_shard, _run, _set_column, _train_file
 

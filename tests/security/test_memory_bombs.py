@@ -118,7 +118,7 @@ def test_a_storage_record_longer_than_declared_is_refused(tmp_path: Path) -> Non
 
 
 def test_a_storage_record_matching_its_declaration_loads(tmp_path: Path) -> None:
-    from miles_tui.core.dump.pt_archive import load_pt
+    from miles_tui.core.dump.pt.pt_archive import load_pt
 
     body = b"}(X\x01\x00\x00\x00x" + tensor_opcodes((4,), (1,), 4) + b"u"
     path = write_archive(tmp_path / "size.pt", proto2(body), {"0": struct.pack("<4q", 1, 2, 3, 4)})

@@ -14,8 +14,8 @@ from pathlib import Path
 from hostile_fs import cli
 
 from miles_tui.core.telemetry import MetricStore
-from miles_tui.core.telemetry.metric_batch import MAX_LINE_KEYS, rows_to_batch
-from miles_tui.core.telemetry.metrics import MAX_KEYS
+from miles_tui.core.telemetry.metrics.metric_batch import MAX_LINE_KEYS, rows_to_batch
+from miles_tui.core.telemetry.metrics.metric_store import MAX_KEYS
 
 MILLION = 1_000_000
 FLOOD = 200_000

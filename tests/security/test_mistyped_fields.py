@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from miles_tui.core.base.errors import CorruptFileError
 from miles_tui.core.dump import ProblemKind, Run, read_sidecar
-from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.dump.pt.pt_archive import load_pt
 from miles_tui.core.dump.record_schema import SAMPLE_FIELDS, FieldTypeError, check_shard, field_array, sample_problems
-from miles_tui.core.errors import CorruptFileError
 from miles_tui.core.synth.dump_files import save_rollout
 from miles_tui.core.synth.pt_writer import save_pt
 from tests.conftest import EPOCH, stamp, write_demo_run

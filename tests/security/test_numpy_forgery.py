@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.dump.pt.pt_archive import load_pt
 from tests.security.hostile import Reduce, load_in_child, save, write_archive
 
 multiarray = pytest.importorskip("numpy._core.multiarray", reason="numpy >= 2 names its pickles numpy._core")

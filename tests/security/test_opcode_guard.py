@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.core.dump.pt_archive import loads_pickle
-from miles_tui.core.dump.pt_guard import LoadBudget, OpcodeGuard
-from miles_tui.core.errors import CorruptFileError
+from miles_tui.core.base.errors import CorruptFileError
+from miles_tui.core.dump.pt.pt_archive import loads_pickle
+from miles_tui.core.dump.pt.pt_guard import LoadBudget, OpcodeGuard
 
 scalars = (
     st.none()

@@ -19,7 +19,7 @@ from tests.security.hostile import REPO, torch
 _CHILD = """
 import sys
 import numpy as np
-from miles_tui.core.dump.pt_archive import load_pt
+from miles_tui.core.dump.pt.pt_archive import load_pt
 path, how = sys.argv[1], sys.argv[2]
 shard = load_pt(path)
 expected = [float(i) * (1 << 16) for i in range(16)]

@@ -1,7 +1,7 @@
 """Fuzz the reader: generated pickle opcode streams and mutated real archives, each loaded in a child.
 
 The only acceptable outcomes are a value or the project's own error naming
-the file (core/errors.py); a crash, a hang past the per-case timeout, a
+the file (core/base/errors.py); a crash, a hang past the per-case timeout, a
 MemoryError under the worker's address-space limit, or any other exception
 fails the test, and the case is kept (``MILES_TUI_FUZZ_KEEP``, else the test's
 tmp dir) for reproduction with ``tests/security/load_child.py``.

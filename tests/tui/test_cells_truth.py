@@ -20,8 +20,8 @@ import pytest
 from textual.widgets import Static
 
 from miles_tui.core.analysis import OutlierKind
+from miles_tui.core.commands.export import step_export, tokens_export
 from miles_tui.core.dump import Run
-from miles_tui.core.export import step_export, tokens_export
 from miles_tui.tui.app import make_app
 from miles_tui.tui.engine_rows import MORE, table_lines
 from miles_tui.tui.formatting import LEVEL_TAG, date_time

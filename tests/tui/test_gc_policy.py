@@ -161,7 +161,7 @@ def test_the_app_freezes_what_start_up_made_once_it_has_settled() -> None:
                     before = gc.get_freeze_count()
                     for _ in range(400):
                         await pilot.pause(0.02)
-                        if app.views_imported.is_set():
+                        if app.navigation.views_imported.is_set():
                             break
                     # frozen by then: the first telemetry load, which waits for the imports, never meets it
                     print(before, gc.get_freeze_count())

@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from miles_tui.core.dump import Run, RunDir
 from miles_tui.tui.app import MilesApp, make_app
 from miles_tui.tui.messages import StepsSummarized
-from miles_tui.tui.run_watcher import PollResult, RunWatcher
+from miles_tui.tui.run_watcher import RunWatcher, StepsPoll
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 from tests.conftest import EPOCH, stamp
@@ -39,7 +39,7 @@ def _garbage(run: Path, rids: range, mtime: float) -> None:
         os.utime(path, (mtime, mtime))
 
 
-def _drain(watcher: RunWatcher, now: float) -> Iterator[PollResult]:
+def _drain(watcher: RunWatcher, now: float) -> Iterator[StepsPoll]:
     """Poll until nothing is left to summarize (the helpers' results collected too)."""
     result = watcher.poll_blocking(now)
     yield result
@@ -56,11 +56,11 @@ def _drain(watcher: RunWatcher, now: float) -> Iterator[PollResult]:
 async def test_each_poll_is_one_update(demo_run: Path) -> None:
     """The old app posted a message per step and rebuilt every row for each: work per step times steps."""
     messages: list[Message] = []
-    polls: list[PollResult] = []
+    polls: list[StepsPoll] = []
     app = make_app(demo_run, poll_seconds=3600, clock=lambda: EPOCH)
     poll = app.watcher.poll_blocking
 
-    def recorded(now: float, summarize: bool = True) -> PollResult:
+    def recorded(now: float, summarize: bool = True) -> StepsPoll:
         result = poll(now, summarize)
         polls.append(result)
         return result
@@ -142,7 +142,7 @@ def test_many_unreadable_steps_are_one_advisory(demo_run: Path) -> None:
 def test_helper_processes_give_the_same_summaries(demo_run: Path) -> None:
     expected = {key: Run(demo_run, use_cache=False).summary(*key, EPOCH) for key in [(0, False), (1, False), (0, True)]}
     watcher = RunWatcher(Run(demo_run, use_cache=False), workers=2, pool_min_steps=1)
-    watcher._summarized_once = True  # helpers are never started by the first summarizing poll
+    watcher.steps._summarized_once = True  # helpers are never started by the first summarizing poll
     submitted: list[int] = []
     submit = watcher.backfill.submit
     watcher.backfill.submit = lambda batch, now: submitted.append(len(batch)) or submit(batch, now)  # type: ignore[method-assign]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from miles_tui.core.telemetry import MetricStore
-from miles_tui.core.telemetry.metric_batch import decode_block
+from miles_tui.core.telemetry.metrics.metric_batch import decode_block
 from miles_tui.tui.app import make_app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,8 +43,8 @@ def _records(store: MetricStore) -> list[str]:
 async def test_the_app_decodes_a_long_metrics_file_in_worker_processes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("miles_tui.core.telemetry.metric_workers.PARALLEL_BYTES", 1)
-    monkeypatch.setattr("miles_tui.core.telemetry.metric_workers.PIECE_BYTES", 16 << 10)
+    monkeypatch.setattr("miles_tui.core.telemetry.metrics.metric_workers.PARALLEL_BYTES", 1)
+    monkeypatch.setattr("miles_tui.core.telemetry.metrics.metric_workers.PIECE_BYTES", 16 << 10)
     data = _metrics(tmp_path / "run" / "dashboard" / "metrics.jsonl", 3000)
     app = make_app(tmp_path / "run", poll_seconds=3600)
     async with app.run_test():
@@ -67,7 +67,7 @@ class Capture:  # what Textual puts in sys.stderr while an app runs
     def flush(self): pass
     def fileno(self): return -1
 from pathlib import Path
-from miles_tui.core.telemetry.metric_workers import MetricBlockDecoder
+from miles_tui.core.telemetry.metrics.metric_workers import MetricBlockDecoder
 def main():
     sys.stderr = Capture()
     decoder = MetricBlockDecoder(Path("m"), workers=2, parallel_bytes=1, piece_bytes=8192)
@@ -83,7 +83,7 @@ if __name__ == "__main__":
 
 
 def test_a_process_without_workers_decodes_in_the_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from miles_tui.core.telemetry import metric_workers
+    from miles_tui.core.telemetry.metrics import metric_workers
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise OSError("no semaphores here")

@@ -22,12 +22,13 @@ from miles_tui.core.analysis import chart_keys, chart_series, group_keys, plot_d
 from miles_tui.core.analysis.metric_view import ema
 from miles_tui.core.telemetry import MetricStore
 from miles_tui.tui.app import MilesApp
+from miles_tui.tui.formatting import metric_value
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE
 from miles_tui.tui.renderers.plot import ansi_strips, step_tick, tick_labels, y_ticks
 from miles_tui.tui.screens.metrics_screen import LOADING_NOTE, MetricsScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
-from miles_tui.tui.widgets.metric_chart import MetricChart, chart_body, metric_value
+from miles_tui.tui.widgets.metric_chart import MetricChart, chart_body
 from miles_tui.tui.widgets.run_header import RunHeader
 from tests.conftest import EPOCH, GOLDEN, stamp, write_demo_run
 from tests.harness import frozen_app, settle

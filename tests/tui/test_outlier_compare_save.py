@@ -248,7 +248,7 @@ async def test_compare_from_a_step_screen_traces_the_sample_under_the_cursor(gol
     app = frozen_app(root)
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await settle(pilot)
-        app.open_step(2)
+        app.navigation.open_step(2)
         await settle(pilot)
         step = app.screen
         table = step.query_one("#samples", VirtualTable)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from miles_tui.core.analysis import advisories
-from miles_tui.core.report import build_report
+from miles_tui.core.commands.report import build_report
 from miles_tui.tui.app import MilesApp
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.screens.step_screen import StepScreen
@@ -65,7 +65,7 @@ async def test_every_header_follows_the_run_without_its_screen(demo_run: Path) -
     app = frozen_app(demo_run, lambda: now[0])
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        app.open_step(3)
+        app.navigation.open_step(3)
         await settle(pilot)
         assert isinstance(app.screen, StepScreen)
         assert "data 10m00s old" in _header(app), _header(app)

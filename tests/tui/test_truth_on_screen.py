@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from miles_tui.core.commands.export import step_export
 from miles_tui.core.dump import Run
-from miles_tui.core.export import step_export
 from miles_tui.core.synth.demo import run_demo
 from miles_tui.tui.app import make_app
 from tests.conftest import EPOCH, stamp, write_demo_run

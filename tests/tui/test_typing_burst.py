@@ -28,7 +28,7 @@ async def test_a_filter_typed_in_one_burst_filters(demo_run: Path) -> None:
     app = frozen_app(demo_run)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        app.open_step(3)
+        app.navigation.open_step(3)
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, StepScreen) and not screen.evaluation

@@ -17,7 +17,7 @@ from miles_tui.core.analysis import (
 )
 from miles_tui.core.dump import Run, StepSummary
 from miles_tui.tui.compare_rows import GROUP_COLUMNS, TRACE_COLUMNS, delta_text, group_cells, headline, trace_rows
-from miles_tui.tui.formatting import UNREAD
+from miles_tui.tui.formatting import MISSING, UNREAD, duration
 from miles_tui.tui.outlier_rows import SAMPLE_COLUMNS, sample_cells
 from tests.conftest import EPOCH
 
@@ -110,3 +110,34 @@ def test_a_number_that_does_not_fit_takes_a_shorter_exact_form(value: float | No
     from miles_tui.tui.formatting import number_within
 
     assert number_within(value, width) == shown
+
+
+@pytest.mark.parametrize(
+    ("seconds", "padded", "minutes", "shown"),
+    [
+        (4.4, True, False, "4s"),
+        (192, True, False, "3m12s"),
+        (600.9, True, False, "10m00s"),
+        (900, True, False, "15m00s"),
+        (7500, True, False, "2h05m"),
+        (273600, True, False, "3d04h"),
+        (900, False, False, "15m"),
+        (450, False, False, "7m30s"),
+        (6720, False, False, "1h52m"),
+        (172800, False, False, "2d"),
+        (30, False, True, "30s"),
+        (300, False, True, "5m"),
+        (5400, False, True, "1h30m"),
+        (7200, False, True, "2h"),
+        (200000, False, True, "2d07h"),
+        (89, False, True, "1m"),
+        (-3, True, False, "0s"),
+        (float("nan"), True, False, MISSING),
+        (None, False, False, MISSING),
+    ],
+)
+def test_one_duration_formatter_for_ages_windows_and_ticks(
+    seconds: float | None, padded: bool, minutes: bool, shown: str
+) -> None:
+    """Ages pad the smaller unit (columns hold still), window lengths are exact, tick labels round to minutes."""
+    assert duration(seconds, padded=padded, minutes=minutes) == shown

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from miles_tui.core.report import build_report, render_report
+from miles_tui.core.commands.report import build_report, render_report
 from miles_tui.tui.advisory_rows import LOG_COLUMNS
 from miles_tui.tui.compare_rows import GROUP_COLUMNS as COMPARE_COLUMNS
 from miles_tui.tui.compare_rows import TRACE_COLUMNS
@@ -37,7 +37,7 @@ def _ui_strings() -> list[tuple[str, int, str]]:
     """Every string constant of the UI's modules and report's text (docstrings left out: not on screen)."""
     files = [
         *sorted((REPO / "tui").rglob("*.py")),
-        REPO / "core" / "report.py",
+        REPO / "core" / "commands" / "report.py",
         REPO / "core" / "analysis" / "token_heat.py",
     ]
     found = []
@@ -141,8 +141,8 @@ def _strings_of(path: Path) -> list[str]:
 def test_advisory_messages_docs_and_csv_headers_use_the_same_words(golden_copy: object) -> None:
     """The words a user reads outside the screens: advisory messages (core's rules), the README, the
     command-line contract, and the CSV header ``export --format csv`` writes (the contract's ROW names)."""
+    from miles_tui.core.commands.export import rows_csv, step_export
     from miles_tui.core.dump import Run
-    from miles_tui.core.export import rows_csv, step_export
 
     texts = {
         str(p.relative_to(REPO)): "\n".join(_strings_of(p)) for p in sorted((REPO / "core" / "analysis").glob("*.py"))

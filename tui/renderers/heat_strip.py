@@ -32,6 +32,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from miles_tui.tui.formatting import duration
 from miles_tui.tui.renderers.sparkline import bucket_values
 
 FloatArray = npt.NDArray[np.float64]
@@ -117,21 +118,6 @@ def band_strip(
     return Strip(segments, width)
 
 
-def short_span(seconds: float) -> str:
-    """A tick label's duration: 30s, 5m, 1h30m, 2d."""
-    seconds = abs(seconds)
-    if seconds < 60:
-        return f"{seconds:.0f}s"
-    minutes = round(seconds / 60)
-    if minutes < 60:
-        return f"{minutes}m"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours:02d}h" if hours else f"{days}d"
-
-
 _STEPS: Final = (10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800)
 
 
@@ -153,7 +139,7 @@ def time_axis(since: float, until: float, width: int, end_label: str = "now", re
     offset = (math.floor(max(ref - until, 0.0) / step) + 1) * step  # the first round offset inside the window
     while ref - offset > since:
         column = round((ref - offset - since) / span * (width - 1))
-        label = f"╵-{short_span(offset)}"
+        label = f"╵-{duration(offset, minutes=True)}"
         if column + len(label) <= free_until:
             cells[column : column + len(label)] = label
             free_until = column - 1

@@ -66,7 +66,7 @@ class AdvisoryLogScreen(MonitorScreen):
         """Enter: what the advisory is about."""
         entry = self._entries.get(message.key)
         if entry is not None:
-            self.miles.go_to_advisory(entry.advisory)
+            self.miles.navigation.go_to_advisory(entry.advisory)
 
     def action_back(self) -> None:
         self.app.pop_screen()

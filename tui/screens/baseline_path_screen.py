@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from miles_tui.core.errors import MilesTuiError
+from miles_tui.core.base.errors import MilesTuiError
 
 if TYPE_CHECKING:
     from miles_tui.tui.app import MilesApp

@@ -29,9 +29,9 @@ from miles_tui.core.analysis import (
     group_across_steps,
     group_of,
 )
-from miles_tui.core.dump import StepSummary
-from miles_tui.core.errors import MilesTuiError
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.errors import MilesTuiError
+from miles_tui.core.base.inert_text import inert
+from miles_tui.core.dump import StepKey, StepSummary
 from miles_tui.tui.baseline_watch import NO_BASELINE, Baseline, BaselinesChanged
 from miles_tui.tui.compare_rows import GROUP_COLUMNS, SLOT_WARNING, TRACE_COLUMNS, group_cells, headline, trace_rows
 from miles_tui.tui.formatting import MISSING
@@ -62,17 +62,13 @@ class CompareScreen(MonitorScreen):
 
     def action_outliers(self) -> None:
         """O: the outliers of step B (the newer step)."""
-        from miles_tui.tui.screens.outlier_screen import OutlierScreen
-
         self.notify(self._b_view_note("outliers"), timeout=3)
-        self.app.push_screen(OutlierScreen(self.b if self.baseline is None else self.a, self.evaluation))
+        self.miles.navigation.show_outliers(self.b if self.baseline is None else self.a, self.evaluation)
 
     def action_scatter(self) -> None:
         """p: reward vs response length of step B."""
-        from miles_tui.tui.screens.scatter_screen import ScatterScreen
-
         self.notify(self._b_view_note("scatter"), timeout=3)
-        self.app.push_screen(ScatterScreen(self.b if self.baseline is None else self.a, self.evaluation))
+        self.miles.navigation.show_scatter(self.b if self.baseline is None else self.a, self.evaluation)
 
     def _b_view_note(self, view: str) -> str:
         """What O and p open: step B, or (B being a baseline's step) the run's own step A."""
@@ -121,7 +117,7 @@ class CompareScreen(MonitorScreen):
     # -- data ---------------------------------------------------------------------------
 
     async def _summary(self, rid: int) -> StepSummary:
-        cached = self.miles.model.summaries.get((rid, self.evaluation))
+        cached = self.miles.model.summaries.get(StepKey(rid, self.evaluation))
         if cached is not None:
             return cached
         return await asyncio.shield(self.miles.watcher.summary(rid, self.evaluation))
@@ -304,4 +300,6 @@ class CompareScreen(MonitorScreen):
             self._open_sample(cast(int, key[1]), cast(int, key[2]))
 
     def _open_sample(self, rid: int, sample_index: int) -> None:
-        self.miles.show_sample(rid, self.evaluation, sample_index, busy=self.query_one("#groups", VirtualTable))
+        self.miles.navigation.show_sample(
+            rid, self.evaluation, sample_index, busy=self.query_one("#groups", VirtualTable)
+        )

@@ -15,20 +15,22 @@ older than a few seconds, so ages keep moving while nothing arrives.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from typing import ClassVar, Final
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis import FLEET_LANES, ComputeView, LaneSelection, nodes_of, sampling_interval, select_lanes
 from miles_tui.core.analysis.compute_view import compute_view
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import (
     PAN_FRACTION,
     ZOOM_FACTOR,
@@ -60,6 +62,7 @@ from miles_tui.tui.compute_rows import (
     window_name,
 )
 from miles_tui.tui.messages import TelemetryAppended
+from miles_tui.tui.recompute import Recompute
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
@@ -121,9 +124,7 @@ class ComputeScreen(MonitorScreen):
         """The view drawn last."""
         self.shown: tuple[int, ...] = ()
         """Positions (into the view's lanes) listed."""
-        self._generation = 0
-        self._computing = False
-        self._again = False
+        self._views: Recompute[ComputeView] = Recompute(self, "compute", self._job, self._show, self._failed)
         self._binned_width = -1
         """The lanes' strip width the last computation binned for."""
 
@@ -152,36 +153,29 @@ class ComputeScreen(MonitorScreen):
 
     def recompute(self) -> None:
         """Compute the view again (coalesced: at most one computation runs, one more waits)."""
-        if self._computing:
-            self._again = True
-            return
-        self._computing, self._again = True, False
-        self._generation += 1
+        self._views.request()
+
+    def _job(self) -> Callable[[], ComputeView]:
+        """The computation for the window and lane width of now (on the event loop; it runs in a thread)."""
         width = self.query_one("#lanes", HeatRows).strip_width
         self._binned_width = width
-        self._compute(self._generation, self.window, max(width, 1), self.miles.watcher.clock())
+        return functools.partial(self._compute, self.window, max(width, 1), self.miles.watcher.clock())
 
-    @work(thread=True, group="compute", exit_on_error=False)
-    def _compute(self, generation: int, window: TimeWindow, width: int, now: float) -> None:
+    def _compute(self, window: TimeWindow, width: int, now: float) -> ComputeView:
         assert self.columns is not None
         follower = self.miles.watcher.follower
-        try:
-            # The whole run needs every hour parsed; any other window, only the run's bounds.
-            extent = self.columns.time_range(everything=True) if window.span is None else self.columns.extent()
-            first, newest = extent or (None, None)
-            shown = frame(window, now, first, newest)
-            since, until = shown.since, shown.until
-            samples, bins, interval = self._samples(since, until, width, newest)
-            open_phases = follower.state().open_phases
-            if samples.cell is not None:  # zoomed out: the phase rows from the hours' covers too
-                spans, time = self.columns.phase_cells(bins, samples.cell, open_phases, now)
-            else:
-                spans, time = self.columns.phase_spans(since, until, open_phases), None
-            view = compute_view(samples, spans, bins, now=now, frame=shown, interval=interval, time=time)
-        except Exception as err:  # telemetry problems never take the screen down
-            self.app.call_from_thread(self._failed, generation, str(err))
-            return
-        self.app.call_from_thread(self._show, generation, view)
+        # The whole run needs every hour parsed; any other window, only the run's bounds.
+        extent = self.columns.time_range(everything=True) if window.span is None else self.columns.extent()
+        first, newest = extent or (None, None)
+        shown = frame(window, now, first, newest)
+        since, until = shown.since, shown.until
+        samples, bins, interval = self._samples(since, until, width, newest)
+        open_phases = follower.state().open_phases
+        if samples.cell is not None:  # zoomed out: the phase rows from the hours' covers too
+            spans, time = self.columns.phase_cells(bins, samples.cell, open_phases, now)
+        else:
+            spans, time = self.columns.phase_spans(since, until, open_phases), None
+        return compute_view(samples, spans, bins, now=now, frame=shown, interval=interval, time=time)
 
     def _samples(
         self, since: float, until: float, width: int, newest: float | None
@@ -206,20 +200,10 @@ class ComputeScreen(MonitorScreen):
         interval = sampling_interval(samples)
         return samples, time_bins(since, until, bin_count(until - since, interval, width)), interval
 
-    def _done(self) -> None:
-        self._computing = False
-        if self._again:
-            self.recompute()
+    def _failed(self, message: str) -> None:
+        self.query_one("#compute-title", Label).update(Text(f"Compute · cannot read telemetry: {message}", "red"))
 
-    def _failed(self, generation: int, message: str) -> None:
-        self._done()
-        failed = Text(f"Compute · cannot read telemetry: {inert(message)}", "red")
-        self.query_one("#compute-title", Label).update(failed)
-
-    def _show(self, generation: int, view: ComputeView) -> None:
-        self._done()
-        if generation != self._generation or not self.is_attached:
-            return
+    def _show(self, view: ComputeView) -> None:
         self.view = view
         if self.selection is None and view.grid.lanes:
             many = len(view.grid.lanes) > FLEET_LANES

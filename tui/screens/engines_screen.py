@@ -13,10 +13,12 @@ a few seconds old; it reads no file itself.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import ClassVar, Final
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, VerticalScroll
@@ -28,6 +30,7 @@ from miles_tui.core.telemetry import WINDOWS, EngineSample, EngineTable, bin_cou
 from miles_tui.core.telemetry.time_bins import time_bins
 from miles_tui.tui.engine_rows import table_lines, title
 from miles_tui.tui.messages import TelemetryAppended
+from miles_tui.tui.recompute import Recompute
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.engine_chart import EngineChart, EngineChartData
@@ -65,9 +68,7 @@ class EnginesScreen(MonitorScreen):
         """The engine the charts show (index into the view's engines)."""
         self.view: EngineView | None = None
         """The view drawn last."""
-        self._generation = 0
-        self._computing = False
-        self._again = False
+        self._views: Recompute[EngineView] = Recompute(self, "engines", self._job, self._show, self._failed)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -89,52 +90,36 @@ class EnginesScreen(MonitorScreen):
 
     def recompute(self) -> None:
         """Compute the view again (coalesced: at most one computation runs, one more waits)."""
-        if self._computing:
-            self._again = True
-            return
-        self._computing, self._again = True, False
-        self._generation += 1
-        self._compute(self._generation, WINDOWS[self.window], self._plot_width(), self.miles.watcher.clock())
+        self._views.request()
+
+    def _job(self) -> Callable[[], EngineView]:
+        """The computation for the window and plot width of now (on the event loop; it runs in a thread)."""
+        return functools.partial(self._compute, WINDOWS[self.window], self._plot_width(), self.miles.watcher.clock())
 
     def _plot_width(self) -> int:
         columns = 3 if self.size.width >= 120 else 2
         return max((self.size.width - 2) // columns - _Y_AXIS_COLUMNS, 10)
 
-    @work(thread=True, group="engines", exit_on_error=False)
-    def _compute(self, generation: int, span: float | None, width: int, now: float) -> None:
+    def _compute(self, span: float | None, width: int, now: float) -> EngineView:
         reader = self.miles.watcher.follower.dashboard
-        try:
-            loaded = reader.loaded_records(STREAM)
-            if span is None:
-                records = reader.records(STREAM)
-            else:
-                newest = max((r.ts for r in loaded if isinstance(r, EngineSample)), default=None)
-                since = None if newest is None else newest - span - COUNTER_MARGIN_SECONDS
-                records = reader.records(STREAM, since, None)
-            table = EngineTable(records)
-            first, last = table.time_range() or (None, None)
-            start, until, anchored = window_bounds(span, now, first, last)
-            interval = scrape_interval(table)
-            bins = time_bins(start, until, bin_count(until - start, interval, width))
-            view = engine_view(table, bins, now=now, span=span, anchored_to_data=anchored)
-        except Exception as err:  # telemetry problems never take the screen down
-            self.app.call_from_thread(self._failed, str(err))
-            return
-        self.app.call_from_thread(self._show, generation, view)
-
-    def _done(self) -> None:
-        self._computing = False
-        if self._again:
-            self.recompute()
+        loaded = reader.loaded_records(STREAM)
+        if span is None:
+            records = reader.records(STREAM)
+        else:
+            newest = max((r.ts for r in loaded if isinstance(r, EngineSample)), default=None)
+            since = None if newest is None else newest - span - COUNTER_MARGIN_SECONDS
+            records = reader.records(STREAM, since, None)
+        table = EngineTable(records)
+        first, last = table.time_range() or (None, None)
+        start, until, anchored = window_bounds(span, now, first, last)
+        interval = scrape_interval(table)
+        bins = time_bins(start, until, bin_count(until - start, interval, width))
+        return engine_view(table, bins, now=now, span=span, anchored_to_data=anchored)
 
     def _failed(self, message: str) -> None:
-        self._done()
         self.query_one("#engines-title", Label).update(Text(f"Engines · cannot read telemetry: {message}", "red"))
 
-    def _show(self, generation: int, view: EngineView) -> None:
-        self._done()
-        if generation != self._generation or not self.is_attached:
-            return
+    def _show(self, view: EngineView) -> None:
         self.view = view
         self.selected = min(self.selected, max(len(view.engines) - 1, 0))
         self._draw()

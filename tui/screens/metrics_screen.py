@@ -50,8 +50,8 @@ from miles_tui.core.analysis import (
     store_chart_series,
     values_at,
 )
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import StepAggregate
-from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import MetricSeries, MetricStore
 from miles_tui.tui.baseline_series import OverlayReads
 from miles_tui.tui.baseline_watch import BaselinesChanged

@@ -12,7 +12,7 @@ from textual.widgets import Input
 from miles_tui.tui.widgets.run_header import RunHeader
 
 if TYPE_CHECKING:
-    from miles_tui.tui.app import MilesApp
+    from miles_tui.tui.monitor_app import MonitorApp
 
 
 class MonitorScreen(Screen[None]):
@@ -23,9 +23,9 @@ class MonitorScreen(Screen[None]):
     view replaces it instead of stacking on it."""
 
     @property
-    def miles(self) -> MilesApp:
+    def miles(self) -> MonitorApp:
         """The app, typed: its watcher (reads), model (what is known) and follow state."""
-        return cast("MilesApp", self.app)
+        return cast("MonitorApp", self.app)
 
     async def _on_idle(self, event: events.Idle) -> None:
         """Under an opaque screen nothing this one draws is seen, but Textual counts the screen just under the top

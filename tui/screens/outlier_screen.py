@@ -36,8 +36,8 @@ from miles_tui.core.analysis import (
     sample_outliers,
     step_outliers,
 )
-from miles_tui.core.dump import OpenStep, StepSummary
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
+from miles_tui.core.dump import OpenStep, StepKey, StepSummary
 from miles_tui.tui.formatting import UNREAD_STYLE
 from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.outlier_rows import (
@@ -161,7 +161,7 @@ class OutlierScreen(MonitorScreen):
         self._show_rankings()
 
     async def _summary(self, rid: int) -> StepSummary:
-        cached = self.miles.model.summaries.get((rid, self.evaluation))
+        cached = self.miles.model.summaries.get(StepKey(rid, self.evaluation))
         if cached is not None:
             return cached
         return await asyncio.shield(self.miles.watcher.summary(rid, self.evaluation))
@@ -313,6 +313,6 @@ class OutlierScreen(MonitorScreen):
         """The sample screen with the cursor on ``position`` (None: on the sample's peak token)."""
         kind = self.kind
         cursor = position if position is not None else (lambda step: peak_position(step, sample_index, kind))
-        self.miles.show_sample(
+        self.miles.navigation.show_sample(
             rid, self.evaluation, sample_index, cursor=cursor, busy=self.query_one("#outliers", VirtualTable)
         )

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis.advisory_log import AdvisoryLog
-from miles_tui.core.dump import StepSummary
+from miles_tui.core.dump import StepKey, StepSummary
 from miles_tui.tui.baseline_lines import delta_lines
 from miles_tui.tui.baseline_watch import BaselinesChanged
 from miles_tui.tui.formatting import MISSING, number, percent
@@ -51,7 +51,7 @@ STEP_COLUMNS = (
 )
 
 
-def step_row(key: tuple[int, bool], summary: StepSummary | None, failure: tuple[str, bool] | None) -> TableRow:
+def step_row(key: StepKey, summary: StepSummary | None, failure: tuple[str, bool] | None) -> TableRow:
     """One line of the step list."""
     rid, evaluation = key
     kind = Text("eval", style="magenta") if evaluation else Text("train")
@@ -154,18 +154,18 @@ class OverviewScreen(MonitorScreen):
         reaches the app's own binding, which opens the view and says what it lacks: never a silent key."""
         model = self.miles.model
         if action in ("metrics", "compute", "engines"):
-            has = self.miles.views_with_data().get(action, False)
+            has = self.miles.navigation.views_with_data().get(action, False)
             return has and (not model.steps() or self.size.width >= 140)
         return super().check_action(action, parameters)
 
     def action_metrics(self) -> None:
-        self.miles.action_metrics()
+        self.miles.navigation.metrics()
 
     def action_compute(self) -> None:
-        self.miles.action_compute()
+        self.miles.navigation.compute()
 
     def action_engines(self) -> None:
-        self.miles.action_engines()
+        self.miles.navigation.engines()
 
     def action_step_view_key(self) -> None:
         self.notify("that key works in a step: press enter first", timeout=4)
@@ -181,15 +181,13 @@ class OverviewScreen(MonitorScreen):
 
     def _scrolled(self) -> None:
         """Tell the watcher which steps are on screen: they are summarized first."""
-        self.miles.watcher.focus(
-            cast("tuple[tuple[int, bool], ...]", self.query_one("#steps", VirtualTable).visible_keys())
-        )
+        self.miles.watcher.focus(cast("tuple[StepKey, ...]", self.query_one("#steps", VirtualTable).visible_keys()))
 
     # -- model -> widgets -----------------------------------------------------------
 
     def _row(self, key: Hashable) -> TableRow:
         model = self.miles.model
-        step = cast("tuple[int, bool]", key)
+        step = cast("StepKey", key)
         return step_row(step, model.summaries.get(step), model.failures.get(step))
 
     def _refresh_all(self) -> None:
@@ -219,7 +217,7 @@ class OverviewScreen(MonitorScreen):
         key = self.selected_step()
         step = key[0] if key is not None and not key[1] else model.latest
         if label.display and step is not None:
-            summary = model.summaries.get((step, False))
+            summary = model.summaries.get(StepKey(step, False))
             label.update(delta_lines(self.miles.baselines, step, None if summary is None else summary.aggregate))
 
     @on(BaselinesChanged)
@@ -230,7 +228,7 @@ class OverviewScreen(MonitorScreen):
         """What a run without rollout steps has, and the keys to reach it (a dashboard-only run is not empty)."""
         from miles_tui.core.analysis.run_state import last_logged_step
 
-        views = self.miles.views_with_data()
+        views = self.miles.navigation.views_with_data()
         has = []
         if views["metrics"]:
             last = last_logged_step(self.miles.watcher.follower.metrics)
@@ -245,7 +243,7 @@ class OverviewScreen(MonitorScreen):
 
     def _refresh_trends(self) -> None:
         model = self.miles.model
-        summaries = [model.summaries.get((rid, False)) for rid in model.train]
+        summaries = [model.summaries.get(StepKey(rid, False)) for rid in model.train]
         self.query_one(StepTrends).show([None if s is None else s.aggregate for s in summaries])
 
     def _show_badge(self) -> None:
@@ -278,7 +276,7 @@ class OverviewScreen(MonitorScreen):
         """The run model was published: show its advisories if they changed."""
         if model.advisory_log is not self._advisories_shown:
             self._show_advisories(model.advisory_log)
-        offered = (tuple(self.miles.views_with_data().items()), bool(model.steps()))
+        offered = (tuple(self.miles.navigation.views_with_data().items()), bool(model.steps()))
         if offered != self._offered:  # the views with data, the step keys once there are steps
             self._offered = offered
             self.refresh_bindings()
@@ -330,20 +328,18 @@ class OverviewScreen(MonitorScreen):
     @on(VirtualTable.Selected, "#steps")
     def _open_step(self, message: VirtualTable.Selected) -> None:
         """Enter on a step: its rollout table."""
-        self.open_step(cast("tuple[int, bool]", message.key))
+        self.open_step(cast("StepKey", message.key))
 
     def open_step(self, key: Hashable, sample_index: int | None = None) -> None:
-        from miles_tui.tui.screens.step_screen import StepScreen
-
-        rid, evaluation = cast("tuple[int, bool]", key)
-        self.app.push_screen(StepScreen(rid, evaluation, focus_sample=sample_index))
+        rid, evaluation = cast("StepKey", key)
+        self.miles.navigation.open_step(rid, evaluation, sample_index)
 
     @on(AdvisoryList.Jump)
     def _jump(self, message: AdvisoryList.Jump) -> None:
         """Enter on an advisory: open the step (and sample) it names, or the view of its telemetry."""
         advisory = message.advisory
         if advisory.rollout_id is None:
-            self.miles.go_to_advisory(advisory)
+            self.miles.navigation.go_to_advisory(advisory)
             return
         key = (advisory.rollout_id, advisory.evaluation)
         self.query_one("#steps", VirtualTable).move_to_key(key)
@@ -354,7 +350,7 @@ class OverviewScreen(MonitorScreen):
         nothing in it but a history, the advisory log; with no advisory ever, say so."""
         advisories = self.query_one(AdvisoryList)
         if advisories.has_focus or (not advisories.advisories and self.miles.model.advisory_log.entries):
-            self.miles.show_advisory_log()
+            self.miles.navigation.show_advisory_log()
             return
         if not advisories.advisories:
             self.notify("no advisories: nothing needs attention", timeout=3)
@@ -366,17 +362,15 @@ class OverviewScreen(MonitorScreen):
     def action_focus_steps(self) -> None:
         self.query_one("#steps", VirtualTable).focus()
 
-    def selected_step(self) -> tuple[int, bool] | None:
-        return cast("tuple[int, bool] | None", self.query_one("#steps", VirtualTable).cursor_key)
+    def selected_step(self) -> StepKey | None:
+        return cast("StepKey | None", self.query_one("#steps", VirtualTable).cursor_key)
 
     def action_outliers(self) -> None:
-        from miles_tui.tui.screens.outlier_screen import OutlierScreen
-
         key = self.selected_step()
         if key is None:
             self.notify(NO_STEP, timeout=3)
             return
-        self.app.push_screen(OutlierScreen(*key))
+        self.miles.navigation.show_outliers(*key)
 
     def action_compare(self) -> None:
         """Compare the selected step with the previous one of its kind."""
@@ -384,4 +378,4 @@ class OverviewScreen(MonitorScreen):
         if key is None:
             self.notify(NO_STEP, timeout=3)
             return
-        self.miles.show_compare(*key)
+        self.miles.navigation.show_compare(*key)

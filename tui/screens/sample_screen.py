@@ -37,9 +37,9 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane, Tabs
 
 from miles_tui.core.analysis import HeatStatistic
 from miles_tui.core.analysis.token_heat import token_heat
+from miles_tui.core.base.errors import MilesTuiError
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import SERIES, Detokenizer, FieldState, OpenStep, Sidecar
-from miles_tui.core.errors import MilesTuiError
-from miles_tui.core.inert_text import inert
 from miles_tui.tui.clipboard import copy_sample_row, copy_token_window
 from miles_tui.tui.sample_lines import LABELS, chip_lines, chips, cursor_line, cursor_rows
 from miles_tui.tui.sample_tracks import SampleTracks

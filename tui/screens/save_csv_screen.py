@@ -23,8 +23,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import SampleRow
-from miles_tui.core.inert_text import inert
 from miles_tui.tui.clipboard import rows_csv_text
 
 

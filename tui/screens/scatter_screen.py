@@ -19,7 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis import Scatter, step_cursor, step_scatter
-from miles_tui.core.dump import StepSummary
+from miles_tui.core.dump import StepKey, StepSummary
 from miles_tui.tui.formatting import number
 from miles_tui.tui.messages import StepsSummarized
 from miles_tui.tui.renderers.scatter import LEGEND, legend, scatter_lines
@@ -79,7 +79,7 @@ class ScatterScreen(MonitorScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        summary = self.miles.model.summaries.get((self.rollout_id, self.evaluation))
+        summary = self.miles.model.summaries.get(StepKey(self.rollout_id, self.evaluation))
         if summary is not None:
             self._take(summary)
         else:
@@ -88,7 +88,7 @@ class ScatterScreen(MonitorScreen):
     @on(StepsSummarized)
     def _summarized(self, message: StepsSummarized) -> None:
         """The step's summary changed (it was still landing): redraw, keep the cursor's sample."""
-        summary = message.summary_of((self.rollout_id, self.evaluation))
+        summary = message.summary_of(StepKey(self.rollout_id, self.evaluation))
         if summary is not None:
             self._take(summary)
 
@@ -137,7 +137,7 @@ class ScatterScreen(MonitorScreen):
     def action_open(self) -> None:
         sample = self._point_sample()
         if sample is not None:
-            self.miles.show_sample(self.rollout_id, self.evaluation, sample)
+            self.miles.navigation.show_sample(self.rollout_id, self.evaluation, sample)
 
     def action_back(self) -> None:
         self.app.pop_screen()

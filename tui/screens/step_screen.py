@@ -19,9 +19,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Label
 
-from miles_tui.core.dump import GroupRow, SampleRow, StepSummary
-from miles_tui.core.errors import StillWritingError
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.errors import StillWritingError
+from miles_tui.core.base.inert_text import inert
+from miles_tui.core.dump import GroupRow, SampleRow, StepKey, StepSummary
 from miles_tui.tui.baseline_lines import delta_lines
 from miles_tui.tui.baseline_watch import BaselinesChanged
 from miles_tui.tui.formatting import number, percent
@@ -86,12 +86,12 @@ class StepScreen(MonitorScreen):
         self.show_groups = False
         self.summary: StepSummary | None = None
         self._measured: tuple[StepSummary, dict[str, int]] | None = None
-        self._toggled_from: tuple[int, bool] | None = None
+        self._toggled_from: StepKey | None = None
         """The step ``e`` came from: ``e`` again goes back to it (any other move forgets it)."""
 
     @property
-    def key(self) -> tuple[int, bool]:
-        return (self.rollout_id, self.evaluation)
+    def key(self) -> StepKey:
+        return StepKey(self.rollout_id, self.evaluation)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -301,7 +301,7 @@ class StepScreen(MonitorScreen):
     def open_sample(self, sample_index: int) -> None:
         """Show the sample (its step's per-token data loads in the background)."""
         table = self.query_one("#samples", VirtualTable)
-        self.miles.show_sample(self.rollout_id, self.evaluation, sample_index, busy=table)
+        self.miles.navigation.show_sample(self.rollout_id, self.evaluation, sample_index, busy=table)
 
     def action_back(self) -> None:
         if self.query_one("#filter", Input).display:
@@ -395,34 +395,22 @@ class StepScreen(MonitorScreen):
             if target != self.rollout_id:
                 kind = "train" if self.evaluation else "eval"
                 self.notify(f"no {kind} step {self.rollout_id}: showing {kind} step {target}, the nearest", timeout=3)
-        origin = (self.rollout_id, self.evaluation)
+        origin = StepKey(self.rollout_id, self.evaluation)
         self._switch(target, not self.evaluation)
         self._toggled_from = origin
 
     def action_outliers(self) -> None:
-        from miles_tui.tui.screens.outlier_screen import OutlierScreen
-
-        self.app.push_screen(OutlierScreen(self.rollout_id, self.evaluation))
+        self.miles.navigation.show_outliers(self.rollout_id, self.evaluation)
 
     def action_scatter(self) -> None:
         """Reward against response length for this step; enter on a point opens that sample."""
-        from miles_tui.tui.screens.scatter_screen import ScatterScreen
-
-        self.app.push_screen(ScatterScreen(self.rollout_id, self.evaluation))
+        self.miles.navigation.show_scatter(self.rollout_id, self.evaluation)
 
     def action_compare(self) -> None:
         """Compare this step (B) with the previous visible one (A), on the sample under the cursor."""
-        from miles_tui.tui.screens.compare_screen import CompareScreen
-
-        model = self.miles.model
-        ids = model.evaluation if self.evaluation else model.train
-        earlier = [rid for rid in ids if rid < self.rollout_id]
-        if not earlier:
-            self.notify("no earlier step to compare with", timeout=3)
-            return
         table = self.query_one("#samples", VirtualTable)
         sample = None if self.show_groups else cast("int | None", table.cursor_key)
-        self.app.push_screen(CompareScreen(earlier[-1], self.rollout_id, self.evaluation, sample_index=sample))
+        self.miles.navigation.show_compare(self.rollout_id, self.evaluation, sample)
 
     def _shown_rows(self) -> list[SampleRow]:
         if self.summary is None:
@@ -443,12 +431,8 @@ class StepScreen(MonitorScreen):
         copy_sample_row(self.app, row)
 
     def action_save_csv(self) -> None:
-        from miles_tui.tui.clipboard import default_csv_path
-        from miles_tui.tui.screens.save_csv_screen import SaveCsvScreen
-
         rows = self._shown_rows()
         if not rows:
             self.notify("nothing to save yet", timeout=3)
             return
-        run_dir = self.miles.reader.path
-        self.app.push_screen(SaveCsvScreen(rows, default_csv_path(self.rollout_id, self.evaluation, run_dir), run_dir))
+        self.miles.navigation.show_save_csv(rows, self.rollout_id, self.evaluation)

@@ -19,7 +19,7 @@ from textual.widgets.option_list import Option
 
 from miles_tui.core.analysis import Advisory
 from miles_tui.core.analysis.advisory_log import LoggedAdvisory
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 from miles_tui.tui.formatting import level_badge
 
 

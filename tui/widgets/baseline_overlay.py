@@ -24,7 +24,7 @@ from rich.text import Text
 
 from miles_tui.core.analysis import ChartSeries, PlotData
 from miles_tui.core.analysis.baseline import AlignedSeries, value_exactly_at
-from miles_tui.core.inert_text import inert
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import MetricSeries
 from miles_tui.tui.formatting import MISSING
 from miles_tui.tui.renderers import plot

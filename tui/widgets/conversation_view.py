@@ -16,8 +16,8 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import Conversation
-from miles_tui.core.inert_text import inert
 from miles_tui.tui.conversation_lines import FOLDABLE_ROLES, NO_CONVERSATION, header, message_lines
 
 

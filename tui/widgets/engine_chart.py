@@ -30,8 +30,8 @@ from textual.widget import Widget
 from miles_tui.core.analysis import EnginePanel
 from miles_tui.core.telemetry import TimeBins
 from miles_tui.tui.engine_rows import FRACTIONS, RESTART_MARK, TITLES, value_text
+from miles_tui.tui.formatting import duration
 from miles_tui.tui.renderers import plot
-from miles_tui.tui.renderers.heat_strip import short_span
 from miles_tui.tui.renderers.plot import tick_labels, y_ticks
 
 LINE_COLORS: Final = (12, 10, 14, 13, 6, 5, 4, 2)
@@ -120,7 +120,7 @@ def chart_body(data: EngineChartData, width: int, height: int, color: bool, base
     span = bins.until - bins.since
     figure.ruler("x").lim(-span, 0.0)
     ticks = time_ticks(span, width)
-    labels = [data.end_label if t == 0 else f"-{short_span(t)}" for t in ticks]
+    labels = [data.end_label if t == 0 else f"-{duration(-t, minutes=True)}" for t in ticks]
     figure.ruler("x").ticks(ticks, labels)
     figure.ruler("y").lim(lo, hi)
     y = y_ticks(lo, hi, max(height - _FRAME_ROWS, 2), False)

@@ -1,7 +1,7 @@
 """A plotext line chart of one metric against its own step key: smoothing, log-y and a step cursor.
 
 Contract: the screen sets :attr:`MetricChart.series` (a core
-:class:`~miles_tui.core.telemetry.metrics.MetricSeries`), :attr:`MetricChart.view` (smoothing,
+:class:`~miles_tui.core.telemetry.metrics.metric_store.MetricSeries`), :attr:`MetricChart.view` (smoothing,
 log-y) and :attr:`MetricChart.cursor` (a step). At its own size the widget
 asks core for :func:`~miles_tui.core.analysis.metric_view.plot_data` (step order, EMA, log
 safety, min/max downsampling to the plot's width) and draws it
@@ -34,8 +34,8 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from miles_tui.core.analysis import ChartSeries, PlotData, PointAt, plot_data, value_at
-from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import MISSING, number
+from miles_tui.core.base.inert_text import inert
+from miles_tui.tui.formatting import MISSING, metric_value, step_label
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.renderers.plot import int_ticks, step_tick, tick_labels, y_ticks
 from miles_tui.tui.widgets.baseline_overlay import Overlay, draw_overlay, legend_line
@@ -72,20 +72,6 @@ class ChartView:
 def plot_points(width: int) -> int:
     """Points a chart ``width`` cells wide plots at most (its series is downsampled to that)."""
     return max(POINTS_PER_COLUMN * (width - _Y_LABEL_COLUMNS), 4)
-
-
-def step_label(step: float) -> str:
-    """A step as text: an integer when it is one."""
-    return str(int(step)) if math.isfinite(step) and step == int(step) else number(step)
-
-
-def metric_value(value: float) -> str:
-    """A metric value to four significant digits (en dash when it is not a number)."""
-    if not math.isfinite(value):
-        return MISSING if math.isnan(value) else ("∞" if value > 0 else "-∞")
-    if value and (abs(value) >= 1e6 or abs(value) < 1e-4):
-        return f"{value:.3e}"
-    return f"{value:.4g}"
 
 
 def _note(message: str, width: int, base: Style) -> list[Strip]:

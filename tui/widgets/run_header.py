@@ -22,12 +22,12 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from miles_tui.core.analysis import RunState
-from miles_tui.core.inert_text import inert
-from miles_tui.tui.formatting import age, date_time
+from miles_tui.core.base.inert_text import inert
+from miles_tui.tui.formatting import date_time, duration
 from miles_tui.tui.run_model import RunModel
 
 if TYPE_CHECKING:
-    from miles_tui.tui.app import MilesApp
+    from miles_tui.tui.monitor_app import MonitorApp
 
 
 def _merged(spans: list[Span]) -> list[Span]:
@@ -138,7 +138,7 @@ class RunHeader(Widget):
         return out
 
     def on_mount(self) -> None:
-        app = cast("MilesApp", self.app)
+        app = cast("MonitorApp", self.app)
         self.show_run(app.model)
         app.run_changed.subscribe(self, self.show_run)
 
@@ -161,7 +161,7 @@ class RunHeader(Widget):
         self.run_name = model.run_name
         self.live = model.live
         self.latest = model.latest
-        self.age_text = None if model.data_age is None else age(model.data_age)
+        self.age_text = None if model.data_age is None else duration(model.data_age, padded=True)
         self.state = model.state
         self.quiet = model.state is RunState.QUIET
         self.last_data = date_time(model.clock.last_data) if model.clock is not None else ""

@@ -32,16 +32,11 @@ from textual.widget import Widget
 from typing_extensions import Self  # typing.Self is 3.11+; the package supports 3.10
 
 from miles_tui.core.dump import FieldState
-from miles_tui.tui.formatting import MISSING, number
+from miles_tui.tui.formatting import MISSING, number, reading_text
 from miles_tui.tui.renderers.sparkline import BandArray, FloatArray, SparkFrame, SparkPicture, SparkStyles, spark_frame
 
 GUTTER = 18
 """Cells left of the bars: title, reading and range."""
-
-
-def reading_text(value: float | None) -> str:
-    """A per-token value as shown next to a series ("masked" when the position has none)."""
-    return "masked" if value is None else number(value, 4)
 
 
 @dataclass(frozen=True, eq=False)

@@ -2,7 +2,7 @@
 
 Contract:
 
-- An hour has two entries under :func:`miles_tui.core.cache_dir.cache_root`
+- An hour has two entries under :func:`miles_tui.core.base.cache_dir.cache_root`
   (never in the run), each a folder with a ``manifest.json``: ``partitions/KEY/``
   its columns (one ``.npy`` per array) and ``partition-summaries/KEY/`` its
   summaries (one packed file): the cap trims the columns of hours no window
@@ -12,7 +12,7 @@ Contract:
   newline): their records as :class:`~.columns.Columns`, the malformed lines
   among them (at most :data:`KEPT_MALFORMED`, and their count), and any extra
   arrays the caller adds (a GPU stream's bucket summaries). Before use, the
-  first and last :data:`~miles_tui.core.telemetry.metric_workers.WINDOW` bytes
+  first and last :data:`~miles_tui.core.telemetry.metrics.metric_workers.WINDOW` bytes
   of ``[0, end)`` are hashed and compared: a file that shrank below ``end`` or
   whose covered bytes changed drops the entry.
 - Arrays are stored in the narrowest exact type (an int column as int8..int32,
@@ -41,9 +41,9 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core import cache_dir
+from miles_tui.core.base import cache_dir
 from miles_tui.core.telemetry.hours.columns import SPECS, Columns
-from miles_tui.core.telemetry.metric_workers import WINDOW, Fingerprint
+from miles_tui.core.telemetry.metrics.metric_workers import WINDOW, Fingerprint
 from miles_tui.core.telemetry.record_table import TAG_OTHER
 
 FORMAT: Final = 6

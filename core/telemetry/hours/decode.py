@@ -6,7 +6,7 @@ malformed lines (file and byte offset), in file order. No object is built per
 record: the block is decoded in one msgspec call; a block that call refuses (a
 NaN literal, a blank or broken line) is cut in halves down to
 :data:`BISECT_BYTES`, then read line by line with the tail's own rules
-(:func:`miles_tui.core.tail.parse_line`), so every path gives one result. Each
+(:func:`miles_tui.core.base.tail.parse_line`), so every path gives one result. Each
 record is checked for what its fields are used as (see :mod:`.columns`); one
 that fails is a malformed line naming the field, and the rest of the block is
 kept. Pure: bytes in, arrays out.
@@ -26,7 +26,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.tail import (
+from miles_tui.core.base.tail import (
     DECODE_ERRORS,
     EXCERPT_BYTES,
     MalformedLineError,

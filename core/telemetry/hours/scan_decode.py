@@ -37,15 +37,15 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core.telemetry.hours.columns import SPECS, CodeArray, Columns, Interner, StreamSpec
-from miles_tui.core.telemetry.line_templates import AVAILABLE as SCANNER_BUILT
+from miles_tui.core.telemetry.metrics.line_templates import AVAILABLE as SCANNER_BUILT
 from miles_tui.core.telemetry.record_table import TAG_FLOAT, TAG_INT, TAG_NONE
 from miles_tui.core.telemetry.stream_records import MAX_INDEX, MAX_TEXT
 
 _scan: Callable[..., tuple[int, int, int]] | None
 _skeletons: Callable[..., None] | None
 try:
-    from miles_tui.core.telemetry._line_scan import scan as _scan
-    from miles_tui.core.telemetry._line_scan import skeletons as _skeletons
+    from miles_tui.core.telemetry.metrics._line_scan import scan as _scan
+    from miles_tui.core.telemetry.metrics._line_scan import skeletons as _skeletons
 except ImportError:
     _scan = _skeletons = None
 

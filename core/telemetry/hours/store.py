@@ -10,7 +10,7 @@ Contract:
   partition outside the request is known by its name, never opened.
 - A partition is restored from its cache entry (:mod:`.cache`) when the entry
   still covers the file's bytes, then followed with the tail rule
-  (:class:`~miles_tui.core.tail.TailFile`: complete lines only, rewrites reset
+  (:class:`~miles_tui.core.base.tail.TailFile`: complete lines only, rewrites reset
   it); only the bytes after what is known are decoded (:func:`.columns.decode`).
   A partition that grew is saved again once it grew by :data:`RESAVE_BYTES` (or
   an eighth), or at once when settled (an hour before its stream's newest).
@@ -37,10 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from miles_tui.core import cache_dir
-from miles_tui.core.errors import StreamError
-from miles_tui.core.run_files import os_error_message
-from miles_tui.core.tail import MalformedLineError, ReadHook, TailFile
+from miles_tui.core.base import cache_dir
+from miles_tui.core.base.errors import StreamError
+from miles_tui.core.base.run_files import os_error_message
+from miles_tui.core.base.tail import MalformedLineError, ReadHook, TailFile
+from miles_tui.core.base.worker_processes import start_context
 from miles_tui.core.telemetry.hours import cache
 from miles_tui.core.telemetry.hours.columns import Columns, concat, empty
 from miles_tui.core.telemetry.hours.decode import decode
@@ -52,7 +53,6 @@ from miles_tui.core.telemetry.hours.phase_cover import PhaseCover, hour_covers
 from miles_tui.core.telemetry.hours.phase_cover import from_cache as cover_from_cache
 from miles_tui.core.telemetry.hours.phase_digest import PhaseDigest, from_cache, phase_digest
 from miles_tui.core.telemetry.partitions import HOUR_SECONDS, hour_of, hour_overlaps
-from miles_tui.core.worker_processes import start_context
 
 SETTLED_EVERY: Final = 16
 """An hour two or more behind its stream's newest is stat'ed on every this-many-th refresh only."""
