@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from miles_tui.core import cache_dir
+from miles_tui.core.base import cache_dir
 from miles_tui.core.telemetry.hours.store import HourStore
 
 HOURS = 6

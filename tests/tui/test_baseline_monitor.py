@@ -14,13 +14,14 @@ from textual.pilot import Pilot
 from miles_tui.core.analysis import plot_data
 from miles_tui.core.analysis.baseline import value_exactly_at
 from miles_tui.tui.app import MilesApp
+from miles_tui.tui.formatting import metric_value
 from miles_tui.tui.screens.baseline_path_screen import BaselinePathScreen
 from miles_tui.tui.screens.compare_screen import CompareScreen
 from miles_tui.tui.screens.metrics_screen import MetricsScreen
 from miles_tui.tui.screens.outlier_screen import OutlierScreen
 from miles_tui.tui.screens.step_screen import StepScreen
 from miles_tui.tui.widgets.baseline_overlay import Overlay
-from miles_tui.tui.widgets.metric_chart import chart_body, metric_value
+from miles_tui.tui.widgets.metric_chart import chart_body
 from tests.conftest import EPOCH, stamp, write_demo_run
 from tests.harness import frozen_app, screen_text, settle
 
