@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from miles_tui.core.telemetry.gpu_samples import GpuSamples, IntArray, Lane, lane_key, natural_key
     from miles_tui.core.telemetry.lane_phases import LanePhases
     from miles_tui.core.telemetry.metric_export import write_metrics
+    from miles_tui.core.telemetry.metric_meaning_table import MetricMeaning
+    from miles_tui.core.telemetry.metric_meanings import metric_meaning, metric_source
     from miles_tui.core.telemetry.metrics import MetricSeries, MetricStore, export_metrics
     from miles_tui.core.telemetry.partitions import PartitionInfo
     from miles_tui.core.telemetry.phase_bands import BandKey, PhaseBand, PhaseSpans, phase_time
@@ -76,6 +78,7 @@ __all__ = [
     "IntArray",
     "Lane",
     "LanePhases",
+    "MetricMeaning",
     "MetricSeries",
     "MetricStore",
     "PartitionInfo",
@@ -97,6 +100,8 @@ __all__ = [
     "go_live",
     "go_start",
     "lane_key",
+    "metric_meaning",
+    "metric_source",
     "natural_key",
     "pan",
     "phase_time",
@@ -128,6 +133,9 @@ _HOMES = {
     "natural_key": "gpu_samples",
     "LanePhases": "lane_phases",
     "write_metrics": "metric_export",
+    "MetricMeaning": "metric_meaning_table",
+    "metric_meaning": "metric_meanings",
+    "metric_source": "metric_meanings",
     "MetricSeries": "metrics",
     "MetricStore": "metrics",
     "export_metrics": "metrics",
