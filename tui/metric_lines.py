@@ -1,4 +1,4 @@
-"""The metrics screen's text lines: the status line and the inspector line, from core values.
+"""The metrics screen's text lines: the status line and the inspector's lines, from core values.
 
 Pure formatters (values in, Rich Text out), so the screen only decides when
 to show them.
@@ -13,6 +13,7 @@ from rich.text import Text
 
 from miles_tui.core.analysis import PointAt
 from miles_tui.core.inert_text import inert
+from miles_tui.core.telemetry import metric_meaning
 from miles_tui.tui.formatting import MISSING
 from miles_tui.tui.widgets.metric_chart import ChartView, metric_value, step_label
 
@@ -21,7 +22,11 @@ Source = Literal["metrics", "dump", "none"]
 
 NO_METRICS_NOTE = "this run has no dashboard/metrics.jsonl; showing dump-derived step figures"
 NOTHING_YET_NOTE = "this run has no dashboard/metrics.jsonl and no step summaries yet: charts appear as they arrive"
-INSPECTOR_HINT = "←/→: a step cursor on every chart, with each chart's value at it"
+INSPECTOR_HINT = (
+    "←/→: a step cursor on every chart, with each chart's value at it · tab: select a chart, see what it means"
+)
+NO_MEANING_NOTE = "no description (not a key miles documents)"
+"""What the inspector says of a selected key that has no traced description."""
 
 
 def status_line(source: Source, shown: int, total: int, pattern: str, view: ChartView) -> Text:
@@ -38,6 +43,27 @@ def status_line(source: Source, shown: int, total: int, pattern: str, view: Char
     text.append(" · smoothing: ")
     text.append(f"EMA {view.smoothing:g}" if view.smoothing else "off", style="bold" if view.smoothing else "")
     return text
+
+
+def meaning_line(key: str) -> Text:
+    """``train/loss  total loss: ...``: the selected key and what it means (core's line), or that it has none."""
+    text = Text()
+    text.append(inert(key), style="bold")
+    text.append("  ")
+    meaning = metric_meaning(key)
+    if meaning is None:
+        text.append(NO_MEANING_NOTE, style="dim italic")
+    else:
+        text.append(meaning)
+    return text
+
+
+def inspector_text(cursor: float | None, points: Mapping[str, PointAt | None], selected: str | None) -> Text:
+    """The inspector: the selected chart's meaning line (when one is selected) above the cursor line."""
+    line = inspector_line(cursor, points)
+    if selected is None:
+        return line
+    return Text("\n").join([meaning_line(selected), line])
 
 
 def inspector_line(cursor: float | None, points: Mapping[str, PointAt | None]) -> Text:
