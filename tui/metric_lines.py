@@ -13,7 +13,7 @@ from rich.text import Text
 
 from miles_tui.core.analysis import PointAt
 from miles_tui.core.inert_text import inert
-from miles_tui.core.telemetry import metric_meaning
+from miles_tui.core.telemetry import WandbLink, metric_meaning
 from miles_tui.tui.formatting import MISSING
 from miles_tui.tui.widgets.metric_chart import ChartView, metric_value, step_label
 
@@ -82,4 +82,20 @@ def inspector_line(cursor: float | None, points: Mapping[str, PointAt | None]) -
         text.append(metric_value(point.value), style="bold")
         if point.step != cursor:
             text.append(f" @{step_label(point.step)}", style="dim")
+    return text
+
+
+def wandb_line(link: WandbLink) -> Text:
+    """``W&B run  https://wandb.ai/team/project/runs/id  · group g · W: copy``, or why there is no URL."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if link.url is None:
+        text.append(inert(link.note), style="yellow")
+        return text
+    text.append(inert(link.note), style="bold" if link.run_known else "yellow")
+    text.append("  ")
+    text.append(inert(link.url), style="underline")
+    if link.group is not None:
+        text.append(" · group ", style="dim")
+        text.append(inert(link.group))
+    text.append(" · W: copy", style="dim")
     return text

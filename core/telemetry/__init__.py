@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         preset,
         zoom,
     )
+    from miles_tui.core.telemetry.wandb_page import WandbLink, wandb_link
 
 __all__ = [
     "ABORTED",
@@ -91,6 +92,7 @@ __all__ = [
     "TelemetryColumns",
     "TimeBins",
     "TimeWindow",
+    "WandbLink",
     "again",
     "bin_count",
     "counter_delta",
@@ -107,6 +109,7 @@ __all__ = [
     "phase_time",
     "preset",
     "restart_times",
+    "wandb_link",
     "window_bounds",
     "write_metrics",
     "zoom",
@@ -170,6 +173,8 @@ _HOMES = {
     "pan": "time_window",
     "preset": "time_window",
     "zoom": "time_window",
+    "WandbLink": "wandb_page",
+    "wandb_link": "wandb_page",
 }
 """Each public name's defining module, imported on first use (importing the package stays cheap)."""
 

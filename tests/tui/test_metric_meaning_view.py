@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import Label, Static
 
 from miles_tui.core.telemetry import metric_meaning
 from miles_tui.tui.app import MilesApp
@@ -125,3 +125,53 @@ def test_meaning_lines() -> None:
         meaning_line("train/loss").plain,
         INSPECTOR_HINT,
     ]
+
+
+def _with_wandb(tmp_path: Path, **args: Any) -> Path:
+    """A copy of live_streams whose meta.json records W&B arguments as miles snapshots them."""
+    target = tmp_path / "wandb_run"
+    shutil.copytree(GOLDEN / "live_streams", target)
+    for path in [target, *target.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    meta_path = target / "dashboard" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["args"].update(args)
+    meta_path.write_text(json.dumps(meta))
+    stamp(target, EPOCH - 3600)
+    return target
+
+
+async def test_the_wandb_run_url_is_shown_and_w_copies_it(tmp_path: Path) -> None:
+    run = _with_wandb(tmp_path, wandb_team="rl-lab", wandb_project="qwen3", wandb_run_id="a1b2c3", wandb_group="g7")
+    app = frozen_app(run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open(app, pilot)
+        line = str(screen.query_one("#wandb", Label).render())
+        assert "W&B run  https://wandb.ai/rl-lab/qwen3/runs/a1b2c3 · group g7 · W: copy" in line
+        await pilot.press("W")
+        await pilot.pause()
+        assert app.clipboard == "https://wandb.ai/rl-lab/qwen3/runs/a1b2c3"
+        app.copy_to_clipboard("")
+        await pilot.press("ctrl+p", *"copy w&b", "enter")
+        await settle(pilot)
+        assert app.clipboard == "https://wandb.ai/rl-lab/qwen3/runs/a1b2c3"
+
+
+async def test_project_url_without_a_run_id_and_hostile_values(tmp_path: Path) -> None:
+    run = _with_wandb(tmp_path, wandb_team="t/\x1b[31m", wandb_project="p", wandb_run_id="\x1b]52;c;QQ==\x07")
+    app = frozen_app(run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open(app, pilot)
+        line = str(screen.query_one("#wandb", Label).render())
+        assert "W&B: wandb_team not a usable name (the URL needs the entity)" in line
+        assert "\x1b" not in line
+        await pilot.press("W")
+        await pilot.pause()
+        assert app.clipboard == ""
+
+
+async def test_no_wandb_line_without_a_project(golden_copy: Any) -> None:
+    app = frozen_app(golden_copy("live_streams"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open(app, pilot)
+        assert not screen.query_one("#wandb", Label).display

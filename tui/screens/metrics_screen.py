@@ -49,7 +49,7 @@ from miles_tui.core.telemetry import MetricSeries
 from miles_tui.tui.baseline_series import OverlayReads
 from miles_tui.tui.baseline_watch import BaselinesChanged
 from miles_tui.tui.messages import StepsSummarized, TelemetryAppended
-from miles_tui.tui.metric_lines import NOTHING_YET_NOTE, Source, inspector_text, status_line
+from miles_tui.tui.metric_lines import NOTHING_YET_NOTE, Source, inspector_text, status_line, wandb_line
 from miles_tui.tui.metric_reads import Gathered, SeriesAsk, gather_series
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
@@ -125,6 +125,7 @@ class MetricsScreen(MonitorScreen):
     def compose(self) -> ComposeResult:
         yield RunHeader()
         yield Label("", id="metrics-status")
+        yield Label("", id="wandb")
         with VerticalScroll(id="charts"):
             yield Static("", id="metrics-empty")
         yield Static("", id="inspector")
@@ -294,6 +295,15 @@ class MetricsScreen(MonitorScreen):
         line = status_line(self.source, len(self.shown_keys()), len(self.charts), self.pattern, self.view)
         line.append_text(baselines_note(self.miles.baselines))
         self._show(self.query_one("#metrics-status", Label), line)
+        self._refresh_wandb()
+
+    def _refresh_wandb(self) -> None:
+        """The run's W&B page under the status line (hidden when meta.json names no W&B project)."""
+        link = self.miles.wandb()
+        label = self.query_one("#wandb", Label)
+        label.display = link is not None
+        if link is not None:
+            self._show(label, wandb_line(link))
 
     def selected_key(self) -> str | None:
         """The key of the selected chart (the focused one; tab and shift+tab move it), None when none is."""
@@ -372,6 +382,7 @@ class MetricsScreen(MonitorScreen):
         per tick).
         """
         self.call_later(self._sync_metrics)
+        self._refresh_wandb()  # a resumed run rewrites meta.json
 
     # -- actions ----------------------------------------------------------------------
 
