@@ -88,7 +88,7 @@ class MetricsScreen(MonitorScreen):
         Binding("shift+left", "cursor(-10)", "Cursor 10 steps back", show=False),
         Binding("shift+right", "cursor(10)", "Cursor 10 steps on", show=False),
         Binding("c", "clear_cursor", "Cursor off", show=False),
-        Binding("tab", "select_chart(1)", "Select chart", key_display="tab"),
+        Binding("tab", "select_chart(1)", "Select a chart: the inspector says what it means", show=False),
         Binding("shift+tab", "select_chart(-1)", "Previous chart", show=False),
     ]
 
