@@ -28,7 +28,7 @@ _TRAIN_ROLLOUT = "miles/backends/training_utils/log_utils.py"
 _LOSSES = "miles/backends/training_utils/loss_hub/losses.py"
 _PERF = "miles/utils/train_metric_utils.py"
 _ASYNC_BUFFER = "miles/rollout/fully_async_data_buffer.py"
-_TRAIN_PER_SAMPLE = "mean per sample over its loss-masked tokens, then over the step's samples"
+_TRAIN_PER_SAMPLE = "mean per sample (rollout) over its loss-masked tokens, then over the step's samples"
 _DUMP = "miles_tui core/dump/summary.py"
 
 SAMPLE_METRICS: Final[tuple[MetricMeaning, ...]] = (
@@ -291,7 +291,7 @@ MEANINGS: Final[tuple[MetricMeaning, ...]] = (
     ),
     MetricMeaning(
         "train/train_rollout_logprob_abs_diff",
-        f"|trainer log-prob - inference engine log-prob| per token, {_TRAIN_PER_SAMPLE}",
+        f"|log-prob the trainer scored before the update - inference engine's| per token, {_TRAIN_PER_SAMPLE}",
         _LOSSES,
     ),
     MetricMeaning(
@@ -340,11 +340,13 @@ MEANINGS: Final[tuple[MetricMeaning, ...]] = (
     ),
     MetricMeaning(
         "perf/actor_train_tflops",
-        "3 x forward TFLOPs per GPU of the step's sequences / actor_train_time (achieved TFLOP/s per GPU)",
+        "3 x forward TFLOPs per GPU of the rollout batch's sequences / actor_train_time (achieved TFLOP/s per GPU)",
         _PERF,
     ),
     MetricMeaning(
-        "perf/actor_train_tok_per_s", "tokens of the step's sequences / actor_train_time, tokens per second", _PERF
+        "perf/actor_train_tok_per_s",
+        "prompt + response tokens of the whole rollout batch / actor_train_time, tokens per second",
+        _PERF,
     ),
     MetricMeaning(
         "perf/mfu_peak_tflops",
@@ -353,11 +355,13 @@ MEANINGS: Final[tuple[MetricMeaning, ...]] = (
     ),
     MetricMeaning("perf/actor_train_mfu", "model FLOPs utilization: actor_train_tflops / mfu_peak_tflops (0-1)", _PERF),
     MetricMeaning(
-        "perf/log_probs_tflops", "forward TFLOPs per GPU of the step's sequences / log_probs_time, TFLOP/s", _PERF
+        "perf/log_probs_tflops",
+        "forward TFLOPs per GPU of the rollout batch's sequences / log_probs_time, TFLOP/s",
+        _PERF,
     ),
     MetricMeaning(
         "perf/ref_log_probs_tflops",
-        "forward TFLOPs per GPU of the step's sequences / ref_log_probs_time, TFLOP/s",
+        "forward TFLOPs per GPU of the rollout batch's sequences / ref_log_probs_time, TFLOP/s",
         _PERF,
     ),
     MetricMeaning(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from miles_tui.core.analysis.metric_view import DUMP_EVAL_FIELDS, DUMP_FIELDS
@@ -104,3 +106,13 @@ def test_templates_are_unique() -> None:
 def test_source_names_the_file() -> None:
     entry = metric_source("train/pg_clipfrac")
     assert entry is not None and "loss_hub/losses.py" in entry.source
+
+
+def test_the_docs_page_lists_every_entry_as_the_table_says() -> None:
+    """docs/metric-meanings.md is where a user looks: one row per entry, word for word."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "metric-meanings.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    expected = [(f"rollout/{e.template}", e) for e in SAMPLE_METRICS] + [(e.template, e) for e in MEANINGS]
+    assert len(rows) == len(expected)
+    for row, (template, entry) in zip(rows, expected, strict=True):
+        assert row == f"| `{template}` | {entry.meaning.replace('|', chr(92) + '|')} | {entry.source} |"
