@@ -2,7 +2,8 @@
 what it means, and the file of miles (radixark/miles) it was read from.
 
 Templates: ``{stat}`` is one of ``mean median max min``, ``{n}`` a decimal number, ``{name}`` one path segment.
-A key that could not be traced to the code computing it has no entry.
+A key that could not be traced to the code computing it has no entry. The ``perf/`` keys are in
+:mod:`miles_tui.core.telemetry.metric_meaning_perf`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ class MetricMeaning:
 _ROLLOUT_METRICS = "miles/ray/rollout/metrics.py"
 _TRAIN_ROLLOUT = "miles/backends/training_utils/log_utils.py"
 _LOSSES = "miles/backends/training_utils/loss_hub/losses.py"
-_PERF = "miles/utils/train_metric_utils.py"
 _ASYNC_BUFFER = "miles/rollout/fully_async_data_buffer.py"
 _TRAIN_PER_SAMPLE = "mean per sample (rollout) over its loss-masked tokens, then over the step's samples"
 _DUMP = "miles_tui core/dump/summary.py"
@@ -110,27 +110,6 @@ SAMPLE_METRICS: Final[tuple[MetricMeaning, ...]] = (
     ),
 )
 """The rollout-side metrics miles computes from a batch of samples, relative to their prefix."""
-
-TIMERS: Final = (
-    "actor_train",
-    "critic_train",
-    "data_preprocess",
-    "export_hf",
-    "finalize_and_resume_engines",
-    "log_probs",
-    "reconcile_adapters",
-    "ref_log_probs",
-    "ref_model_update",
-    "save_model",
-    "sleep",
-    "teacher_log_probs",
-    "update_weights",
-    "update_weights_implementation",
-    "wake_up",
-)
-"""The trainer's timers (``timer("...")``, ``@timer`` methods, ``{store_prefix}log_probs``) besides ``train`` and
-``train_wait``: miles/backends/megatron_utils/actor.py, miles/backends/fsdp_utils/actor.py,
-miles/backends/megatron_utils/update_weight/update_weight_from_distributed/mixin.py."""
 
 MEANINGS: Final[tuple[MetricMeaning, ...]] = (
     # -- the step counters each record is logged against
@@ -305,6 +284,21 @@ MEANINGS: Final[tuple[MetricMeaning, ...]] = (
         _LOSSES,
     ),
     MetricMeaning(
+        "train/tis",
+        f"exp(trainer's pre-update log-prob - engine's) per token, before clamping (TIS), {_TRAIN_PER_SAMPLE}",
+        f"{_LOSSES}, miles/backends/training_utils/loss_hub/corrections.py",
+    ),
+    MetricMeaning(
+        "train/tis_abs",
+        f"|tis - 1| per token (TIS), {_TRAIN_PER_SAMPLE}",
+        f"{_LOSSES}, miles/backends/training_utils/loss_hub/corrections.py",
+    ),
+    MetricMeaning(
+        "train/tis_clipfrac",
+        f"fraction of tokens whose TIS ratio was clamped (icepop: zeroed), {_TRAIN_PER_SAMPLE}",
+        f"{_LOSSES}, miles/backends/training_utils/loss_hub/corrections.py",
+    ),
+    MetricMeaning(
         "train/ess_ratio",
         "effective sample size of a sample's per-token IS weights / its tokens (1 = on-policy), mean over samples",
         f"{_LOSSES}, miles/backends/training_utils/loss_hub/math_utils.py",
@@ -322,108 +316,6 @@ MEANINGS: Final[tuple[MetricMeaning, ...]] = (
         "train/mtp_loss",
         "multi-token-prediction loss x its loss scale, per train step (with MTP training)",
         "miles/backends/megatron_utils/model.py",
-    ),
-    # -- perf/: the trainer's timers (seconds accumulated since the last perf log), and what is derived from them
-    MetricMeaning(
-        "perf/train_wait_time",
-        "seconds the trainer waited between train calls (for rollout data) since the last perf log",
-        f"{_PERF}, miles/backends/megatron_utils/actor.py",
-    ),
-    MetricMeaning(
-        "perf/train_time", "seconds the trainer spent in train() for this rollout", f"{_PERF}, miles/utils/timer.py"
-    ),
-    MetricMeaning(
-        "perf/step_time", "train_wait_time + train_time, seconds: one rollout step as the trainer sees it", _PERF
-    ),
-    MetricMeaning(
-        "perf/wait_time_ratio", "train_wait_time / step_time: the share of the step the trainer sat idle", _PERF
-    ),
-    MetricMeaning(
-        "perf/actor_train_tflops",
-        "3 x forward TFLOPs per GPU of the rollout batch's sequences / actor_train_time (achieved TFLOP/s per GPU)",
-        _PERF,
-    ),
-    MetricMeaning(
-        "perf/actor_train_tok_per_s",
-        "prompt + response tokens of the whole rollout batch / actor_train_time, tokens per second",
-        _PERF,
-    ),
-    MetricMeaning(
-        "perf/mfu_peak_tflops",
-        "peak bf16 TFLOP/s per GPU used as MFU's denominator (--mfu-peak-tflops, else detected)",
-        _PERF,
-    ),
-    MetricMeaning("perf/actor_train_mfu", "model FLOPs utilization: actor_train_tflops / mfu_peak_tflops (0-1)", _PERF),
-    MetricMeaning(
-        "perf/log_probs_tflops",
-        "forward TFLOPs per GPU of the rollout batch's sequences / log_probs_time, TFLOP/s",
-        _PERF,
-    ),
-    MetricMeaning(
-        "perf/ref_log_probs_tflops",
-        "forward TFLOPs per GPU of the rollout batch's sequences / ref_log_probs_time, TFLOP/s",
-        _PERF,
-    ),
-    MetricMeaning(
-        "perf/update_weights_density",
-        "fraction of weight bytes that changed in a delta weight update (all-reduced over ranks)",
-        "miles/backends/megatron_utils/update_weight/update_weight_from_distributed/delta.py",
-    ),
-    MetricMeaning(
-        "perf/update_weights_wire_bytes",
-        "bytes sent for a delta weight update, summed over ranks",
-        "miles/backends/megatron_utils/update_weight/update_weight_from_distributed/delta.py",
-    ),
-    MetricMeaning(
-        "perf/cpu_memory_{name}_gb", "system memory in use (psutil 'used'), GB, at the named point", _TRAIN_ROLLOUT
-    ),
-    # perf/ on the rollout side: _compute_perf_metrics_from_samples
-    MetricMeaning(
-        "perf/rollout_time",
-        "seconds from the start of the rollout's generate call to its metrics being logged",
-        f"{_ROLLOUT_METRICS}, miles/ray/rollout/rollout_manager.py",
-    ),
-    MetricMeaning(
-        "perf/non_generation_time/{stat}",
-        "seconds a sample spent outside generation (tools, reward), {stat} over samples (when any > 0)",
-        _ROLLOUT_METRICS,
-    ),
-    MetricMeaning(
-        "perf/tokens_per_gpu_per_sec",
-        "response tokens of all samples / rollout_time / rollout GPUs",
-        _ROLLOUT_METRICS,
-    ),
-    MetricMeaning(
-        "perf/effective_tokens_per_gpu_per_sec",
-        "loss-masked response tokens of all samples / rollout_time / rollout GPUs",
-        _ROLLOUT_METRICS,
-    ),
-    MetricMeaning("perf/longest_sample_tokens_per_sec", "longest response in tokens / rollout_time", _ROLLOUT_METRICS),
-    MetricMeaning(
-        "perf/longest_effective_sample_tokens_per_sec",
-        "longest loss-masked response in tokens / rollout_time",
-        _ROLLOUT_METRICS,
-    ),
-    *(
-        MetricMeaning(
-            f"perf/longest_{kind}sample_non_generation_time",
-            f"non-generation seconds of the longest {what}response(s), mean over them (when any > 0)",
-            _ROLLOUT_METRICS,
-        )
-        for kind, what in (("", ""), ("effective_", "loss-masked "))
-    ),
-    *(
-        MetricMeaning(
-            f"perf/longest_{kind}sample_tokens_per_sec_without_non_generation",
-            f"longest {what}response in tokens / (rollout_time - its non-generation seconds)",
-            _ROLLOUT_METRICS,
-        )
-        for kind, what in (("", ""), ("effective_", "loss-masked "))
-    ),
-    MetricMeaning(
-        "perf/{timer}_time",
-        "seconds the trainer spent in its '{timer}' timer since the last perf log (primary rank)",
-        f"{_PERF}, miles/utils/timer.py, miles/backends/megatron_utils/actor.py",
     ),
     # -- eval/: log_eval_rollout_data and the rollout manager's extras
     MetricMeaning(

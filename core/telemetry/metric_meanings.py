@@ -24,7 +24,8 @@ import re
 from functools import cache
 from typing import Final
 
-from miles_tui.core.telemetry.metric_meaning_table import MEANINGS, SAMPLE_METRICS, TIMERS, MetricMeaning
+from miles_tui.core.telemetry.metric_meaning_perf import PERF_MEANINGS, TIMERS
+from miles_tui.core.telemetry.metric_meaning_table import MEANINGS, SAMPLE_METRICS, MetricMeaning
 
 __all__ = ["metric_meaning", "metric_source"]
 
@@ -61,7 +62,7 @@ def _with_prefix(prefix: str, entries: tuple[MetricMeaning, ...]) -> tuple[Metri
 @cache
 def _tables() -> tuple[dict[str, MetricMeaning], tuple[tuple[re.Pattern[str], MetricMeaning], ...]]:
     """Exact keys, and the templates' compiled patterns in lookup order."""
-    entries = (*_with_prefix("rollout/", SAMPLE_METRICS), *MEANINGS)
+    entries = (*_with_prefix("rollout/", SAMPLE_METRICS), *MEANINGS, *PERF_MEANINGS)
     exact = {entry.template: entry for entry in entries if not _is_template(entry.template)}
     patterns = tuple((_compile(entry.template), entry) for entry in entries if _is_template(entry.template))
     return exact, patterns

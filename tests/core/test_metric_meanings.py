@@ -8,6 +8,7 @@ import pytest
 
 from miles_tui.core.analysis.metric_view import DUMP_EVAL_FIELDS, DUMP_FIELDS
 from miles_tui.core.telemetry import metric_meaning, metric_source
+from miles_tui.core.telemetry.metric_meaning_perf import PERF_MEANINGS
 from miles_tui.core.telemetry.metric_meaning_table import MEANINGS, SAMPLE_METRICS
 
 
@@ -93,13 +94,13 @@ def test_untraced_keys_get_none(key: str) -> None:
 
 
 def test_every_entry_is_one_line_with_a_source() -> None:
-    for entry in (*SAMPLE_METRICS, *MEANINGS):
+    for entry in (*SAMPLE_METRICS, *MEANINGS, *PERF_MEANINGS):
         assert entry.meaning and "\n" not in entry.meaning and len(entry.meaning) <= 170, entry.template
         assert entry.source.startswith(("miles/", "miles_tui ")), entry.template
 
 
 def test_templates_are_unique() -> None:
-    templates = [entry.template for entry in MEANINGS] + [f"rollout/{entry.template}" for entry in SAMPLE_METRICS]
+    templates = [e.template for e in (*MEANINGS, *PERF_MEANINGS)] + [f"rollout/{e.template}" for e in SAMPLE_METRICS]
     assert len(templates) == len(set(templates))
 
 
@@ -112,7 +113,16 @@ def test_the_docs_page_lists_every_entry_as_the_table_says() -> None:
     """docs/metric-meanings.md is where a user looks: one row per entry, word for word."""
     page = (Path(__file__).resolve().parents[2] / "docs" / "metric-meanings.md").read_text()
     rows = [line for line in page.splitlines() if line.startswith("| `")]
-    expected = [(f"rollout/{e.template}", e) for e in SAMPLE_METRICS] + [(e.template, e) for e in MEANINGS]
+    expected = [(f"rollout/{e.template}", e) for e in SAMPLE_METRICS] + [
+        (e.template, e) for e in (*MEANINGS, *PERF_MEANINGS)
+    ]
     assert len(rows) == len(expected)
     for row, (template, entry) in zip(rows, expected, strict=True):
         assert row == f"| `{template}` | {entry.meaning.replace('|', chr(92) + '|')} | {entry.source} |"
+
+
+def test_importance_sampling_and_multi_lora_families() -> None:
+    assert "before clamping (TIS)" in (metric_meaning("train/tis") or "")
+    assert "clamped" in (metric_meaning("train/tis_clipfrac") or "")
+    assert metric_meaning("perf/fully_async/batch_n_groups") == "prompt groups in the batch handed to training"
+    assert metric_meaning("perf/fully_async/queue_length") is None  # its unit was not traced
