@@ -211,7 +211,7 @@ MEANINGS: Final[tuple[MetricMeaning, ...]] = (
     ),
     MetricMeaning(
         "rollout/dynamic_filter/drop_{name}",
-        "groups the dynamic sampling filter dropped for this reason in the step",
+        "prompt groups the dynamic sampling filter dropped for this reason since the last log",
         "miles/rollout/filter_hub/base_types.py",
     ),
     # -- multi_turn/ (--log-multi-turn)
