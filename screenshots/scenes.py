@@ -268,6 +268,13 @@ SCENES = (
     ),
     Scene("help", "demo", ("question_mark",), shows=("miles-tui keys", "action", "Advisories", "Outliers", "overview")),
     Scene("metrics", "live_streams", ("m", "~"), shows=("series · y: linear", "train/grad_norm", "x: train/step")),
+    Scene(  # tab selects a chart: the inspector says what its metric means, as traced in miles' source
+        "metrics_meaning",
+        "live_streams",
+        ("m", "~", "tab", "~", "right", "~"),
+        shows=("global L2 norm of the gradient", "step 179"),
+        wide=("train/grad_norm  global L2 norm of the gradient before clipping, one value per train step",),
+    ),
     Scene(  # a baseline run on every chart: dimmed, its letter at its last point, named in each legend with its Δ
         "metrics_baseline",
         "demo",

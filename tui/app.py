@@ -42,10 +42,11 @@ from miles_tui.core.analysis.health import run_name
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import Run, StepKey
 from miles_tui.core.follow.steps import LANDING_SECONDS
-from miles_tui.core.telemetry import TelemetryColumns
+from miles_tui.core.telemetry import RunMeta, TelemetryColumns, WandbLink, wandb_link
 from miles_tui.core.telemetry.streams import read_meta
 from miles_tui.tui import gc_policy
 from miles_tui.tui.baseline_watch import BaselineApp, BaselinesChanged, BaselineWatch
+from miles_tui.tui.clipboard import copy_wandb_url
 from miles_tui.tui.commands import RunCommands
 from miles_tui.tui.daemon_threads import DaemonThreadExecutor
 from miles_tui.tui.inert_line_filter import InertLineFilter
@@ -104,6 +105,7 @@ class MilesApp(BaselineApp, FilteredDisplayApp):
         Binding("m", "metrics", "Metrics", show=False),
         Binding("u", "compute", "GPUs", show=False),
         Binding("E", "engines", "Engines", key_display="E", show=False),
+        Binding("W", "copy_wandb", "Copy the W&B run URL", key_display="W", show=False),
     ]
 
     def __init__(
@@ -155,6 +157,20 @@ class MilesApp(BaselineApp, FilteredDisplayApp):
         """What the terminal shows: only changed cells are written to it."""
         self.collector = gc_policy.IdleCollector()
         """Full collections when no key came for a while, not when a threshold says (a key would wait for them)."""
+
+    @property
+    def meta(self) -> RunMeta | None:
+        """meta.json as the last telemetry poll read it (before any poll: as read at start)."""
+        return self.watcher.follower.dashboard.meta or self._first_meta
+
+    def wandb(self) -> WandbLink | None:
+        """The run's W&B page as its meta.json args name it (None: they name no W&B project)."""
+        meta = self.meta
+        return None if meta is None else wandb_link(meta.args)
+
+    def action_copy_wandb(self) -> None:
+        """Copy the run's W&B URL (the run's page, else the project's) to the clipboard."""
+        copy_wandb_url(self, self.wandb())
 
     @property
     def live(self) -> bool:
@@ -313,7 +329,7 @@ class MilesApp(BaselineApp, FilteredDisplayApp):
         train, evaluation = self._polled_steps
         health = run_health(
             self.reader.path,
-            self.watcher.follower.dashboard.meta or self._first_meta,
+            self.meta,
             train,
             evaluation,
             dump=self._dump_advisories,

@@ -23,6 +23,7 @@ from miles_tui.core.base.inert_text import inert
 from miles_tui.core.base.json_out import clean
 from miles_tui.core.commands.export import not_a_formula, rows_csv
 from miles_tui.core.dump import ROW_COLUMNS, SERIES, SampleRow, TokenView, token_payload
+from miles_tui.core.telemetry import WandbLink
 
 LARGE_COPY = 100_000
 """Characters above which a copy may be cut by the terminal: OSC 52 limits vary (tmux, some terminals)."""
@@ -122,3 +123,19 @@ def default_csv_path(rollout_id: int, evaluation: bool, run_dir: Path, cwd: Path
     if here.is_relative_to(run_dir.resolve()):
         here = Path.home()
     return here / name
+
+
+def copy_wandb_url(app: App[Any], link: WandbLink | None) -> str | None:
+    """Copy the run's W&B URL (core built it from validated parts); returns it, or None when there is none
+    (the user is told why: no W&B project in meta.json's args, or which argument was not usable)."""
+    if link is None:
+        app.notify(
+            "this run's meta.json names no W&B project (--wandb-project)", severity="warning", timeout=4, markup=False
+        )
+        return None
+    if link.url is None:
+        app.notify(f"no W&B URL: {inert(link.note)}", severity="warning", timeout=5, markup=False)
+        return None
+    app.copy_to_clipboard(link.url)
+    app.notify(f"copied the {inert(link.note)} URL: {inert(link.url)}", timeout=4, markup=False)
+    return link.url

@@ -46,6 +46,10 @@ def _commands(app: MonitorApp) -> list[tuple[str, str, Callable[[], object]]]:
         ("Track newest on", "move to the newest step as it lands (f)", partial(app.set_follow, True)),
         ("Track newest off", "stay where you are when new steps land (f)", partial(app.set_follow, False)),
     ]
+    link = app.wandb()
+    if link is not None and link.url is not None:
+        page = "the run's page" if link.run_known else "the project's page: the run id is not recorded"
+        commands.append(("Copy W&B run URL", f"{page} (W)", app.action_copy_wandb))
     commands += baseline_commands(app)
     for action in ("engines",):
         method = getattr(app, f"action_{action}", None)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from miles_tui.core.analysis import Advisory
     from miles_tui.core.dump import OpenStep, Run, SampleRow
-    from miles_tui.core.telemetry import TelemetryColumns
+    from miles_tui.core.telemetry import TelemetryColumns, WandbLink
     from miles_tui.tui.baseline_watch import BaselineWatch
     from miles_tui.tui.run_model import RunModel
     from miles_tui.tui.run_watcher import RunWatcher
@@ -39,6 +39,14 @@ class MonitorApp(Protocol):
     """How often the run is polled."""
     baselines: BaselineWatch
     """The baseline runs followed beside this one (``--baseline``, the palette)."""
+
+    def wandb(self) -> WandbLink | None:
+        """The run's W&B page as meta.json's arguments name it (None: they name no project)."""
+        ...
+
+    def action_copy_wandb(self) -> None:
+        """Copy the W&B page's URL (W)."""
+        ...
 
     def add_baseline(self, path: str) -> Worker[None]:
         """Follow ``path`` as a baseline (a toast naming it when it cannot be one)."""

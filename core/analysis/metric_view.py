@@ -53,10 +53,12 @@ DUMP_FIELDS: Final = (
     "mean_abs_lp_diff",
     "mean_entropy",
     "response_length_mean",
+    "reward_std",
+    "mixed_version_frac",
 )
 """StepAggregate fields charted as ``dump/{field}`` (train steps) when a run has no metrics.jsonl."""
 
-DUMP_EVAL_FIELDS: Final = ("reward_mean",)
+DUMP_EVAL_FIELDS: Final = ("reward_mean", "reward_std")
 """StepAggregate fields of eval steps, charted as ``dump/eval_{field}``."""
 
 SMOOTHING_LEVELS: Final = (0.0, 0.6, 0.9)

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from miles_tui.core.telemetry.gpu_samples import lane_key as lane_key
     from miles_tui.core.telemetry.gpu_samples import natural_key as natural_key
     from miles_tui.core.telemetry.lane_phases import LanePhases as LanePhases
+    from miles_tui.core.telemetry.metric_meaning_table import MetricMeaning as MetricMeaning
+    from miles_tui.core.telemetry.metric_meanings import metric_meaning as metric_meaning
+    from miles_tui.core.telemetry.metric_meanings import metric_source as metric_source
     from miles_tui.core.telemetry.metrics.metric_export import write_metrics as write_metrics
     from miles_tui.core.telemetry.metrics.metric_store import MetricSeries as MetricSeries
     from miles_tui.core.telemetry.metrics.metric_store import MetricStore as MetricStore
@@ -64,6 +67,8 @@ if TYPE_CHECKING:
     from miles_tui.core.telemetry.time_window import pan as pan
     from miles_tui.core.telemetry.time_window import preset as preset
     from miles_tui.core.telemetry.time_window import zoom as zoom
+    from miles_tui.core.telemetry.wandb_page import WandbLink as WandbLink
+    from miles_tui.core.telemetry.wandb_page import wandb_link as wandb_link
 
 _EXPORTS = {
     "engine_series": (
@@ -83,6 +88,8 @@ _EXPORTS = {
     ),
     "gpu_samples": ("GpuSamples", "IntArray", "Lane", "lane_key", "natural_key"),
     "lane_phases": ("LanePhases",),
+    "metric_meaning_table": ("MetricMeaning",),
+    "metric_meanings": ("metric_meaning", "metric_source"),
     "metrics.metric_export": ("write_metrics",),
     "metrics.metric_store": ("MetricSeries", "MetricStore", "export_metrics"),
     "partitions": ("PartitionInfo",),
@@ -105,6 +112,7 @@ _EXPORTS = {
         "preset",
         "zoom",
     ),
+    "wandb_page": ("WandbLink", "wandb_link"),
 }
 """Each submodule and the public names it defines, imported on first use (importing the package stays cheap)."""
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -34,8 +36,9 @@ from miles_tui.core.analysis.metric_view import (
     log_safe,
     smoothing_alpha,
 )
-from miles_tui.core.dump import StepAggregate
+from miles_tui.core.dump import Run, StepAggregate
 from miles_tui.core.telemetry import MetricSeries, MetricStore
+from tests.conftest import GOLDEN
 
 NAN = math.nan
 
@@ -273,13 +276,43 @@ def test_dump_series_chart_the_step_aggregates_against_rollout_id() -> None:
     ]
     series = dump_series(aggregates)
     assert "dump/avg_staleness" not in series  # never a value: no chart
-    assert set(series) == {f"dump/{f}" for f in DUMP_FIELDS if f != "avg_staleness"} | {"dump/eval_reward_mean"}
+    unset = {"avg_staleness", "reward_std", "mixed_version_frac"}  # never a value in these aggregates
+    assert set(series) == {f"dump/{f}" for f in DUMP_FIELDS if f not in unset} | {"dump/eval_reward_mean"}
     reward = series["dump/reward_mean"]
     assert reward.x_key == DUMP_X_KEY
     np.testing.assert_array_equal(reward.step, [0, 1, 2])
     np.testing.assert_array_equal(reward.value, [0.1, NAN, 0.3])
     np.testing.assert_array_equal(series["dump/eval_reward_mean"].value, [0.7])
     assert dump_series([]) == {}
+
+
+def test_dump_series_chart_reward_std_and_mixed_version_frac() -> None:
+    aggregates = [
+        _aggregate(0, reward_std=0.25, mixed_version_frac=0.0),
+        _aggregate(1, reward_std=None, mixed_version_frac=0.5),
+        _aggregate(1, evaluation=True, reward_std=0.1),
+    ]
+    series = dump_series(aggregates)
+    np.testing.assert_array_equal(series["dump/reward_std"].value, [0.25, NAN])
+    np.testing.assert_array_equal(series["dump/mixed_version_frac"].value, [0.0, 0.5])
+    np.testing.assert_array_equal(series["dump/eval_reward_std"].value, [0.1])
+    assert "dump/eval_mixed_version_frac" not in series
+
+
+def test_dump_series_of_a_golden_run_are_its_step_figures(golden_copy: Any) -> None:
+    """On the staleness case (mixed versions), the charted figures are the step header's, which the golden
+    truth (miles' own reading of the same files) confirms."""
+    run_dir = golden_copy("staleness")
+    truth = json.loads((GOLDEN / "staleness.truth.json").read_text())
+    run = Run(run_dir, use_cache=False)
+    now = time.time()
+    aggregates = [run.summary(record["rollout_id"], False, now).aggregate for record in truth["step_aggregates"]]
+    series = dump_series(aggregates)
+    for name in ("reward_std", "mixed_version_frac"):
+        expected = [record[name] for record in truth["step_aggregates"]]
+        np.testing.assert_allclose(series[f"dump/{name}"].value, expected, atol=1e-6)
+        assert list(series[f"dump/{name}"].value) == [getattr(a, name) for a in aggregates]
+    assert max(series["dump/mixed_version_frac"].value) > 0
 
 
 def _long(count: int, seed: int = 3) -> MetricSeries:

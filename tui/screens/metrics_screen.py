@@ -11,7 +11,7 @@ counts moved) redraw only the charts whose key got some; a key seen for the
 first time rebuilds the grid. The grid's columns and chart heights follow
 the terminal size through breakpoint classes (metrics_screen.tcss).
 
-Series are read from the store in a thread (:meth:`MetricsScreen._gather`; a
+Series are read from the store in a thread (:func:`~miles_tui.tui.metric_reads.gather_series`; a
 long run's 50 series of millions of points take a second): the screen shows
 at once, saying "loading…", and fills in; one read runs at a time, and what
 was asked meanwhile is read next, together.
@@ -19,14 +19,12 @@ was asked meanwhile is read next, together.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical, VerticalScroll
@@ -39,24 +37,20 @@ from miles_tui.core.analysis import (
     ChartSeries,
     FloatArray,
     PointAt,
-    chart_keys,
-    chart_series,
-    dump_series,
     group_keys,
     key_matches,
     move_cursor,
     same_points,
     step_union,
-    store_chart_series,
     values_at,
 )
 from miles_tui.core.base.inert_text import inert
-from miles_tui.core.dump import StepAggregate
-from miles_tui.core.telemetry import MetricSeries, MetricStore
+from miles_tui.core.telemetry import MetricSeries
 from miles_tui.tui.baseline_series import OverlayReads
 from miles_tui.tui.baseline_watch import BaselinesChanged
 from miles_tui.tui.messages import StepsSummarized, TelemetryAppended
-from miles_tui.tui.metric_lines import NOTHING_YET_NOTE, Source, inspector_line, status_line
+from miles_tui.tui.metric_lines import NOTHING_YET_NOTE, Source, inspector_text, status_line, wandb_line
+from miles_tui.tui.metric_reads import Gathered, SeriesAsk, gather_series
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.baseline_overlay import Overlay, baselines_note
@@ -67,71 +61,11 @@ LOADING_NOTE = "loading…"
 """What the grid says until its first series are read."""
 
 
-@dataclass(frozen=True)
-class _Ask:
-    """What a read of the series must bring (what the screen had when it asked)."""
-
-    rebuild: bool
-    """Read every series (a new grid), whatever changed."""
-    keys: frozenset[str]
-    """Keys to read again even if their point count did not move (a TelemetryAppended's)."""
-    source: Source
-    """Where the charted series come from now."""
-    x_keys: Mapping[str, str]
-    """Each charted key's x key."""
-    counts: Mapping[str, int]
-    """The store's point counts when the charted series were read."""
-    aggregates: tuple[StepAggregate, ...] = ()
-    """The step aggregates (a run without metrics.jsonl charts them)."""
-
-
-@dataclass(frozen=True)
-class _Gathered:
-    """What a read brought: a new grid, or new series for some charts."""
-
-    rebuild: bool
-    source: Source
-    series: dict[str, ChartSeries]
-    counts: dict[str, int] = field(default_factory=dict)
-
-
 READ_SPACING = 10.0
 """A live update reads again no sooner than this many times the last read's cost after it (<= ~10% of a core)."""
 
 SPACED_READ_SECONDS = 0.25
 """... when that read took at least this long (short runs' updates are read at once)."""
-
-PAUSE_SHARE = 1.0
-"""The read pauses after each key as long as the key took: the UI's thread gets the GIL at least half of the
-time while a long run's series are read (keys up to 290 ms while 2M lines load and the charts are read,
-against 30-60 ms)."""
-
-_READS = threading.Lock()
-"""One read of the series at a time, app-wide: a 2,000,000-line run's whole series are ~1.5 GB while read, and
-a user pressing m, esc, m ... must not have several such reads at once (a popped screen's read stops early)."""
-
-
-def _gather(store: MetricStore, ask: _Ask, cancelled: Callable[[], bool]) -> _Gathered | None:
-    """The series ``ask`` needs (None: nothing changed, or cancelled). Blocking: runs in a thread, reads under
-    the store's lock, one key at a time (each kept as a chart keeps it: at most CHART_POINTS points)."""
-    with _READS:
-        counts = store.point_counts()
-        keys = chart_keys(store)
-        if keys:
-            if ask.rebuild or ask.source != "metrics" or not set(keys) <= set(ask.x_keys):
-                read = store_chart_series(store, dict.fromkeys(keys), cancelled=cancelled, pause_share=PAUSE_SHARE)
-                return None if read is None else _Gathered(True, "metrics", read, counts)
-            moved = {key for key, count in counts.items() if count != ask.counts.get(key)} | ask.keys
-            wanted = {key: ask.x_keys[key] for key in moved if key in ask.x_keys}  # the x key stays the chart's
-            if not wanted:
-                return None
-            read = store_chart_series(store, wanted, cancelled=cancelled, pause_share=PAUSE_SHARE)
-            return None if read is None else _Gathered(False, "metrics", read, counts)
-    series = {key: chart_series(s) for key, s in dump_series(ask.aggregates).items()}
-    source: Source = "dump" if series else "none"
-    if ask.rebuild or source != ask.source or set(series) != set(ask.x_keys):
-        return _Gathered(True, source, series, counts)
-    return _Gathered(False, source, series, counts)
 
 
 class MetricsScreen(MonitorScreen):
@@ -154,6 +88,8 @@ class MetricsScreen(MonitorScreen):
         Binding("shift+left", "cursor(-10)", "Cursor 10 steps back", show=False),
         Binding("shift+right", "cursor(10)", "Cursor 10 steps on", show=False),
         Binding("c", "clear_cursor", "Cursor off", show=False),
+        Binding("tab", "select_chart(1)", "Select a chart: the inspector says what it means", show=False),
+        Binding("shift+tab", "select_chart(-1)", "Previous chart", show=False),
     ]
 
     def __init__(self) -> None:
@@ -189,6 +125,7 @@ class MetricsScreen(MonitorScreen):
     def compose(self) -> ComposeResult:
         yield RunHeader()
         yield Label("", id="metrics-status")
+        yield Label("", id="wandb")
         with VerticalScroll(id="charts"):
             yield Static("", id="metrics-empty")
         yield Static("", id="inspector")
@@ -224,7 +161,7 @@ class MetricsScreen(MonitorScreen):
                 self._deferred = self.set_timer(wait, self._read_asked)
             return
         self._reading = True
-        ask = _Ask(
+        ask = SeriesAsk(
             rebuild=rebuild,
             keys=frozenset(keys),
             source=self.source,
@@ -235,17 +172,17 @@ class MetricsScreen(MonitorScreen):
         self._gather(ask)
 
     @work(thread=True, group="metric-series", exit_on_error=False)
-    def _gather(self, ask: _Ask) -> None:
+    def _gather(self, ask: SeriesAsk) -> None:
         gathered = None
         started = time.thread_time()
         try:
             worker = get_current_worker()
-            gathered = _gather(self.miles.watcher.follower.metrics, ask, lambda: worker.is_cancelled)
+            gathered = gather_series(self.miles.watcher.follower.metrics, ask, lambda: worker.is_cancelled)
         finally:  # a read that failed still ends, so the next one can start
             cost = time.thread_time() - started
             self.app.call_from_thread(self.call_later, self._gathered, gathered, cost)
 
-    async def _gathered(self, gathered: _Gathered | None, cost: float = 0.0) -> None:
+    async def _gathered(self, gathered: Gathered | None, cost: float = 0.0) -> None:
         """A read is done: show what it brought, then start the read asked for meanwhile."""
         if not self.is_attached:
             self._reading = False
@@ -287,6 +224,7 @@ class MetricsScreen(MonitorScreen):
         self.source, self.charted = source, series
         self.series = {key: charted.series for key, charted in series.items()}
         container = self.query_one("#charts", VerticalScroll)
+        selected = self.selected_key()
         await container.query(".category").remove()
         self.charts = {}
         sections = []
@@ -299,6 +237,8 @@ class MetricsScreen(MonitorScreen):
             title = Label(Text(f"{inert(name)} · {len(keys)}"), classes="category-title")
             sections.append(Vertical(title, Grid(*charts, classes="category-grid"), classes="category"))
         await container.mount_all(sections)
+        if selected in self.charts:  # the selection outlives a rebuilt grid
+            self.charts[selected].focus(scroll_visible=False)
         self._apply_filter()
         self._read_overlays()
 
@@ -355,9 +295,32 @@ class MetricsScreen(MonitorScreen):
         line = status_line(self.source, len(self.shown_keys()), len(self.charts), self.pattern, self.view)
         line.append_text(baselines_note(self.miles.baselines))
         self._show(self.query_one("#metrics-status", Label), line)
+        self._refresh_wandb()
+
+    def _refresh_wandb(self) -> None:
+        """The run's W&B page under the status line (hidden when meta.json names no W&B project)."""
+        link = self.miles.wandb()
+        label = self.query_one("#wandb", Label)
+        label.display = link is not None
+        if link is not None:
+            self._show(label, wandb_line(link))
+
+    def selected_key(self) -> str | None:
+        """The key of the selected chart (the focused one; tab and shift+tab move it), None when none is."""
+        focused = self.focused
+        if isinstance(focused, MetricChart) and focused.key in self.charts and focused.display:
+            return focused.key
+        return None
 
     def _refresh_inspector(self) -> None:
-        self._show(self.query_one("#inspector", Static), inspector_line(self.cursor, self.inspected()))
+        text = inspector_text(self.cursor, self.inspected(), self.selected_key())
+        self._show(self.query_one("#inspector", Static), text)
+
+    @on(events.DescendantFocus)
+    @on(events.DescendantBlur)
+    def _selection_moved(self) -> None:
+        """A chart was selected (focused) or left: the inspector says what the selected metric means."""
+        self.call_after_refresh(self._refresh_inspector)
 
     def _show(self, widget: Static, text: Text) -> None:
         """Update a line only when its text changed (an update re-lays out the screen: a tick should not)."""
@@ -419,6 +382,7 @@ class MetricsScreen(MonitorScreen):
         per tick).
         """
         self.call_later(self._sync_metrics)
+        self._refresh_wandb()  # a resumed run rewrites meta.json
 
     # -- actions ----------------------------------------------------------------------
 
@@ -480,6 +444,19 @@ class MetricsScreen(MonitorScreen):
         step = move_cursor(self._cursor_stops(), self.cursor, delta)
         if step is not None:
             self.set_cursor(step)
+
+    def action_select_chart(self, delta: int) -> None:
+        """Select the next (previous) shown chart; the first press selects the first (last) chart in view."""
+        keys = self.shown_keys()
+        if not keys:
+            return
+        current = self.selected_key()
+        if current in keys:
+            key = keys[(keys.index(current) + delta) % len(keys)]
+        else:
+            in_view = self.in_view_keys() or keys
+            key = in_view[0] if delta > 0 else in_view[-1]
+        self.charts[key].focus()
 
     def action_clear_cursor(self) -> None:
         self.set_cursor(None)

@@ -151,8 +151,8 @@ def chart_title(key: str, x_key: str, point: PointAt | None, cursor: float | Non
     return text
 
 
-class MetricChart(Widget):
-    """One metric's chart: title row and plotext figure, drawn line by line."""
+class MetricChart(Widget, can_focus=True):
+    """One metric's chart: title row and plotext figure, drawn line by line; focusable (the selected chart)."""
 
     DEFAULT_CSS = """
     MetricChart {
