@@ -45,6 +45,7 @@ from miles_tui.core.analysis.health import run_name
 from miles_tui.core.dump import Run
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import TelemetryColumns
+from miles_tui.core.telemetry.engine_hours import EngineHours
 from miles_tui.core.telemetry.streams import read_meta
 from miles_tui.tui import gc_policy
 from miles_tui.tui.baseline_watch import BaselineApp, BaselinesChanged, BaselineWatch
@@ -146,6 +147,10 @@ class MilesApp(BaselineApp, Navigation):
             self.watcher.follower.dashboard, workers=os.cpu_count() or 1, nice=PARSE_NICE
         )
         """GPU/phase columns kept for the session, so the compute view converts records once."""
+        self.engine_hours = EngineHours(
+            self.watcher.follower.dashboard.directory, workers=os.cpu_count() or 1, nice=PARSE_NICE
+        )
+        """``engine_series`` by hour for the engines view: a window reads only the hours it touches."""
         self.exiting = False
         """Set by :meth:`exit`: from then on no input, action, screen push or forwarded message is handled."""
         self._inert_filter = InertLineFilter()

@@ -204,3 +204,53 @@ def exporters(table: EngineTable, metric: EngineMetric) -> tuple[tuple[str | Non
 def metrics_of(catalog: Iterable[EngineMetric], table: EngineTable, addr: str | None) -> tuple[EngineMetric, ...]:
     """The metrics of ``catalog`` that engine ``addr`` scraped."""
     return tuple(m for m in catalog if any(one.addr == addr for one in table.series(m.sources[0])))
+
+
+@dataclass(frozen=True, eq=False)
+class ChartLine:
+    """One line of a metric chart: an engine, or one DP rank of it."""
+
+    addr: str | None
+    """Engine address."""
+    labels: tuple[tuple[str, str], ...]
+    """Its other labels."""
+    dp_rank: str | None
+    """The DP rank (None: the engine as a whole)."""
+    value: FloatArray
+    """Per bin: Σnum/Σden of its points there (NaN: none)."""
+    latest: float | None
+    """Its newest point's value in the window."""
+
+
+@dataclass(frozen=True, eq=False)
+class MetricChart:
+    """A metric over a window: every engine on one chart, or every DP rank of one engine."""
+
+    metric: EngineMetric
+    """What is charted."""
+    ranks_of: str | None
+    """The engine whose DP ranks are the lines (None: the lines are the engines)."""
+    lines: tuple[ChartLine, ...]
+    """In the table's order (engines, then labels, then ranks)."""
+
+
+def metric_chart(
+    table: EngineTable,
+    metric: EngineMetric,
+    edges: FloatArray,
+    *,
+    ranks_of: str | None = None,
+    split: bool = False,
+) -> MetricChart:
+    """``metric`` binned on ``edges`` (the window is ``edges[0]..edges[-1]``): one line per engine, or with
+    ``split`` one per DP rank of engine ``ranks_of`` (an engine without DP labels: its one line)."""
+    since, until = float(edges[0]), float(edges[-1])
+    if split:
+        chosen = [line for line in metric_series(table, metric, per_dp_rank=True) if line.addr == ranks_of]
+    else:
+        chosen = list(metric_series(table, metric))
+    lines = tuple(
+        ChartLine(line.addr, line.labels, line.dp_rank, binned(edges, line.points), latest(line.points, since, until))
+        for line in chosen
+    )
+    return MetricChart(metric, ranks_of if split else None, lines)
