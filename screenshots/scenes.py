@@ -113,8 +113,37 @@ def build_engines(root: Path) -> Path:
                 )
     for hour, lines in records.items():
         append_jsonl(root / "dashboard" / "engine_series" / f"{hour}.jsonl", lines)
+    _engine_gpus(root, start, scrapes, restart)
     _stamp(root, EPOCH - 30)
     return root
+
+
+def _engine_gpus(root: Path, start: float, scrapes: int, restart: int) -> None:
+    """The GPUs of ``build_engines``' engines: 4 on 10.0.0.1 (idle while its engine restarts), 2 on 10.0.0.2,
+    sampled with the scrapes, and the topology that says which serves which."""
+    from datetime import UTC, datetime
+
+    from miles_tui.core.synth.dump_files import append_jsonl
+
+    lanes = {("10.0.0.1", gpu): 80.0 - 15 * gpu for gpu in range(4)} | {("10.0.0.2", 0): 70.0, ("10.0.0.2", 1): 65.0}
+    by_hour: dict[str, list[dict[str, object]]] = {}
+    for i in range(scrapes):
+        ts = start + 15 * i
+        down = restart <= i < restart + 3
+        for (node, gpu), util in lanes.items():
+            busy = 0.0 if down and node == "10.0.0.1" else util + 10 * ((i + gpu) % 3 - 1)
+            by_hour.setdefault(datetime.fromtimestamp(ts, UTC).strftime("%Y%m%d_%H"), []).append(
+                {"ts": ts, "node": node, "gpu": gpu, "util": busy, "mem_mb": 60000, "power_w": 500}
+            )
+    for hour, lines in by_hour.items():
+        append_jsonl(root / "dashboard" / "gpu_util" / f"{hour}.jsonl", lines)
+    engines = [
+        {"addr": "http://10.0.0.1:30000", "worker_type": "regular", "engine_rank": 0,
+         "gpus": [["10.0.0.1", gpu] for gpu in range(4)], "gpu_uuids": [None] * 4},
+        {"addr": "http://10.0.0.2:30000", "worker_type": "regular", "engine_rank": 1,
+         "gpus": [["10.0.0.2", 0], ["10.0.0.2", 1]], "gpu_uuids": [None] * 2},
+    ]  # fmt: skip
+    append_jsonl(root / "dashboard" / "topology.jsonl", [{"ts": start - 60, "engines": engines}])
 
 
 def build_fleet(root: Path) -> Path:
@@ -324,6 +353,13 @@ SCENES = (
         ("E", "~", "l", "~", "end", "enter", "~", "d", "~", "2", "~"),
         shows=("DP ranks of 10.0.0.1:30000", "2 dp1 hidden"),
         wide=("1 dp0 ", "4 dp3 "),
+    ),
+    Scene(  # each engine's running requests over the GPU lanes that serve it (topology.jsonl)
+        "compute_engines",
+        "engines_dp",
+        ("u", "~"),
+        shows=("⚙ 10.0.0.1:30", "⚙ 10.0.0.2:30", "run 48 · 10.0.0.1:0-3", "run 25 · 10.0.0.2:0,1"),
+        wide=("⚙ 10.0.0.1:30000",),
     ),
     Scene(
         "scatter",

@@ -190,3 +190,29 @@ def test_a_window_opens_only_the_hours_it_touches(tmp_path: Path) -> None:
     whole = hours.table(None, None)
     assert [read for _, read in hours.hours_read()] == [True, True, True]
     assert len(whole.series("sglang_num_requests_total")[0].ts) == 180
+
+
+def test_topology_gives_each_engine_its_gpus_in_the_window_and_activity_is_binned() -> None:
+    from miles_tui.core.analysis.engine_lanes import engine_activity, engine_gpus
+    from miles_tui.core.telemetry.stream_records import Snapshot
+
+    snapshots = [
+        Snapshot(0.0, {"engines": [{"addr": "http://a", "gpus": [["n1", 1], ["n1", 0]]}]}),
+        Snapshot(
+            50.0, {"engines": [{"addr": "http://a", "gpus": [["n2", 0]]}, {"addr": "http://c", "gpus": [["n3", 0]]}]}
+        ),
+        Snapshot(200.0, {"engines": [{"addr": "http://a", "gpus": [["n9", 0], ["bad"], ["n9", "x"]]}, "junk"]}),
+        Snapshot(None, {"engines": []}),
+    ]
+    early = engine_gpus(snapshots, 10.0, 40.0)
+    assert early.lanes == {"http://a": (("n1", 0), ("n1", 1))}
+    window = engine_gpus(snapshots, 40.0, 100.0)
+    assert window.lanes == {"http://a": (("n1", 0), ("n1", 1), ("n2", 0)), "http://c": (("n3", 0),)}
+    late = engine_gpus(snapshots, 300.0, 400.0)
+    assert late.lanes == {"http://a": (("n9", 0),)} and late.skipped == 3
+    records = [_sample(t, "http://a", "sglang_num_running_reqs", v, rank) for t, v, rank in
+               [(45.0, 2.0, "0"), (45.0, 3.0, "1"), (55.0, 7.0, "0"), (55.0, 1.0, "1")]]  # fmt: skip
+    rows = engine_activity(EngineTable(records), np.array([40.0, 50.0, 60.0, 70.0]), window)
+    assert [row.addr for row in rows] == ["http://a", "http://c"]
+    assert rows[0].running.tolist()[:2] == [5.0, 8.0] and math.isnan(rows[0].running[2]) and rows[0].latest == 8.0
+    assert rows[1].latest is None and rows[1].lanes == (("n3", 0),)

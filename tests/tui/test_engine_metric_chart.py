@@ -141,3 +141,28 @@ async def test_the_demo_lists_its_counters_as_rates(demo_run: Path) -> None:
         chart = screen.metric_text()
         assert "sglang_aborted_requests_per_s" in chart and "2 engines" in chart
         assert chart.splitlines()[1].startswith("1 ")
+
+
+async def test_the_gpus_view_shows_each_engine_over_the_lanes_that_serve_it(tmp_path: Path) -> None:
+    root = build_engines(tmp_path / "engines")
+    app = frozen_app(root)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        text = screen_text(app)
+        rows = [line for line in text.splitlines() if "⚙" in line]
+        assert len(rows) == 2, text
+        assert rows[0].lstrip().startswith("⚙ 10.0.0.1:30000") and rows[0].rstrip().endswith("run 48 · 10.0.0.1:0-3")
+        assert rows[1].lstrip().startswith("⚙ 10.0.0.2:30000") and rows[1].rstrip().endswith("run 25 · 10.0.0.2:0,1")
+        strip = rows[0].split("10.0.0.1:30000", 1)[1].split("run 48")[0].strip()
+        assert " " in strip or "▁" in strip  # the restart: the engine ran nothing for three scrapes
+
+
+async def test_the_gpus_view_of_a_run_without_topology_has_no_engine_rows(demo_run: Path) -> None:
+    app = frozen_app(demo_run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        assert "⚙" not in screen_text(app)

@@ -20,6 +20,7 @@ import os
 from dataclasses import replace
 from typing import ClassVar, Final
 
+import numpy as np
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -28,6 +29,7 @@ from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis import FLEET_LANES, ComputeView, LaneSelection, nodes_of, sampling_interval, select_lanes
 from miles_tui.core.analysis.compute_view import compute_view
+from miles_tui.core.analysis.engine_lanes import EngineActivity, engine_activity, engine_gpus
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import (
     PAN_FRACTION,
@@ -46,12 +48,15 @@ from miles_tui.core.telemetry import (
     preset,
     zoom,
 )
+from miles_tui.core.telemetry.engine_hours import EngineHours
+from miles_tui.core.telemetry.stream_records import Snapshot
 from miles_tui.core.telemetry.telemetry_columns import CELL_WIDTHS
 from miles_tui.core.telemetry.time_bins import time_bins
 from miles_tui.tui.compute_rows import (
     LANE_LINES,
     LaneRows,
     axis_row,
+    engine_row,
     fleet_rows,
     lane_label,
     phase_row,
@@ -121,6 +126,8 @@ class ComputeScreen(MonitorScreen):
         """The view drawn last."""
         self.shown: tuple[int, ...] = ()
         """Positions (into the view's lanes) listed."""
+        self.engines: tuple[EngineActivity, ...] = ()
+        """Each engine the topology names in the window, with its running requests (a row over the lanes)."""
         self._generation = 0
         self._computing = False
         self._again = False
@@ -133,6 +140,7 @@ class ComputeScreen(MonitorScreen):
         yield HeatRows(id="axis")
         yield HeatRows(id="fleet")
         yield HeatRows(id="phases")
+        yield HeatRows(id="engine-rows")
         yield HeatRows(id="lanes")
         yield Label("", id="compute-empty")
         yield Footer()
@@ -178,10 +186,24 @@ class ComputeScreen(MonitorScreen):
             else:
                 spans, time = self.columns.phase_spans(since, until, open_phases), None
             view = compute_view(samples, spans, bins, now=now, frame=shown, interval=interval, time=time)
+            engines = self._engine_activity(bins)
         except Exception as err:  # telemetry problems never take the screen down
             self.app.call_from_thread(self._failed, generation, str(err))
             return
-        self.app.call_from_thread(self._show, generation, view)
+        self.app.call_from_thread(self._show, generation, view, engines)
+
+    def _engine_activity(self, bins: TimeBins) -> tuple[EngineActivity, ...]:
+        """Each engine the topology names in the window, with its running requests (none without a topology)."""
+        snapshots = [
+            r for r in self.miles.watcher.follower.dashboard.loaded_records("topology") if isinstance(r, Snapshot)
+        ]
+        hours = getattr(self.miles, "engine_hours", None)
+        if not snapshots or not isinstance(hours, EngineHours):
+            return ()
+        gpus = engine_gpus(snapshots, bins.since, bins.until)
+        if not gpus.lanes:
+            return ()
+        return engine_activity(hours.table(bins.since, bins.until), bins.edges(), gpus)
 
     def _samples(
         self, since: float, until: float, width: int, newest: float | None
@@ -216,11 +238,12 @@ class ComputeScreen(MonitorScreen):
         failed = Text(f"Compute · cannot read telemetry: {inert(message)}", "red")
         self.query_one("#compute-title", Label).update(failed)
 
-    def _show(self, generation: int, view: ComputeView) -> None:
+    def _show(self, generation: int, view: ComputeView, engines: tuple[EngineActivity, ...] = ()) -> None:
         self._done()
         if generation != self._generation or not self.is_attached:
             return
         self.view = view
+        self.engines = engines
         if self.selection is None and view.grid.lanes:
             many = len(view.grid.lanes) > FLEET_LANES
             self.selection = LaneSelection("worst" if many else "all", count=WORST_COUNT)
@@ -259,14 +282,19 @@ class ComputeScreen(MonitorScreen):
         selection = self.selection or LaneSelection()
         self.shown = select_lanes(grid, view.health, selection)
         self.query_one("#compute-title", Label).update(title(view, self._picked_text(selection)))
+        peak = max((float(np.nanmax(e.running)) for e in self.engines if np.isfinite(e.running).any()), default=1.0)
+        engine_lines = [engine_row(activity, peak) for activity in self.engines]
         labels = [lane_label(grid.lanes[i]) for i in self.shown] + [f"█ {inert(b.name)}" for b in view.bands]
-        labels += ["silent", "  phases", "  memory"]
+        labels += ["silent", "  phases", "  memory"] + [row.label.plain for row in engine_lines]
         label_width = min(max(len(s) for s in labels), 20 if self.size.width >= 120 else 14)
         phases = [phase_row(band, i) for i, band in enumerate(view.bands)]
         fleet = self.query_one("#fleet", HeatRows)
         fleet.display = len(grid.lanes) > FLEET_LANES
         fleet_lines = fleet_rows(view.fleet) if fleet.display else []
         suffix = suffix_width(view, [*phases, *fleet_lines])  # one width for all: the strips line up
+        engine_rows = self.query_one("#engine-rows", HeatRows)
+        engine_rows.display = bool(engine_lines)
+        engine_rows.set_rows(engine_lines, label_width, suffix)
         lanes = self.query_one("#lanes", HeatRows)
         lanes.set_rows(LaneRows(view, self.shown), label_width, suffix)
         axis = [axis_row(view, lanes.strip_width)]
