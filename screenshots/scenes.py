@@ -58,7 +58,7 @@ def build_golden(case: str, root: Path) -> Path:
 def build_engines(root: Path) -> Path:
     """A run of engine telemetry only: a dp-attention engine (4 ranks, load piled on two) that restarts
     eight minutes before the end, beside a plain engine; scraped every 15 s for 40 minutes up to half a
-    minute ago."""
+    minute ago, with prompt tokens and the TTFT and e2e histograms' sums and counts (slower under load)."""
     from datetime import UTC, datetime
 
     from miles_tui.core.synth.dump_files import append_jsonl, write_json
@@ -69,6 +69,7 @@ def build_engines(root: Path) -> Path:
     start, scrapes, restart = EPOCH - 30 - 160 * 15, 161, 128
     engines = {"http://10.0.0.1:30000": ("0", "1", "2", "3"), "http://10.0.0.2:30000": (None,)}
     counters: dict[tuple[str, str | None], list[float]] = {}
+    histograms: dict[tuple[str, str | None], list[float]] = {}  # prompt tokens, ttft sum, e2e sum
     records: dict[str, list[dict[str, object]]] = {}
     for i in range(scrapes):
         ts = start + 15 * i
@@ -79,9 +80,17 @@ def build_engines(root: Path) -> Path:
                 down = addr.endswith("1:30000") and restart <= i < restart + 3  # coming back up
                 running = 0.0 if down else max(0.0, load + rng.normal(0, load / 6))
                 done, aborted = counters.setdefault((addr, rank), [0.0, 0.0])
+                prompt, ttft, e2e = histograms.setdefault((addr, rank), [0.0, 0.0, 0.0])
                 if addr.endswith("1:30000") and i == restart:
                     done, aborted = 0.0, 0.0  # the engine restarted: its counters begin again
+                    prompt, ttft, e2e = 0.0, 0.0, 0.0
+                before = round(done)
                 done += 0.0 if down else running * 0.2 + rng.uniform(0, 1)
+                finished = max(round(done) - before, 0)
+                prompt += finished * 700.0
+                ttft += finished * (0.05 + running / 200)
+                e2e += finished * (2.0 + running / 10)
+                histograms[(addr, rank)] = [prompt, ttft, e2e]
                 aborted += 0.0 if down else float(rng.uniform() < 0.05 + 0.1 * (rank == "0"))
                 counters[(addr, rank)] = [done, aborted]
                 gauges = {
@@ -92,6 +101,11 @@ def build_engines(root: Path) -> Path:
                     "sglang_gen_throughput": 0.0 if down else round(running * 38 + rng.normal(0, 40), 1),
                     "sglang_num_requests_total": round(done),
                     "sglang_num_aborted_requests_total": aborted,
+                    "sglang_prompt_tokens_total": prompt,
+                    "sglang_time_to_first_token_seconds_sum": round(ttft, 4),
+                    "sglang_time_to_first_token_seconds_count": round(done),
+                    "sglang_e2e_request_latency_seconds_sum": round(e2e, 4),
+                    "sglang_e2e_request_latency_seconds_count": round(done),
                 }
                 labels = {} if rank is None else {"dp_rank": rank}
                 records.setdefault(hour, []).extend(
@@ -99,8 +113,37 @@ def build_engines(root: Path) -> Path:
                 )
     for hour, lines in records.items():
         append_jsonl(root / "dashboard" / "engine_series" / f"{hour}.jsonl", lines)
+    _engine_gpus(root, start, scrapes, restart)
     _stamp(root, EPOCH - 30)
     return root
+
+
+def _engine_gpus(root: Path, start: float, scrapes: int, restart: int) -> None:
+    """The GPUs of ``build_engines``' engines: 4 on 10.0.0.1 (idle while its engine restarts), 2 on 10.0.0.2,
+    sampled with the scrapes, and the topology that says which serves which."""
+    from datetime import UTC, datetime
+
+    from miles_tui.core.synth.dump_files import append_jsonl
+
+    lanes = {("10.0.0.1", gpu): 80.0 - 15 * gpu for gpu in range(4)} | {("10.0.0.2", 0): 70.0, ("10.0.0.2", 1): 65.0}
+    by_hour: dict[str, list[dict[str, object]]] = {}
+    for i in range(scrapes):
+        ts = start + 15 * i
+        down = restart <= i < restart + 3
+        for (node, gpu), util in lanes.items():
+            busy = 0.0 if down and node == "10.0.0.1" else util + 10 * ((i + gpu) % 3 - 1)
+            by_hour.setdefault(datetime.fromtimestamp(ts, UTC).strftime("%Y%m%d_%H"), []).append(
+                {"ts": ts, "node": node, "gpu": gpu, "util": busy, "mem_mb": 60000, "power_w": 500}
+            )
+    for hour, lines in by_hour.items():
+        append_jsonl(root / "dashboard" / "gpu_util" / f"{hour}.jsonl", lines)
+    engines = [
+        {"addr": "http://10.0.0.1:30000", "worker_type": "regular", "engine_rank": 0,
+         "gpus": [["10.0.0.1", gpu] for gpu in range(4)], "gpu_uuids": [None] * 4},
+        {"addr": "http://10.0.0.2:30000", "worker_type": "regular", "engine_rank": 1,
+         "gpus": [["10.0.0.2", 0], ["10.0.0.2", 1]], "gpu_uuids": [None] * 2},
+    ]  # fmt: skip
+    append_jsonl(root / "dashboard" / "topology.jsonl", [{"ts": start - 60, "engines": engines}])
 
 
 def build_fleet(root: Path) -> Path:
@@ -297,6 +340,34 @@ SCENES = (
     ),
     Scene("engines", "live_engines", ("E", "~"), shows=("Engines · last 15m", "aborted"), wide=("2 engines",)),
     Scene("engines_dp", "engines_dp", ("E", "~"), shows=("Engines · last 15m", "↺1"), wide=("4 DP ranks", "dp0")),
+    Scene(  # every scraped metric by kind: gauges as scraped, counters as rates, histogram sum/count as means
+        "engines_metric_list",
+        "engines_dp",
+        ("E", "~", "l", "~"),
+        shows=("enter: chart the metric", "── gauges, as scraped (5)", "sglang_cache_hit_rate  2 engines, 4 DP ranks"),
+        wide=("── counters, per second (3)", "── means per interval (Δsum/Δcount) (2)", "sglang_ttft_mean_s"),
+    ),
+    Scene(  # TTFT of both engines on one chart: a mark and a legend entry each
+        "engines_metric",
+        "engines_dp",
+        ("E", "~", "l", "~", "end", "enter", "~"),
+        shows=("sglang_ttft_mean_s", "re:1 10\\.0\\.0\\.1:30000 \\d+\\.\\dms  2 10\\.0\\.0\\.2:30000", "now"),
+        wide=("2 engines (d: DP ranks of one) · means per interval (Δsum/Δcount)",),
+    ),
+    Scene(  # the DP ranks of one engine, rank 1 hidden
+        "engines_metric_dp",
+        "engines_dp",
+        ("E", "~", "l", "~", "end", "enter", "~", "d", "~", "2", "~"),
+        shows=("DP ranks of 10.0.0.1:30000", "2 dp1 hidden"),
+        wide=("1 dp0 ", "4 dp3 "),
+    ),
+    Scene(  # each engine's running requests over the GPU lanes that serve it (topology.jsonl)
+        "compute_engines",
+        "engines_dp",
+        ("u", "~"),
+        shows=("⚙ 10.0.0.1:30", "⚙ 10.0.0.2:30", "run 48 · 10.0.0.1:0-3", "run 25 · 10.0.0.2:0,1"),
+        wide=("⚙ 10.0.0.1:30000",),
+    ),
     Scene(
         "scatter",
         "demo",

@@ -43,6 +43,7 @@ from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import Run, StepKey
 from miles_tui.core.follow.steps import LANDING_SECONDS
 from miles_tui.core.telemetry import RunMeta, TelemetryColumns, WandbLink, wandb_link
+from miles_tui.core.telemetry.engine_hours import EngineHours
 from miles_tui.core.telemetry.streams import read_meta
 from miles_tui.tui import gc_policy
 from miles_tui.tui.baseline_watch import BaselineApp, BaselinesChanged, BaselineWatch
@@ -150,6 +151,10 @@ class MilesApp(BaselineApp, FilteredDisplayApp):
             self.watcher.follower.dashboard, workers=os.cpu_count() or 1, nice=PARSE_NICE
         )
         """GPU/phase columns kept for the session, so the compute view converts records once."""
+        self.engine_hours = EngineHours(
+            self.watcher.follower.dashboard.directory, workers=os.cpu_count() or 1, nice=PARSE_NICE
+        )
+        """``engine_series`` by hour for the engines view: a window reads only the hours it touches."""
         self.exiting = False
         """Set by :meth:`exit`: from then on no input, action, screen push or forwarded message is handled."""
         self._inert_filter = InertLineFilter()

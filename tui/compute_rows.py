@@ -22,6 +22,7 @@ from rich.style import Style
 from rich.text import Text
 
 from miles_tui.core.analysis import ComputeView, FleetSummary, LaneHealth, Liveness
+from miles_tui.core.analysis.engine_lanes import EngineActivity
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import BandKey, Frame, Lane, PhaseBand
 from miles_tui.tui.formatting import MISSING, duration
@@ -319,3 +320,31 @@ def title(view: ComputeView, picked: str) -> Text:
         text.append(f" · {duration(view.resolution, minutes=True)} buckets", style="dim")
     text.append(f" · {inert(picked)}", style="dim")
     return text
+
+
+def lanes_text(lanes: Sequence[tuple[str, int]]) -> str:
+    """``10.0.0.1:0-3 10.0.0.2:0,2``: the GPUs of each node, runs of consecutive GPUs as ranges (made inert)."""
+    by_node: dict[str, list[int]] = {}
+    for node, gpu in lanes:
+        by_node.setdefault(node, []).append(gpu)
+    parts = []
+    for node, gpus in by_node.items():
+        runs: list[list[int]] = []
+        for gpu in sorted(gpus):
+            if runs and gpu == runs[-1][-1] + 1:
+                runs[-1].append(gpu)
+            else:
+                runs.append([gpu])
+        spans = ",".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ",".join(map(str, r)) for r in runs)
+        parts.append(f"{inert(node)}:{spans}")
+    return " ".join(parts)
+
+
+def engine_row(activity: EngineActivity, scale: float) -> HeatRow:
+    """``⚙ engine  [running requests per bin]  run N · its GPUs``: an engine's load over the GPU lanes that
+    serve it (a full cell: the busiest engine's peak, ``scale``)."""
+    name = activity.addr.split("://", 1)[-1] if activity.addr else "(no address)"
+    suffix = Text(f"run {MISSING if activity.latest is None else f'{activity.latest:.0f}'}", style="bold")
+    suffix.append(f" · {lanes_text(activity.lanes) or 'no GPU in topology'}", style="dim")
+    label = Text(f"⚙ {inert(name)}", style="bold")
+    return HeatRow(("engine", activity.addr), label, activity.running, suffix, max(scale, 1.0))

@@ -13,6 +13,7 @@ from typing import Final
 from rich.text import Text
 
 from miles_tui.core.analysis import ABORT_RATE, EngineBlock, EngineView
+from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import CACHE_HIT_RATE, GEN_THROUGHPUT, QUEUED, RUNNING, TOKEN_USAGE
 from miles_tui.tui.formatting import MISSING, OVERFLOW, duration
 
@@ -33,10 +34,10 @@ RESTART_MARK: Final = "↺"
 
 
 def engine_name(addr: str | None) -> str:
-    """An engine address without its scheme (``http://rollout-alpha`` -> ``rollout-alpha``)."""
+    """An engine address without its scheme (``http://rollout-alpha`` -> ``rollout-alpha``), made inert."""
     if addr is None:
         return "(no address)"
-    return addr.split("://", 1)[-1]
+    return inert(addr.split("://", 1)[-1])
 
 
 def value_text(metric: str, value: float | None) -> str:
@@ -176,8 +177,7 @@ def title(view: EngineView, selected: int) -> Text:
         block = view.engines[selected]
         ranks = f", {len(block.dp_ranks)} DP ranks" if block.dp_ranks else ""
         text.append(f" · charts: {engine_name(block.addr)}{ranks}", style="bold")
-        if count > 1:
-            text.append(" (n/N: engine)", style="dim")
+        text.append(" (n/N: engine, ←/→: window)" if count > 1 else " (←/→: window)", style="dim")
     if view.skipped:
         text.append(f" · {view.skipped} non-numeric samples skipped", style="yellow")
     return text

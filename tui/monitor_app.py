@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from miles_tui.core.analysis import Advisory
     from miles_tui.core.dump import OpenStep, Run, SampleRow
     from miles_tui.core.telemetry import TelemetryColumns, WandbLink
-    from miles_tui.tui.baseline_watch import BaselineWatch
+    from miles_tui.tui.baseline_watch import Baseline, BaselineWatch
     from miles_tui.tui.run_model import RunModel
     from miles_tui.tui.run_watcher import RunWatcher
 
@@ -46,6 +46,10 @@ class MonitorApp(Protocol):
 
     def action_copy_wandb(self) -> None:
         """Copy the W&B page's URL (W)."""
+        ...
+
+    async def follow_baseline(self, path: str) -> Baseline:
+        """Open ``path`` as the next baseline and follow it; raises MilesTuiError naming it when it cannot be one."""
         ...
 
     def add_baseline(self, path: str) -> Worker[None]:

@@ -28,6 +28,7 @@ WALK = (
     (("escape", "escape", "m"), "MetricsScreen"),
     (("u",), "ComputeScreen"),
     (("escape", "question_mark"), "HelpScreen"),
+    (("escape", "E"), "EnginesScreen"),
 )
 """Keys from the previous screen, and the screen they lead to."""
 

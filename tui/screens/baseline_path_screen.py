@@ -21,7 +21,7 @@ from textual.widgets import Input, Static
 from miles_tui.core.base.errors import MilesTuiError
 
 if TYPE_CHECKING:
-    from miles_tui.tui.app import MilesApp
+    from miles_tui.tui.monitor_app import MonitorApp
 
 
 class BaselinePathScreen(ModalScreen[str | None]):
@@ -67,7 +67,7 @@ class BaselinePathScreen(ModalScreen[str | None]):
     async def _add(self, path: str) -> None:
         self._say(f"opening {path}…", "$text-muted")
         try:
-            await cast("MilesApp", self.app).follow_baseline(path)
+            await cast("MonitorApp", self.app).follow_baseline(path)
         except MilesTuiError as err:
             self._say(f"✗ {err}", "bold $text-error")
             return

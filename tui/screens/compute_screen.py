@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import ClassVar, Final
 
+import numpy as np
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -30,6 +31,7 @@ from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis import FLEET_LANES, ComputeView, LaneSelection, nodes_of, sampling_interval, select_lanes
 from miles_tui.core.analysis.compute_view import compute_view
+from miles_tui.core.analysis.engine_lanes import EngineActivity, engine_activity, engine_gpus
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import (
     PAN_FRACTION,
@@ -48,12 +50,15 @@ from miles_tui.core.telemetry import (
     preset,
     zoom,
 )
+from miles_tui.core.telemetry.engine_hours import EngineHours
+from miles_tui.core.telemetry.stream_records import Snapshot
 from miles_tui.core.telemetry.telemetry_columns import CELL_WIDTHS
 from miles_tui.core.telemetry.time_bins import time_bins
 from miles_tui.tui.compute_rows import (
     LANE_LINES,
     LaneRows,
     axis_row,
+    engine_row,
     fleet_rows,
     lane_label,
     phase_row,
@@ -68,6 +73,9 @@ from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
 from miles_tui.tui.widgets.heat_rows import HeatRows
 from miles_tui.tui.widgets.run_header import RunHeader
+
+Computed = tuple[ComputeView, tuple[EngineActivity, ...]]
+"""What one computation gives: the view and the engine rows over its lanes."""
 
 WORST_COUNT: Final = 16
 """Lanes ``w`` lists."""
@@ -124,7 +132,9 @@ class ComputeScreen(MonitorScreen):
         """The view drawn last."""
         self.shown: tuple[int, ...] = ()
         """Positions (into the view's lanes) listed."""
-        self._views: Recompute[ComputeView] = Recompute(self, "compute", self._job, self._show, self._failed)
+        self.engines: tuple[EngineActivity, ...] = ()
+        """Each engine the topology names in the window, with its running requests (a row over the lanes)."""
+        self._views: Recompute[Computed] = Recompute(self, "compute", self._job, self._show, self._failed)
         self._binned_width = -1
         """The lanes' strip width the last computation binned for."""
 
@@ -134,6 +144,7 @@ class ComputeScreen(MonitorScreen):
         yield HeatRows(id="axis")
         yield HeatRows(id="fleet")
         yield HeatRows(id="phases")
+        yield HeatRows(id="engine-rows")
         yield HeatRows(id="lanes")
         yield Label("", id="compute-empty")
         yield Footer()
@@ -155,13 +166,13 @@ class ComputeScreen(MonitorScreen):
         """Compute the view again (coalesced: at most one computation runs, one more waits)."""
         self._views.request()
 
-    def _job(self) -> Callable[[], ComputeView]:
+    def _job(self) -> Callable[[], Computed]:
         """The computation for the window and lane width of now (on the event loop; it runs in a thread)."""
         width = self.query_one("#lanes", HeatRows).strip_width
         self._binned_width = width
         return functools.partial(self._compute, self.window, max(width, 1), self.miles.watcher.clock())
 
-    def _compute(self, window: TimeWindow, width: int, now: float) -> ComputeView:
+    def _compute(self, window: TimeWindow, width: int, now: float) -> Computed:
         assert self.columns is not None
         follower = self.miles.watcher.follower
         # The whole run needs every hour parsed; any other window, only the run's bounds.
@@ -175,7 +186,21 @@ class ComputeScreen(MonitorScreen):
             spans, time = self.columns.phase_cells(bins, samples.cell, open_phases, now)
         else:
             spans, time = self.columns.phase_spans(since, until, open_phases), None
-        return compute_view(samples, spans, bins, now=now, frame=shown, interval=interval, time=time)
+        view = compute_view(samples, spans, bins, now=now, frame=shown, interval=interval, time=time)
+        return view, self._engine_activity(bins)
+
+    def _engine_activity(self, bins: TimeBins) -> tuple[EngineActivity, ...]:
+        """Each engine the topology names in the window, with its running requests (none without a topology)."""
+        snapshots = [
+            r for r in self.miles.watcher.follower.dashboard.loaded_records("topology") if isinstance(r, Snapshot)
+        ]
+        hours = getattr(self.miles, "engine_hours", None)
+        if not snapshots or not isinstance(hours, EngineHours):
+            return ()
+        gpus = engine_gpus(snapshots, bins.since, bins.until)
+        if not gpus.lanes:
+            return ()
+        return engine_activity(hours.table(bins.since, bins.until), bins.edges(), gpus)
 
     def _samples(
         self, since: float, until: float, width: int, newest: float | None
@@ -203,8 +228,10 @@ class ComputeScreen(MonitorScreen):
     def _failed(self, message: str) -> None:
         self.query_one("#compute-title", Label).update(Text(f"Compute · cannot read telemetry: {message}", "red"))
 
-    def _show(self, view: ComputeView) -> None:
+    def _show(self, computed: Computed) -> None:
+        view, engines = computed
         self.view = view
+        self.engines = engines
         if self.selection is None and view.grid.lanes:
             many = len(view.grid.lanes) > FLEET_LANES
             self.selection = LaneSelection("worst" if many else "all", count=WORST_COUNT)
@@ -243,14 +270,19 @@ class ComputeScreen(MonitorScreen):
         selection = self.selection or LaneSelection()
         self.shown = select_lanes(grid, view.health, selection)
         self.query_one("#compute-title", Label).update(title(view, self._picked_text(selection)))
+        peak = max((float(np.nanmax(e.running)) for e in self.engines if np.isfinite(e.running).any()), default=1.0)
+        engine_lines = [engine_row(activity, peak) for activity in self.engines]
         labels = [lane_label(grid.lanes[i]) for i in self.shown] + [f"█ {inert(b.name)}" for b in view.bands]
-        labels += ["silent", "  phases", "  memory"]
+        labels += ["silent", "  phases", "  memory"] + [row.label.plain for row in engine_lines]
         label_width = min(max(len(s) for s in labels), 20 if self.size.width >= 120 else 14)
         phases = [phase_row(band, i) for i, band in enumerate(view.bands)]
         fleet = self.query_one("#fleet", HeatRows)
         fleet.display = len(grid.lanes) > FLEET_LANES
         fleet_lines = fleet_rows(view.fleet) if fleet.display else []
         suffix = suffix_width(view, [*phases, *fleet_lines])  # one width for all: the strips line up
+        engine_rows = self.query_one("#engine-rows", HeatRows)
+        engine_rows.display = bool(engine_lines)
+        engine_rows.set_rows(engine_lines, label_width, suffix)
         lanes = self.query_one("#lanes", HeatRows)
         lanes.set_rows(LaneRows(view, self.shown), label_width, suffix)
         axis = [axis_row(view, lanes.strip_width)]
