@@ -1,0 +1,100 @@
+"""The starvation rows of the overview (MFU, wait per step, data-buffer depth) and the header's MFU, as text.
+
+Contract: :func:`starvation_rows` turns core's :class:`~miles_tui.core.analysis.starvation.Starvation`
+into three rows, each a name, the values its line draws (one per rollout step, or per buffer report,
+oldest first; NaN: a gap), the scale the line is drawn on, the text beside the line (its range, or the
+MFU's mean and peak) and its newest value; a figure the run does not write is a row with a ``note``
+saying so and no line. :func:`mfu_header` gives the header's MFU texts, longest first: the header shows
+the first that fits and none when none does (a number is never cut). Pure: no widget, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from miles_tui.core.analysis.starvation import Starvation
+from miles_tui.core.analysis.stream_advisories import MfuSummary
+from miles_tui.tui.formatting import MISSING, number, percent, percent_fine, tflops, trend_scale
+from miles_tui.tui.renderers.sparkline import FloatArray
+
+NOT_RECORDED = "not recorded by this run"
+"""What the buffer row says when the run wrote no data_buffer.jsonl."""
+
+
+@dataclass(frozen=True, eq=False)
+class StarvationRow:
+    """One row: name, line (or a note instead), the text beside it and the newest value."""
+
+    name: str
+    values: FloatArray
+    scale: tuple[float, float]
+    """What the floor and the top of the line stand for."""
+    beside: str
+    """The range (or, for MFU, the mean against the peak)."""
+    newest: str
+    note: str | None = None
+    """Said instead of a line when the run does not write this figure."""
+
+
+def _newest(values: FloatArray) -> float | None:
+    finite = values[np.isfinite(values)]
+    return float(finite[-1]) if len(finite) else None
+
+
+def _mfu_row(figures: Starvation) -> StarvationRow:
+    summary = figures.mfu
+    if summary is None:
+        return StarvationRow("MFU", np.zeros(0), (0.0, 1.0), "", MISSING, "perf/actor_train_mfu not logged")
+    peak = f" of {tflops(summary.peak_tflops)}" if summary.peak_tflops else ""
+    beside = f"mean {percent_fine(summary.mean)}{peak}"
+    return StarvationRow("MFU", figures.mfu_steps, (0.0, 1.0), beside, percent_fine(summary.latest))
+
+
+def _wait_row(figures: Starvation) -> StarvationRow:
+    ratio = figures.bubbles.wait_ratio
+    finite = ratio[np.isfinite(ratio)]
+    if not len(finite):
+        note = "no perf/wait_time_ratio (nor step and train times) logged"
+        return StarvationRow("wait", np.zeros(0), (0.0, 1.0), "", MISSING, note)
+    beside = trend_scale(float(finite.min()), float(finite.max()), True)
+    if figures.bubbles.derived.any():
+        beside += " (1−train/step)"
+    return StarvationRow("wait", ratio, (0.0, 1.0), beside, percent(_newest(ratio)))
+
+
+def _buffer_row(figures: Starvation) -> StarvationRow:
+    buffer = figures.buffer
+    if buffer is None or not len(buffer.length):
+        return StarvationRow("buffer", np.zeros(0), (0.0, 1.0), "", MISSING, NOT_RECORDED)
+    low, high = float(buffer.length.min()), float(buffer.length.max())
+    beside = f"{number(int(low))}–{number(int(high))} groups" if low != high else f"= {number(int(low))} groups"
+    newest = _newest(buffer.length)
+    return StarvationRow(
+        "buffer", buffer.length, (0.0, max(high, 1.0)), beside, MISSING if newest is None else number(int(newest))
+    )
+
+
+def starvation_rows(figures: Starvation) -> tuple[StarvationRow, StarvationRow, StarvationRow]:
+    """See the module docstring."""
+    return _mfu_row(figures), _wait_row(figures), _buffer_row(figures)
+
+
+def has_any(figures: Starvation | None) -> bool:
+    """Whether the run writes any of the three figures (a run without telemetry shows no starvation rows)."""
+    if figures is None:
+        return False
+    buffer = figures.buffer is not None and len(figures.buffer.length) > 0
+    return figures.mfu is not None or bool(np.isfinite(figures.bubbles.wait_ratio).any()) or buffer
+
+
+def mfu_header(summary: MfuSummary | None) -> tuple[str, ...]:
+    """The header's MFU, longest form first (empty: no MFU logged)."""
+    if summary is None:
+        return ()
+    latest, mean = percent_fine(summary.latest), percent_fine(summary.mean)
+    forms = [f"MFU {latest} · mean {mean}", f"MFU {latest}"]
+    if summary.peak_tflops:
+        forms.insert(0, f"MFU {latest} · mean {mean} of {tflops(summary.peak_tflops)}")
+    return tuple(forms)
