@@ -30,7 +30,7 @@ class StarvationRow:
     name: str
     values: FloatArray
     scale: tuple[float, float]
-    """What the floor and the top of the line stand for."""
+    """What the floor and the top of the line stand for: 0 and the largest value."""
     beside: str
     """The range (or, for MFU, the mean against the peak)."""
     newest: str
@@ -43,13 +43,21 @@ def _newest(values: FloatArray) -> float | None:
     return float(finite[-1]) if len(finite) else None
 
 
+def _zero_to_top(values: FloatArray) -> tuple[float, float]:
+    """Bars rise from 0 to the largest value (miles' strip shades each step against the worst one)."""
+    finite = values[np.isfinite(values)]
+    return 0.0, max(float(finite.max()) if len(finite) else 0.0, 0.01)
+
+
 def _mfu_row(figures: Starvation) -> StarvationRow:
     summary = figures.mfu
     if summary is None:
         return StarvationRow("MFU", np.zeros(0), (0.0, 1.0), "", MISSING, "perf/actor_train_mfu not logged")
     peak = f" of {tflops(summary.peak_tflops)}" if summary.peak_tflops else ""
     beside = f"mean {percent_fine(summary.mean)}{peak}"
-    return StarvationRow("MFU", figures.mfu_steps, (0.0, 1.0), beside, percent_fine(summary.latest))
+    return StarvationRow(
+        "MFU", figures.mfu_steps, _zero_to_top(figures.mfu_steps), beside, percent_fine(summary.latest)
+    )
 
 
 def _wait_row(figures: Starvation) -> StarvationRow:
@@ -61,7 +69,7 @@ def _wait_row(figures: Starvation) -> StarvationRow:
     beside = trend_scale(float(finite.min()), float(finite.max()), True)
     if figures.bubbles.derived.any():
         beside += " (1−train/step)"
-    return StarvationRow("wait", ratio, (0.0, 1.0), beside, percent(_newest(ratio)))
+    return StarvationRow("wait", ratio, _zero_to_top(ratio), beside, percent(_newest(ratio)))
 
 
 def _buffer_row(figures: Starvation) -> StarvationRow:

@@ -36,7 +36,7 @@ from miles_tui.tui.widgets.virtual_table import VirtualTable
 NO_STEP = "no step yet: nothing to show"
 """What O and c say on a run (or folder) with no step."""
 
-STARVATION_TITLE = "starvation (wait: share of each step training waited for data; buffer: groups queued)"
+STARVATION_TITLE = "starvation (bars 0–max; wait: share of each step spent waiting for data; buffer: groups queued)"
 
 NARROW_WIDTH = 110
 """Below this many columns the advisories move under the step list."""
