@@ -292,7 +292,7 @@ SCENES = (
         "compute",
         "live_streams",
         ("u", "~"),
-        shows=("last 15m · live", "· train_wait", "10.0.0.7:0", "phases", "memory"),
+        shows=("last 15m · live", "· train_wait", "10.0.0.7:0", "phases", "memory", "wait/step", "61% worst of 18"),
     ),
     Scene(
         "compute_panned",

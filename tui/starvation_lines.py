@@ -1,11 +1,15 @@
-"""The starvation rows of the overview (MFU, wait per step, data-buffer depth) and the header's MFU, as text.
+"""The starvation rows of the overview and the GPU view (MFU, wait per step, data-buffer depth) and the
+header's MFU, as text.
 
 Contract: :func:`starvation_rows` turns core's :class:`~miles_tui.core.analysis.starvation.Starvation`
 into three rows, each a name, the values its line draws (one per rollout step, or per buffer report,
 oldest first; NaN: a gap), the scale the line is drawn on, the text beside the line (its range, or the
 MFU's mean and peak) and its newest value; a figure the run does not write is a row with a ``note``
-saying so and no line. :func:`mfu_header` gives the header's MFU texts, longest first: the header shows
-the first that fits and none when none does (a number is never cut). Pure: no widget, no clock.
+saying so and no line. :func:`starvation_heat_rows` gives the GPU view's two rows over its window's
+bins (the worst wait of the steps that ended in each bin, shaded against the window's worst as miles'
+strip is; the deepest buffer report in it). :func:`mfu_header` gives the header's MFU texts, longest
+first: the header shows the first that fits and none when none does (a number is never cut). Pure: no
+widget, no clock.
 """
 
 from __future__ import annotations
@@ -13,11 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from rich.text import Text
 
-from miles_tui.core.analysis.starvation import Starvation
+from miles_tui.core.analysis.starvation import Starvation, binned_starvation
 from miles_tui.core.analysis.stream_advisories import MfuSummary
+from miles_tui.core.telemetry import TimeBins
 from miles_tui.tui.formatting import MISSING, number, percent, percent_fine, tflops, trend_scale
 from miles_tui.tui.renderers.sparkline import FloatArray
+from miles_tui.tui.widgets.heat_rows import HeatRow
 
 NOT_RECORDED = "not recorded by this run"
 """What the buffer row says when the run wrote no data_buffer.jsonl."""
@@ -106,3 +113,25 @@ def mfu_header(summary: MfuSummary | None) -> tuple[str, ...]:
     if summary.peak_tflops:
         forms.insert(0, f"MFU {latest} · mean {mean} of {tflops(summary.peak_tflops)}")
     return tuple(forms)
+
+
+def starvation_heat_rows(figures: Starvation | None, bins: TimeBins) -> list[HeatRow]:
+    """``wait/step`` and ``buffer`` over the window (none on a run that writes neither)."""
+    if figures is None or not has_any(figures):
+        return []
+    binned = binned_starvation(figures, bins)
+    finite = binned.wait[np.isfinite(binned.wait)]
+    top = max(float(finite.max()), 0.01) if len(finite) else 1.0
+    if len(finite):
+        wait_note = f"{percent(float(finite.max()))} worst of {binned.steps}"
+        wait = HeatRow(("starve", "wait"), Text("wait/step"), binned.wait, Text(wait_note, style="dim"), top)
+    else:
+        wait = HeatRow(("starve", "wait"), Text("wait/step"), text=Text("no step ended in this window", style="dim"))
+    if binned.buffer is None:
+        return [wait, HeatRow(("starve", "buffer"), Text("buffer"), text=Text(NOT_RECORDED, style="dim"))]
+    depth = binned.buffer[np.isfinite(binned.buffer)]
+    if not len(depth):
+        return [wait, HeatRow(("starve", "buffer"), Text("buffer"), text=Text("no report in this window", style="dim"))]
+    low, high = int(depth.min()), int(depth.max())
+    note = Text(f"{number(low)}–{number(high)} groups", style="dim")
+    return [wait, HeatRow(("starve", "buffer"), Text("buffer"), binned.buffer, note, float(max(high, 1)))]

@@ -15,7 +15,9 @@ Contract:
 - :func:`starvation` joins both with the run's MFU (:func:`~.stream_advisories.run_mfu`, the same
   summary the ``low_mfu`` advisory reads: latest and mean without the warm-up step, against the peak
   TFLOP/s miles logs) and its MFU per step.
-- ``since``/``until`` keep the points whose time is in that window. Pure: values in, frozen values out.
+- ``since``/``until`` keep the points whose time is in that window; :func:`binned_starvation` puts the
+  wait per step and the buffer depth on a window's time bins (the largest of each bin), reading only
+  what is already in memory. Pure: values in, frozen values out.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core.analysis.stream_advisories import MFU_KEY, MFU_PEAK_KEY, MfuSummary, run_mfu
-from miles_tui.core.telemetry import MetricStore, StreamRecord
+from miles_tui.core.telemetry import MetricStore, StreamRecord, TimeBins
 from miles_tui.core.telemetry.stream_records import Snapshot
 
 FloatArray = npt.NDArray[np.float64]
@@ -155,3 +157,30 @@ def mfu_steps(store: MetricStore) -> FloatArray:
 def starvation(store: MetricStore, buffer_records: Iterable[StreamRecord], args: Mapping[str, Any]) -> Starvation:
     """The whole run's starvation figures (see the module docstring)."""
     return Starvation(run_mfu(store, args), mfu_steps(store), step_bubbles(store), buffer_depth(buffer_records))
+
+
+@dataclass(frozen=True, eq=False)
+class BinnedStarvation:
+    """The wait per step and the buffer depth over one time window's bins (the GPU view's rows)."""
+
+    wait: FloatArray
+    """Per bin: the largest wait ratio among the steps logged in it (NaN: no step ended there)."""
+    steps: int
+    """Steps with a wait ratio in the window."""
+    buffer: FloatArray | None
+    """Per bin: the deepest buffer report in it (NaN: none); None: the run writes no data_buffer.jsonl."""
+
+
+def binned_starvation(figures: Starvation, bins: TimeBins) -> BinnedStarvation:
+    """Each step's wait ratio at its record's time and each buffer report at its ts, over ``bins``."""
+    bubbles = figures.bubbles
+    where = bins.index(bubbles.ts)
+    hit = (where >= 0) & np.isfinite(bubbles.wait_ratio)
+    wait = np.full(bins.count, np.nan)
+    np.fmax.at(wait, where[hit], bubbles.wait_ratio[hit])
+    buffer = None
+    if figures.buffer is not None:
+        buffer = np.full(bins.count, np.nan)
+        at = bins.index(figures.buffer.ts)
+        np.fmax.at(buffer, at[at >= 0], figures.buffer.length[at >= 0])
+    return BinnedStarvation(wait, int(hit.sum()), buffer)

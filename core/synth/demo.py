@@ -68,10 +68,10 @@ def _hour(ts: float) -> str:
 
 def _pace(config: DemoConfig, rid: int) -> tuple[float, int]:
     """Step ``rid``'s extra rollout time (a fraction of the step) and the groups left in the data buffer when its
-    rollout began: about one step in four finds the buffer empty and generates everything, so training waits
-    longer. Drawn from a generator of their own, so the step's content does not depend on them."""
+    rollout began: every fourth step (2, 6, 10, ...) finds the buffer empty and generates everything, so training
+    waits longer. Drawn from a generator of their own, so the step's content does not depend on them."""
     pace = np.random.default_rng([config.seed, rid, 27])
-    if pace.uniform() < 0.25:
+    if rid % 4 == 2:
         return float(pace.uniform(0.1, 0.25)), 0
     return 0.0, int(pace.integers(2, 7))
 

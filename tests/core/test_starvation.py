@@ -13,11 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from miles_tui.core.analysis.starvation import buffer_depth, starvation, step_bubbles
+from miles_tui.core.analysis.starvation import binned_starvation, buffer_depth, starvation, step_bubbles
 from miles_tui.core.synth.demo import write_demo_step
 from miles_tui.core.synth.demo_batch import DemoConfig
 from miles_tui.core.telemetry import DashboardReader, MetricStore
 from miles_tui.core.telemetry.stream_records import decode_snapshot
+from miles_tui.core.telemetry.time_bins import time_bins
 from tests.conftest import EPOCH
 
 GOLDEN_TRUTH = Path(__file__).resolve().parents[1] / "golden" / "live_streams.truth.json"
@@ -144,3 +145,22 @@ def test_the_demo_writes_miles_perf_figures_and_the_data_buffer(tmp_path: Path) 
     starved = bubbles.wait_ratio > np.median(bubbles.wait_ratio)
     assert (buffer.length[starved] == 0).all()  # a step that waited longer found the buffer empty
     assert figures.mfu is not None and figures.mfu.peak_tflops == 989.0
+
+
+def test_binned_starvation_keeps_the_worst_step_and_the_deepest_report_of_each_bin() -> None:
+    store = _store(
+        [
+            _perf(0, **{"perf/wait_time_ratio": 0.2}),  # ts 100
+            _perf(1, **{"perf/wait_time_ratio": 0.6}),  # ts 101: same bin as step 0
+            _perf(5, **{"perf/wait_time_ratio": 0.4}),  # ts 105
+            _perf(30, **{"perf/wait_time_ratio": 0.9}),  # ts 130: outside the window
+        ]
+    )
+    records = [decode_snapshot({"ts": t, "length": n}) for t, n in ((100.5, 3), (101.0, 5), (107.0, 0))]
+    figures = starvation(store, records, {})
+    binned = binned_starvation(figures, time_bins(100.0, 110.0, 5))
+    np.testing.assert_allclose(binned.wait, [0.6, np.nan, 0.4, np.nan, np.nan])
+    assert binned.steps == 3
+    assert binned.buffer is not None
+    np.testing.assert_allclose(binned.buffer, [5, np.nan, np.nan, 0, np.nan])
+    assert binned_starvation(starvation(store, [], {}), time_bins(100.0, 110.0, 5)).buffer is None

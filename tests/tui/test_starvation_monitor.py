@@ -95,3 +95,26 @@ async def test_a_malformed_buffer_record_is_skipped(tmp_path: Path) -> None:
         figures = app.model.starvation
         assert figures is not None and figures.buffer is not None
         assert figures.buffer.skipped == 1 and len(figures.buffer.length) == 2
+
+
+async def test_gpu_view_rows_put_the_wait_and_the_buffer_on_the_window(
+    golden_copy: Callable[[str], Path], demo_run: Path
+) -> None:
+    app = frozen_app(golden_copy("live_streams"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        text = screen_text(app)
+        wait = next(line for line in text.splitlines() if line.startswith(" wait/step"))
+        assert wait.rstrip().endswith("61% worst of 18")  # 18 steps ended in the last 15 minutes
+        assert " buffer         not recorded by this run" in text
+    app = frozen_app(demo_run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        assert app.model.starvation is not None and app.model.starvation.buffer is not None
+        lengths = app.model.starvation.buffer.length
+        buffer = next(line for line in screen_text(app).splitlines() if line.startswith(" buffer"))
+        assert buffer.rstrip().endswith(f"{int(lengths.min())}–{int(lengths.max())} groups")
