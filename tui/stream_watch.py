@@ -5,7 +5,8 @@ hold up step reads). The rules read every record held, so they run again at
 once when a stream had a problem or the attempt changed, at most every
 :data:`STREAM_ADVISORY_MIN_SECONDS` while records arrive, and every
 :data:`STREAM_ADVISORY_SECONDS` otherwise (the rules about time: a stalled
-phase, a run gone quiet): a quiet poll of a long run costs a few stat calls.
+phase, a run gone quiet): a quiet poll of a long run costs a few stat calls. The starvation figures
+(MFU, wait per step, data-buffer depth) are computed again only by a poll that brings one of their inputs.
 """
 
 from __future__ import annotations

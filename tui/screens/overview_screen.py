@@ -1,4 +1,4 @@
-"""The overview: which step, is it healthy. Step list with headline figures, trends, advisories."""
+"""The overview: which step, is it healthy. Step list with headline figures, trends, starvation, advisories."""
 
 from __future__ import annotations
 
