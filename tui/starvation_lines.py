@@ -22,7 +22,7 @@ from rich.text import Text
 from miles_tui.core.analysis.starvation import Starvation, binned_starvation
 from miles_tui.core.analysis.stream_advisories import MfuSummary
 from miles_tui.core.telemetry import TimeBins
-from miles_tui.tui.formatting import MISSING, number, percent, percent_fine, tflops, trend_scale
+from miles_tui.tui.formatting import MISSING, number_within, percent, percent_fine, tflops, trend_scale
 from miles_tui.tui.renderers.sparkline import FloatArray
 from miles_tui.tui.widgets.heat_rows import HeatRow
 
@@ -84,11 +84,14 @@ def _buffer_row(figures: Starvation) -> StarvationRow:
     if buffer is None or not len(buffer.length):
         return StarvationRow("buffer", np.zeros(0), (0.0, 1.0), "", MISSING, NOT_RECORDED)
     low, high = float(buffer.length.min()), float(buffer.length.max())
-    beside = f"{number(int(low))}–{number(int(high))} groups" if low != high else f"= {number(int(low))} groups"
+    beside = f"{_count(low)}–{_count(high)} groups" if low != high else f"= {_count(low)} groups"
     newest = _newest(buffer.length)
-    return StarvationRow(
-        "buffer", buffer.length, (0.0, max(high, 1.0)), beside, MISSING if newest is None else number(int(newest))
-    )
+    return StarvationRow("buffer", buffer.length, (0.0, max(high, 1.0)), beside, _count(newest))
+
+
+def _count(value: float | None) -> str:
+    """A group count, exact up to 8 digits (a larger one in scientific notation, never cut)."""
+    return MISSING if value is None else number_within(int(value), 8)
 
 
 def starvation_rows(figures: Starvation) -> tuple[StarvationRow, StarvationRow, StarvationRow]:
@@ -132,6 +135,6 @@ def starvation_heat_rows(figures: Starvation | None, bins: TimeBins) -> list[Hea
     depth = binned.buffer[np.isfinite(binned.buffer)]
     if not len(depth):
         return [wait, HeatRow(("starve", "buffer"), Text("buffer"), text=Text("no report in this window", style="dim"))]
-    low, high = int(depth.min()), int(depth.max())
-    note = Text(f"{number(low)}–{number(high)} groups", style="dim")
+    low, high = float(depth.min()), float(depth.max())
+    note = Text(f"{_count(low)}–{_count(high)} groups", style="dim")
     return [wait, HeatRow(("starve", "buffer"), Text("buffer"), binned.buffer, note, float(max(high, 1)))]

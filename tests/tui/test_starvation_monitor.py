@@ -118,3 +118,21 @@ async def test_gpu_view_rows_put_the_wait_and_the_buffer_on_the_window(
         lengths = app.model.starvation.buffer.length
         buffer = next(line for line in screen_text(app).splitlines() if line.startswith(" buffer"))
         assert buffer.rstrip().endswith(f"{int(lengths.min())}–{int(lengths.max())} groups")
+
+
+async def test_huge_figures_are_shortened_never_cut(tmp_path: Path) -> None:
+    root = write_demo_run(tmp_path / "run", 2)
+    with (root / "dashboard" / "data_buffer.jsonl").open("a") as out:
+        out.write(json.dumps({"ts": 2e9, "length": 10**30}) + "\n")
+    with (root / "dashboard" / "metrics.jsonl").open("a") as out:
+        record = {"perf/actor_train_mfu": 1e12, "perf/mfu_peak_tflops": 989.0, "rollout/step": 2}
+        out.write(json.dumps({"ts": 2e9, "step_key": "rollout/step", "step": 2, "metrics": record}) + "\n")
+    app = frozen_app(root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        rows = app.screen.query_one(StarvationRows).texts()
+        assert rows[2].endswith("–1.00e30 groups 1.00e30"), rows[2]
+        latest = rows[0].split()[-1]
+        text = screen_text(app)
+        assert latest.endswith("%") and latest in text, "the MFU's newest value whole on screen"
+        assert "1.00e30 groups" in text

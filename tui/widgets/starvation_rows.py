@@ -28,7 +28,7 @@ class StarvationRows(Vertical):
     StarvationRows Label.starve-name { width: 10; }
     StarvationRows Label.starve-note { width: 1fr; color: $text-muted; }
     StarvationRows Label.starve-beside { color: $text-muted; text-align: right; padding: 0 0 0 1; }
-    StarvationRows Label.starve-value { width: 9; text-align: right; }
+    StarvationRows Label.starve-value { width: auto; min-width: 9; text-align: right; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
