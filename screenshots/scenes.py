@@ -254,7 +254,19 @@ def _found(pattern: str, text: str) -> bool:
 
 
 SCENES = (
-    Scene("overview", "demo", (), shows=("step kind", "5 train", "zero-std", "state", "zero-std", "staleness")),
+    Scene(
+        "overview",
+        "demo",
+        (),
+        shows=("step kind", "5 train", "zero-std", "state", "staleness", "MFU", "of 989 TFLOP/s", "wait", "groups"),
+    ),
+    Scene(  # the golden run's MFU is its truth's mfu_summary; it logs no wait ratio (derived) and no data buffer
+        "starvation",
+        "live_streams",
+        (),
+        shows=("mean 11.0% of 989 TFLOP/s", "11.6%", "57%–61% (1−train/step)", "buffer    not recorded by this run"),
+        wide=("MFU 11.6% · mean 11.0% of 989 TFLOP/s", "starvation (bars 0–max; wait: share of each step"),
+    ),
     Scene("step", "demo", ("enter", "~"), shows=("step 5 train", "24/24 samples", "sample", "status", "version")),
     Scene(
         "step_groups",
@@ -330,7 +342,7 @@ SCENES = (
         "compute",
         "live_streams",
         ("u", "~"),
-        shows=("last 15m · live", "· train_wait", "10.0.0.7:0", "phases", "memory"),
+        shows=("last 15m · live", "· train_wait", "10.0.0.7:0", "phases", "memory", "wait/step", "61% worst of 18"),
     ),
     Scene(
         "compute_panned",

@@ -372,6 +372,7 @@ class MilesApp(BaselineApp, FilteredDisplayApp):
             return
         self._stream_advisories = result.advisories
         self._stream_newest = result.delta.newest_write
+        self.model.starvation = result.starvation
         self._sources_reported.add("streams")
         self._take_health()
         if result.delta.meta is not self._meta_seen:

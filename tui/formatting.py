@@ -89,6 +89,16 @@ def percent(value: float | None) -> str:
     return MISSING if value is None else f"{value:.0%}"
 
 
+def percent_fine(value: float | None) -> str:
+    """A fraction as a percentage with one decimal (an MFU: ``11.6%``)."""
+    return MISSING if value is None or not math.isfinite(value) else f"{value:.1%}"
+
+
+def tflops(value: float | None) -> str:
+    """A device peak in TFLOP/s (``989 TFLOP/s``)."""
+    return MISSING if value is None or not math.isfinite(value) else f"{value:g} TFLOP/s"
+
+
 def _unstable(char: str) -> bool:
     code = ord(char)
     return (

@@ -45,6 +45,9 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("‖ PAUSED", "tracking off (f): new steps land without moving the views"),
     ("✗ NOT A DUMP", "the folder has none of rollout_data/, train_data/, dashboard/"),
     ("track (f)", "move the views to each new step as it lands; f turns it off and on"),
+    ("MFU", "model FLOPs utilisation: actor train TFLOP/s over the device peak (mean: the steps after the first)"),
+    ("wait  wait/step", "share of a rollout step training waited for data (miles' perf/wait_time_ratio)"),
+    ("buffer", "groups queued in the rollout data buffer (data_buffer.jsonl), as miles reports them"),
     ("[CRIT] [WARN] [INFO]", "advisory levels; 'cleared at step N': an advisory that no longer holds"),
 )
 """(term as shown, meaning)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from miles_tui.core.analysis import Advisory, RunClock, RunHealth, RunState
 from miles_tui.core.analysis.advisory_log import AdvisoryLog
+from miles_tui.core.analysis.starvation import Starvation
 from miles_tui.core.dump import StepKey, StepSummary
 
 
@@ -50,6 +51,8 @@ class RunModel:
     """Following the run as it writes (False: ``--no-follow``, the run is read once)."""
     following: bool = True
     """The views move to the newest step as it appears (``f`` pauses)."""
+    starvation: Starvation | None = None
+    """MFU, wait per step and data-buffer depth as the last telemetry poll found them (None before one)."""
 
     @property
     def run_name(self) -> str:

@@ -5,7 +5,8 @@ hold up step reads). The rules read every record held, so they run again at
 once when a stream had a problem or the attempt changed, at most every
 :data:`STREAM_ADVISORY_MIN_SECONDS` while records arrive, and every
 :data:`STREAM_ADVISORY_SECONDS` otherwise (the rules about time: a stalled
-phase, a run gone quiet): a quiet poll of a long run costs a few stat calls.
+phase, a run gone quiet): a quiet poll of a long run costs a few stat calls. The starvation figures
+(MFU, wait per step, data-buffer depth) are computed again only by a poll that brings one of their inputs.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import os
 from dataclasses import dataclass
 
 from miles_tui.core.analysis import LOW_MFU, Advisory
+from miles_tui.core.analysis.starvation import KEYS as STARVATION_KEYS
+from miles_tui.core.analysis.starvation import Starvation, starvation
 from miles_tui.core.analysis.stream_advisories import stream_advisories
 from miles_tui.core.base.errors import StreamError
 from miles_tui.core.base.tail import StreamReset
@@ -49,6 +52,8 @@ class StreamPoll:
 
     delta: RunDelta
     advisories: tuple[Advisory, ...]
+    starvation: Starvation | None = None
+    """MFU, wait per step and data-buffer depth (the same object until a poll brings any of their inputs)."""
 
 
 class StreamWatch:
@@ -76,6 +81,8 @@ class StreamWatch:
         self._meta: object = None
         self._unseen = False
         """Records arrived that the telemetry rules have not read yet."""
+        self._starvation: Starvation | None = None
+        self._starvation_meta: object = None
 
     def poll_blocking(self, now: float) -> StreamPoll:
         """One telemetry poll and the telemetry advisories it implies (see the module docstring)."""
@@ -102,4 +109,15 @@ class StreamWatch:
             )
         else:
             self._unseen = fresh
-        return StreamPoll(delta, self._advisories)
+        return StreamPoll(delta, self._advisories, self._starving(delta))
+
+    def _starving(self, delta: RunDelta) -> Starvation:
+        """The starvation figures, computed again only when a poll brought one of their inputs."""
+        inputs = STARVATION_KEYS.intersection(delta.metric_keys) or "data_buffer" in delta.records
+        inputs = inputs or bool({"metrics", "data_buffer"}.intersection(delta.reset_streams))
+        if self._starvation is None or inputs or delta.meta is not self._starvation_meta:
+            self._starvation_meta = delta.meta
+            args = delta.meta.args if delta.meta is not None else {}
+            buffer = self.follower.dashboard.records("data_buffer")
+            self._starvation = starvation(self.follower.metrics, buffer, args)
+        return self._starvation

@@ -4,8 +4,8 @@
 :mod:`miles_tui.core.synth.writer`, so the files are exactly what miles writes: the rollout
 batch, every writing rank's CP-sliced train shard, a trajectory sidecar, an
 eval batch every ``eval_every`` steps, and the ``dashboard/`` telemetry
-(``meta.json``, ``metrics.jsonl``, hourly ``gpu_util/``, ``phases/`` and, from two
-sglang engines, ``engine_series/``).
+(``meta.json``, ``metrics.jsonl`` with miles' perf figures, ``data_buffer.jsonl``, hourly ``gpu_util/``,
+``phases/`` and, from two sglang engines, ``engine_series/``).
 Each step has what a monitor must show: zero-std groups, truncated samples at
 the response cap, multi-turn samples whose tool-output tokens are masked,
 chat prompts with ``tool`` messages, weight versions mixed across turns
@@ -66,6 +66,16 @@ def _hour(ts: float) -> str:
     return time.strftime("%Y%m%d_%H", time.gmtime(ts))
 
 
+def _pace(config: DemoConfig, rid: int) -> tuple[float, int]:
+    """Step ``rid``'s extra rollout time (a fraction of the step) and the groups left in the data buffer when its
+    rollout began: every fourth step (2, 6, 10, ...) finds the buffer empty and generates everything, so training
+    waits longer. Drawn from a generator of their own, so the step's content does not depend on them."""
+    pace = np.random.default_rng([config.seed, rid, 27])
+    if rid % 4 == 2:
+        return float(pace.uniform(0.1, 0.25)), 0
+    return 0.0, int(pace.integers(2, 7))
+
+
 def _telemetry(
     run_dir: Path, rid: int, config: DemoConfig, batch: DemoBatch, rng: np.random.Generator, now: float
 ) -> None:
@@ -73,7 +83,9 @@ def _telemetry(
     dash = run_dir / "dashboard"
     d = config.step_seconds
     t0 = now - d
-    rollout_end, train_start, train_end = t0 + 0.45 * d, t0 + 0.47 * d, t0 + 0.9 * d
+    starved, buffered = _pace(config, rid)
+    rollout_end = t0 + (0.45 + starved) * d
+    train_start, train_end = rollout_end + 0.02 * d, min(rollout_end + 0.45 * d, t0 + 0.95 * d)
     if not (dash / "meta.json").exists():
         args: dict[str, Any] = {
             "rollout_max_response_len": config.response_len_max,
@@ -107,7 +119,8 @@ def _telemetry(
         }),
         (now, "rollout/step", {
             "perf/actor_train_mfu": mfu, "perf/mfu_peak_tflops": 989.0,
-            "perf/step_time": d, "perf/train_time": train_end - train_start,
+            "perf/train_wait_time": train_start - t0, "perf/train_time": train_end - train_start,
+            "perf/step_time": train_end - t0, "perf/wait_time_ratio": (train_start - t0) / (train_end - t0),
         }),
     ]  # fmt: skip
     if config.eval_every and rid % config.eval_every == 0:
@@ -117,6 +130,7 @@ def _telemetry(
         for ts, key, values in metrics
     ]
     append_jsonl(dash / "metrics.jsonl", lines)
+    append_jsonl(dash / "data_buffer.jsonl", [{"ts": round(t0, 3), "length": buffered}])
     phases: list[dict[str, Any]] = [
         {"name": "rollout", "t0": t0, "t1": rollout_end, "node": "10.0.0.200", "gpus": [], "rank": -1,
          "role": "rollout_manager"},
@@ -128,7 +142,7 @@ def _telemetry(
         skew = round(0.05 * gpu, 3)
         where = {"node": node, "gpus": [gpu], "rank": coords.rank, "role": "train"}
         phases += [
-            {"name": "train_wait", "t0": rollout_end, "t1": train_start + skew, **where},
+            {"name": "train_wait", "t0": t0, "t1": train_start + skew, **where},
             {"name": "actor_train", "t0": train_start + skew, "t1": -1.0, **where},
             {"name": "actor_train", "t0": train_start + skew, "t1": train_end + skew, **where},
             {"name": "update_weights", "t0": train_end + skew, "t1": now, **where},

@@ -74,8 +74,10 @@ async def test_golden_lanes_and_phases(golden_copy: Callable[[str], Path]) -> No
         assert "███    ██" in lanes[1] and "peak 58.6G █=58.8G" in lanes[2], "training, then no phase"
         assert not any("DEAD" in line or "stale" in line for line in lanes)
         assert "58.6G" in lanes[0], "memory of the latest bin (60000 MB)"
-        phases = [key[2] for key in _rows(screen, "#phases")]  # type: ignore[index]
+        keys = _rows(screen, "#phases")
+        phases = [key[2] for key in keys if key[0] == "phase"]  # type: ignore[index]
         assert phases == ["rollout", "train_wait", "actor_train", "update_weights"]
+        assert keys[-2:] == [("starve", "wait"), ("starve", "buffer")], "the starvation rows under the phases"
         assert not screen.query_one("#fleet", HeatRows).display, "two GPUs need no fleet summary"
         axis = _lines(screen, "#axis")[0]
         assert "now╵" in axis and "-10m" in axis and "util" in axis
@@ -83,7 +85,7 @@ async def test_golden_lanes_and_phases(golden_copy: Callable[[str], Path]) -> No
         assert "last 15m · live · 11:25:27–11:40:27 UTC" in title
         assert "2 GPUs on 1 node" in title and "every 10s" in title
         legend = _lines(screen, "#phases")
-        assert [line.split()[:2] for line in legend if line.strip()] == [
+        assert [line.split()[:2] for line in legend if line.strip()][:4] == [
             ["▓", "rollout"],
             ["·", "train_wait"],
             ["█", "actor_train"],

@@ -149,7 +149,11 @@ async def test_the_header_and_the_gpu_lanes_drop_whole_words_never_part_of_a_num
             header = lines[0].strip()
             assert "○ QUIET" in header, f"{width}: {header!r}"
             assert re.search(r"since(?! \d{4}-\d\d-\d\d \d\d:\d\d UTC)", header) is None, f"{width}: {header!r}"
-            assert header.endswith(("QUIET", "UTC", "104d02h ago")), f"{width}: {header!r}"
+            status, mfu = re.fullmatch(
+                r"(.*?)(?:\s+(MFU [\d.]+%(?: · mean [\d.]+%)?(?: of [\d,]+ TFLOP/s)?))?", header
+            ).groups()
+            assert status.endswith(("QUIET", "UTC", "104d02h ago")), f"{width}: {header!r}"
+            assert mfu is None or status.endswith("104d02h ago"), f"{width}: the MFU shown before the age: {header!r}"
             for line in (line for line in lines if line.startswith(" 10.0.0.7:")):
                 words = line.split()
                 tail = [w for w in words if re.match(r"^\d+d", w)]  # the lane's age, if shown

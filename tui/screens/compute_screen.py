@@ -70,6 +70,7 @@ from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.recompute import Recompute
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.starvation_lines import starvation_heat_rows
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
 from miles_tui.tui.widgets.heat_rows import HeatRows
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -276,6 +277,7 @@ class ComputeScreen(MonitorScreen):
         labels += ["silent", "  phases", "  memory"] + [row.label.plain for row in engine_lines]
         label_width = min(max(len(s) for s in labels), 20 if self.size.width >= 120 else 14)
         phases = [phase_row(band, i) for i, band in enumerate(view.bands)]
+        phases += starvation_heat_rows(self.miles.model.starvation, grid.bins)
         fleet = self.query_one("#fleet", HeatRows)
         fleet.display = len(grid.lanes) > FLEET_LANES
         fleet_lines = fleet_rows(view.fleet) if fleet.display else []

@@ -1,4 +1,4 @@
-"""The overview: which step, is it healthy. Step list with headline figures, trends, advisories."""
+"""The overview: which step, is it healthy. Step list with headline figures, trends, starvation, advisories."""
 
 from __future__ import annotations
 
@@ -25,14 +25,18 @@ from miles_tui.tui.messages import (
 )
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.starvation_lines import has_any
 from miles_tui.tui.table_layout import Column
 from miles_tui.tui.widgets.advisory_list import AdvisoryList
 from miles_tui.tui.widgets.run_header import RunHeader
+from miles_tui.tui.widgets.starvation_rows import StarvationRows
 from miles_tui.tui.widgets.step_trends import StepTrends
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 
 NO_STEP = "no step yet: nothing to show"
 """What O and c say on a run (or folder) with no step."""
+
+STARVATION_TITLE = "starvation (bars 0–max; wait: share of each step spent waiting for data; buffer: groups queued)"
 
 NARROW_WIDTH = 110
 """Below this many columns the advisories move under the step list."""
@@ -140,6 +144,8 @@ class OverviewScreen(MonitorScreen):
                 )
                 yield StepTrends(id="trends")
                 yield Label("", id="baseline-deltas")
+                yield Label(STARVATION_TITLE, id="starvation-title")
+                yield StarvationRows(id="starvation")
             with Vertical(id="advisory-pane"):
                 yield Label("advisories", id="advisory-title")
                 yield AdvisoryList(id="advisories")
@@ -206,6 +212,7 @@ class OverviewScreen(MonitorScreen):
         elif not rows:
             table.placeholder = self._no_steps_text()
         self._refresh_trends()
+        self._show_starvation(model)
         self._show_advisories(model.advisory_log)
         self._show_badge()
         self._show_baselines()
@@ -272,8 +279,18 @@ class OverviewScreen(MonitorScreen):
             self._refresh_trends()
             self._show_baselines()
 
+    def _show_starvation(self, model: RunModel) -> None:
+        """MFU, the wait strip and the buffer depth; hidden on a run that writes none of them."""
+        shown = has_any(model.starvation)
+        self.query_one("#starvation-title", Label).set_class(not shown, "absent")
+        rows = self.query_one(StarvationRows)
+        rows.set_class(not shown, "absent")
+        if shown and model.starvation is not None:
+            rows.show(model.starvation)
+
     def _run_changed(self, model: RunModel) -> None:
-        """The run model was published: show its advisories if they changed."""
+        """The run model was published: show its advisories and starvation figures if they changed."""
+        self._show_starvation(model)
         if model.advisory_log is not self._advisories_shown:
             self._show_advisories(model.advisory_log)
         offered = (tuple(self.miles.navigation.views_with_data().items()), bool(model.steps()))

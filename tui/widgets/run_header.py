@@ -1,4 +1,4 @@
-"""The one-line run header: name, latest step, the run's state on its one clock, data age, new-step badge.
+"""The one-line run header: name, latest step, the run's state on its one clock, data age, new-step badge, MFU.
 
 The state comes from core (``RunModel.clock``, judged by ``analysis.run_state`` on the
 newest record's own timestamp, file times only where no record has one), so the header,
@@ -8,7 +8,9 @@ reached its last step, ``✗ NOT A DUMP`` for a folder that is not one (never LI
 
 It keeps itself current: on mount it subscribes to the app's ``run_changed``
 signal (published with the run model after every poll and follow toggle), so
-no screen refreshes it. It redraws only when its text changes: the data age is kept as the text it
+no screen refreshes it. The run's MFU sits at the right end in the longest form that fits after
+everything else (latest · mean of the peak, latest · mean, latest), or not at all: the status is never
+cut for it. It redraws only when its text changes: the data age is kept as the text it
 shows ("3m12s"), so a poll that moves the age by less than the unit shown
 draws nothing.
 """
@@ -25,6 +27,7 @@ from miles_tui.core.analysis import RunState
 from miles_tui.core.base.inert_text import inert
 from miles_tui.tui.formatting import date_time, duration
 from miles_tui.tui.run_model import RunModel
+from miles_tui.tui.starvation_lines import mfu_header
 
 if TYPE_CHECKING:
     from miles_tui.tui.monitor_app import MonitorApp
@@ -83,12 +86,26 @@ class RunHeader(Widget):
     context: reactive[str] = reactive("")
     backlog: reactive[int] = reactive(0)
     """Steps still to summarize (a long run back-filling)."""
+    mfu: reactive[tuple[str, ...]] = reactive(())
+    """The run's MFU, longest form first: the first that fits is shown at the right end, none when none fits."""
 
     _pending: RunModel | None = None
     """The newest figures that came while its screen was under another (see :meth:`show_run`)."""
 
     def render(self) -> Text:
-        return fit_pieces(self.pieces(), self.content_size.width)
+        pieces = self.pieces()
+        text = fit_pieces(pieces, self.content_size.width)
+        whole = sum(piece.cell_len for piece, _ in pieces)
+        return self._with_mfu(text) if text.cell_len >= whole else text  # the MFU gives way before any status piece
+
+    def _with_mfu(self, text: Text) -> Text:
+        """The MFU at the right end in the longest form that fits after the status (never cut, else left out)."""
+        room = self.content_size.width - text.cell_len - 2
+        form = next((f for f in self.mfu if len(f) <= room), None)
+        if form is not None:
+            text.append(" " * (room - len(form) + 2))
+            text.append(form, style="bold")
+        return text
 
     def pieces(self) -> list[tuple[Text, int]]:
         """The header's pieces, left to right, each with how soon it gives way to a narrow pane (0: last)."""
@@ -167,3 +184,4 @@ class RunHeader(Widget):
         self.last_data = date_time(model.clock.last_data) if model.clock is not None else ""
         self.backlog = model.backlog
         self.following = model.following
+        self.mfu = mfu_header(model.starvation.mfu if model.starvation is not None else None)
