@@ -260,9 +260,9 @@ def _column(ts: float, start: float, step: float, width: int) -> int:
 def lane_cells(lane: SampleLane, start: float, end: float, width: int, consumed: float | None = None) -> bytes:
     """The lane on ``width`` columns of [start, end]: one state byte per column (:data:`GENERATING` ...).
 
-    A span with no start begins at ``start``, one with no end ends at ``end``; a span wholly outside the axis
-    paints nothing. After the last attempt ended the sample waits (:data:`WAITING`) until ``consumed`` (or
-    the axis' end when not known)."""
+    A span covers the columns its [start, end) overlaps, at least one; a span with no start begins at
+    ``start``, one with no end ends at ``end``; a span wholly outside the axis paints nothing. After the last
+    attempt ended the sample waits (:data:`WAITING`) until ``consumed`` (or the axis' end when not known)."""
     if width <= 0:
         return b""
     cells = bytearray(width)
@@ -274,7 +274,8 @@ def lane_cells(lane: SampleLane, start: float, end: float, width: int, consumed:
         a, b = (start if t0 is None else t0), (end if t1 is None else t1)
         if b < start or a > end or b < a:
             return
-        first, last = _column(a, start, step, width), _column(b, start, step, width)
+        first = _column(a, start, step, width)
+        last = max(first, min(width, math.ceil((b - start) / step)) - 1)
         cells[first : last + 1] = bytes((state,)) * (last - first + 1)
 
     finished = lane.finished

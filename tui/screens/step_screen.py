@@ -71,6 +71,7 @@ class StepScreen(MonitorScreen):
         Binding("O", "outliers", "Outliers", show=False),
         Binding("c", "compare", "Compare", show=False),
         Binding("p", "scatter", "Scatter", show=False),
+        Binding("a", "anatomy", "Batch anatomy", show=False),
         Binding("y", "copy_row", "Copy row", show=False),
         Binding("ctrl+s", "save_csv", "Save CSV", show=False),
     ]
@@ -409,6 +410,12 @@ class StepScreen(MonitorScreen):
         from miles_tui.tui.screens.scatter_screen import ScatterScreen
 
         self.app.push_screen(ScatterScreen(self.rollout_id, self.evaluation))
+
+    def action_anatomy(self) -> None:
+        """This step's samples as lifecycle lanes (queued, generating, tool calls, consumed)."""
+        from miles_tui.tui.screens.anatomy_screen import AnatomyScreen
+
+        self.app.push_screen(AnatomyScreen(self.rollout_id, self.evaluation))
 
     def action_compare(self) -> None:
         """Compare this step (B) with the previous visible one (A), on the sample under the cursor."""
