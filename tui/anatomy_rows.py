@@ -86,8 +86,8 @@ def axis_label(start: float, end: float, width: int) -> str:
     if width <= 0 or not end > start:
         return ""
     span = end - start
-    tick = next((s for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200) if span / s <= width / 9), None)
-    tick = tick or span
+    rounds = (1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0)
+    tick = next((s for s in rounds if span / s <= width / 9), span)
     line = [" "] * width
     t = 0.0
     while t <= span:
