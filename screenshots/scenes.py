@@ -288,6 +288,12 @@ SCENES = (
         ("u", "~", "minus", "~", "left", "~"),
         shows=("30m · PANNED, ends 15m00s ago", "DEAD: 10.1.0.4", "median", "10.1.0.4:0", "phases", "memory"),
     ),
+    Scene(  # the samples in flight under the phases: generating while the rollout runs, none while it trains
+        "compute_trajectories",
+        "demo",
+        ("u", "~"),
+        shows=("▓ rollout", "█ generating", "▒ tool call", "░ queued", "samples, peak"),
+    ),
     Scene("engines", "live_engines", ("E", "~"), shows=("Engines · last 15m", "aborted"), wide=("2 engines",)),
     Scene("engines_dp", "engines_dp", ("E", "~"), shows=("Engines · last 15m", "↺1"), wide=("4 DP ranks", "dp0")),
     Scene(

@@ -106,6 +106,37 @@ async def test_a_run_without_events_says_so_on_the_anatomy_and_the_sample(golden
         assert f"lifecycle: {NO_TRAJECTORY}" in screen_text(app)
 
 
+async def test_the_gpu_view_draws_samples_in_flight_while_the_rollout_runs(demo_run: Path) -> None:
+    from miles_tui.tui.screens.compute_screen import ComputeScreen
+
+    app = frozen_app(demo_run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ComputeScreen) and screen.flight is not None and screen.view is not None
+        flight = screen.flight
+        assert flight.samples == 4 * 16  # every sample of the demo's four steps
+        assert flight.generating.max() > 0 and flight.tools.max() > 0
+        bins = screen.view.grid.bins
+        assert (flight.bins.since, flight.bins.count) == (bins.since, bins.count)
+        text = screen_text(app)
+        assert "█ generating" in text and "▒ tool call" in text and "░ queued" in text and "samples, peak" in text
+
+
+async def test_the_gpu_view_has_no_trajectory_rows_without_events(golden_copy: object) -> None:
+    from miles_tui.tui.screens.compute_screen import ComputeScreen
+
+    app = frozen_app(golden_copy("live_streams"))  # type: ignore[operator]
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        assert isinstance(app.screen, ComputeScreen) and app.screen.flight is None
+        assert "generating" not in screen_text(app)
+
+
 # -- the text rows ---------------------------------------------------------------------------------------
 
 

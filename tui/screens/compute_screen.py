@@ -28,6 +28,7 @@ from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis import FLEET_LANES, ComputeView, LaneSelection, nodes_of, sampling_interval, select_lanes
 from miles_tui.core.analysis.compute_view import compute_view
+from miles_tui.core.analysis.trajectory_flight import InFlight, samples_in_flight
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import (
     PAN_FRACTION,
@@ -59,6 +60,7 @@ from miles_tui.tui.compute_rows import (
     title,
     window_name,
 )
+from miles_tui.tui.flight_rows import flight_rows
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
@@ -82,7 +84,7 @@ CELLS_REFRESH_SECONDS: Final = 60.0
 """A view drawn from summaries (a bin of a minute or more) is recomputed at most this often, new samples or
 not: a live run's newest hour grows every second, and a whole-run view needs no redraw per sample."""
 
-LIVE_STREAMS: Final = frozenset({"gpu_util", "phases"})
+LIVE_STREAMS: Final = frozenset({"gpu_util", "phases", "trajectories"})
 
 
 class ComputeScreen(MonitorScreen):
@@ -125,6 +127,8 @@ class ComputeScreen(MonitorScreen):
         self._computing = False
         self._again = False
         self._binned_width = -1
+        self.flight: InFlight | None = None
+        """Samples in flight per bin of the view (None: the run recorded no trajectory events)."""
         """The lanes' strip width the last computation binned for."""
 
     def compose(self) -> ComposeResult:
@@ -178,10 +182,11 @@ class ComputeScreen(MonitorScreen):
             else:
                 spans, time = self.columns.phase_spans(since, until, open_phases), None
             view = compute_view(samples, spans, bins, now=now, frame=shown, interval=interval, time=time)
+            flight = samples_in_flight(follower.dashboard, view.grid.bins, now)
         except Exception as err:  # telemetry problems never take the screen down
             self.app.call_from_thread(self._failed, generation, str(err))
             return
-        self.app.call_from_thread(self._show, generation, view)
+        self.app.call_from_thread(self._show, generation, view, flight)
 
     def _samples(
         self, since: float, until: float, width: int, newest: float | None
@@ -216,11 +221,12 @@ class ComputeScreen(MonitorScreen):
         failed = Text(f"Compute · cannot read telemetry: {inert(message)}", "red")
         self.query_one("#compute-title", Label).update(failed)
 
-    def _show(self, generation: int, view: ComputeView) -> None:
+    def _show(self, generation: int, view: ComputeView, flight: InFlight | None = None) -> None:
         self._done()
         if generation != self._generation or not self.is_attached:
             return
         self.view = view
+        self.flight = flight
         if self.selection is None and view.grid.lanes:
             many = len(view.grid.lanes) > FLEET_LANES
             self.selection = LaneSelection("worst" if many else "all", count=WORST_COUNT)
@@ -262,7 +268,7 @@ class ComputeScreen(MonitorScreen):
         labels = [lane_label(grid.lanes[i]) for i in self.shown] + [f"█ {inert(b.name)}" for b in view.bands]
         labels += ["silent", "  phases", "  memory"]
         label_width = min(max(len(s) for s in labels), 20 if self.size.width >= 120 else 14)
-        phases = [phase_row(band, i) for i, band in enumerate(view.bands)]
+        phases = [phase_row(band, i) for i, band in enumerate(view.bands)] + flight_rows(self.flight)
         fleet = self.query_one("#fleet", HeatRows)
         fleet.display = len(grid.lanes) > FLEET_LANES
         fleet_lines = fleet_rows(view.fleet) if fleet.display else []
