@@ -295,3 +295,45 @@ def test_the_demo_writes_miles_event_lines() -> None:
     assert (lane_totals(lanes[6]).turns, lane_totals(lanes[6]).tool_calls) == (3, 2)
     assert lanes[6].status == "truncated" and all(0.0 <= e["ts"] <= 10.0 for e in events)
     assert np.all(np.diff([e["ts"] for e in events]) >= 0)
+
+
+def test_a_hostile_stream_file_reads_to_inert_bounded_lanes(tmp_path: Path) -> None:
+    """Lines of a ``dashboard/trajectories/`` file a hostile writer could make: each is skipped, cut or read."""
+    import json
+
+    from miles_tui.tui.anatomy_rows import anatomy_row, sample_lane_lines
+
+    root = tmp_path / "run"
+    stream = root / "dashboard" / "trajectories"
+    stream.mkdir(parents=True)
+    good = [
+        {"ts": 1.0, "kind": "attempt_start", "sample_index": 1, "group_index": 0, "turn": -1,
+         "weight_version": "", "detail": ""},
+        {"ts": 2.0, "kind": "gen_start", "sample_index": 1, "group_index": 0, "turn": -1,
+         "weight_version": "", "detail": ""},
+        {"ts": 3.0, "kind": "attempt_end", "sample_index": 1, "group_index": 0, "turn": -1,
+         "weight_version": "\x1b[2J" * 50, "detail": "\x1b]52;c;cHduZWQ=\x07\u202edone" + "x" * 100_000},
+    ]  # fmt: skip
+    hostile = [
+        '{"ts": NaN, "kind": "gen_start", "sample_index": 1}',
+        '{"ts": 1e308, "kind": ["gen_start"], "sample_index": 1}',
+        '{"ts": 2.5, "kind": "gen_end", "sample_index": 1e400}',
+        '{"ts": 2.5, "kind": "tool_start", "sample_index": {"a": 1}, "turn": "x"}',
+        '{"ts": 2.5, "kind": "tool_start", "sample_index": 1, "turn": [[[[1]]]], "detail": {"deep": [1, 2]}}',
+        "[1, 2, 3]",
+        "not json",
+    ]
+    lines = [json.dumps(r) for r in good] + hostile
+    (stream / "20260528_20.jsonl").write_text("\n".join(lines) + "\n")
+    follower = RunFollower(RunDir(root), follow_steps=False, streams=("trajectories",))
+    follower.poll(time.time())
+    events = follower.dashboard.records("trajectories")
+    rows = [replace(BASE, sample_index=1), replace(BASE, sample_index=2)]
+    anatomy = batch_anatomy(0, events, rows, None)
+    lane = anatomy.rows[0].lane
+    assert lane is not None and lane.sample_index == 1
+    assert len(lane.status) == MAX_SHORT_TEXT and all(len(s.weight_version) <= MAX_SHORT_TEXT for s in lane.segments)
+    drawn = [cell.plain for cell in anatomy_row(anatomy.rows[0], anatomy, 40).cells]
+    drawn += [line.plain for line in sample_lane_lines(lane, None, 0, 60)]
+    for text in drawn:
+        assert not any(ch in text for ch in "\x1b\x07\u202e"), text
