@@ -35,6 +35,11 @@ def _commands(app: MilesApp) -> list[tuple[str, str, Callable[[], object]]]:
         ("Metrics", "every dashboard series as charts (m)", app.action_metrics),
         ("GPUs", "utilisation, memory and phases per GPU (u)", app.action_compute),
         ("Scatter", "reward vs response length of the step in view (p on a step)", app.show_scatter),
+        (
+            "Batch anatomy",
+            "each sample's lifecycle in the step in view: queued, generating, tool calls, consumed (a on a step)",
+            app.show_anatomy,
+        ),
         ("Outliers", "tokens and samples that stand out in the step in view (O)", app.show_outliers),
         ("Compare", "the step in view against the previous one (c)", app.show_compare),
         ("Advisories", "what needs attention, on the overview (a)", app.show_advisories),

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 VIEW_MODULES: Final = tuple(
     f"miles_tui.tui.screens.{name}"
     for name in ("metrics_screen", "step_screen", "compute_screen", "sample_screen", "engines_screen",
-                 "outlier_screen", "scatter_screen", "compare_screen")
+                 "outlier_screen", "scatter_screen", "compare_screen", "anatomy_screen")
 )  # fmt: skip
 """The screens a key opens, in the order :meth:`Navigation.preload_views` imports them."""
 
@@ -171,6 +171,14 @@ class Navigation(App[None]):
             self.notify("no step yet: nothing to plot", timeout=3)
             return
         self.push_screen(ScatterScreen(*key))
+
+    def show_anatomy(self) -> None:
+        from miles_tui.tui.screens.anatomy_screen import AnatomyScreen
+
+        if (key := self.context_step()) is None:
+            self.notify("no step yet: no batch to draw", timeout=3)
+            return
+        self.push_screen(AnatomyScreen(*key))
 
     def show_compare(
         self, rollout_id: int | None = None, evaluation: bool = False, baseline: str | None = None

@@ -72,6 +72,17 @@ async def test_a_on_a_step_draws_every_sample_and_enter_opens_the_one_under_the_
         assert isinstance(app.screen, AnatomyScreen)
 
 
+async def test_the_palette_opens_the_anatomy_of_the_step_in_view(demo_run: Path) -> None:
+    from tests.tui.test_palette import _run_command
+
+    app = frozen_app(demo_run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await _run_command(pilot, "batch anatomy")
+        assert isinstance(app.screen, AnatomyScreen)
+        assert app.screen.rollout_id == app.model.latest and not app.screen.evaluation
+
+
 async def test_the_key_is_in_the_steps_help(demo_run: Path) -> None:
     app = frozen_app(demo_run)
     async with app.run_test(size=(160, 48)) as pilot:
