@@ -82,8 +82,9 @@ def mean_count(spans: Sequence[tuple[float, float]], bins: TimeBins) -> FloatArr
     times, steps = times[order], steps[order]
     counts = np.cumsum(steps)  # spans open on [times[k], times[k+1])
     integral = np.concatenate([[0.0], np.cumsum(counts[:-1] * np.diff(times))])  # at times[k]
-    covered = np.interp(edges, times, integral, left=0.0, right=float(integral[-1]))
-    return np.diff(covered) / bins.width
+    covered: FloatArray = np.interp(edges, times, integral, left=0.0, right=float(integral[-1]))
+    means: FloatArray = np.diff(covered) / bins.width
+    return means
 
 
 def in_flight(events: Iterable[Any], bins: TimeBins, now: float) -> InFlight:
