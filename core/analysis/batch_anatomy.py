@@ -5,8 +5,8 @@ The consume anchor is miles' too: the time of the ``rollout/step`` metrics recor
 ``perf/step_time`` (the last one, when a resumed run logged it twice); without one, the newest event read.
 Events are read from :data:`LOOKBACK_SECONDS` before the anchor (miles scans one viewport, 4 h). The axis
 runs from the earliest event of the step's samples to the anchor. A sample with no event is listed with no
-lane ("no trajectory recorded"); the dump's rows add what the events do not carry (reward, turns, tool
-calls). Sorting is by a named key (:data:`SORTS`), ties by submit order.
+lane ("no trajectory recorded"); the dump's rows add what the events do not carry (the reward; the turns
+and tool calls of a sample without a lane). Sorting is by a named key (:data:`SORTS`), ties by submit order.
 """
 
 from __future__ import annotations
@@ -41,17 +41,18 @@ class AnatomyRow:
 
     @property
     def turns(self) -> int | None:
-        """Generation turns: the dump's count, else the lane's."""
-        if self.row is not None:
-            return self.row.turns
-        return None if self.lane is None else lane_totals(self.lane).turns
+        """Generation turns: the lane's generation spans (what its lane draws), else the dump's count."""
+        if self.lane is not None:
+            return lane_totals(self.lane).turns
+        return None if self.row is None else self.row.turns
 
     @property
     def tool_calls(self) -> int | None:
-        """Tool calls: the dump's count, else the lane's tool spans."""
-        if self.row is not None and self.row.tool_calls is not None:
-            return self.row.tool_calls
-        return None if self.lane is None else lane_totals(self.lane).tool_calls
+        """Tool calls: the lane's tool spans (what its lane draws), else the dump's count (the prompt's tool
+        messages, which an agent's calls between chat turns need not match)."""
+        if self.lane is not None:
+            return lane_totals(self.lane).tool_calls
+        return None if self.row is None else self.row.tool_calls
 
     @property
     def reward(self) -> float | None:

@@ -270,7 +270,7 @@ def test_sorts_put_missing_values_last_and_keep_submit_order_on_ties() -> None:
     order = {key: [r.sample_index for r in sorted_rows(anatomy, key)] for key in SORTS}
     assert order["submit"] == [1, 2, 3]
     assert order["reward"] == [2, 1, 3]
-    assert order["turns"] == [2, 3, 1]
+    assert order["turns"] == [2, 1, 3]  # the lanes' turns (2, 1, 1), not the dump's (3, 1, 2): what is drawn
     assert order["sample"] == [1, 2, 3]
 
 
