@@ -17,6 +17,7 @@ from miles_tui.core.telemetry.trajectory_lanes import (
     EMPTY,
     GENERATING,
     QUEUE_STATE,
+    STALE_GENERATING,
     TOOL_STATE,
     WAITING,
     SampleLane,
@@ -27,12 +28,18 @@ from miles_tui.tui.formatting import MISSING, age, cell_text, number
 from miles_tui.tui.lazy_rows import TableRow
 from miles_tui.tui.table_layout import Column
 
-GLYPHS: Final = {EMPTY: " ", WAITING: "·", QUEUE_STATE: "░", TOOL_STATE: "▒", GENERATING: "█"}
-STYLES: Final = {EMPTY: "", WAITING: "dim", QUEUE_STATE: "#b8a98f", TOOL_STATE: "#1baf7a", GENERATING: "#d55816"}
+GLYPHS: Final = {
+    EMPTY: " ", WAITING: "·", QUEUE_STATE: "░", TOOL_STATE: "▒", STALE_GENERATING: "▓", GENERATING: "█",
+}  # fmt: skip
+STYLES: Final = {
+    EMPTY: "", WAITING: "dim", QUEUE_STATE: "#b8a98f", TOOL_STATE: "#1baf7a", STALE_GENERATING: "#c23b3b",
+    GENERATING: "#d55816",
+}  # fmt: skip
 CONSUME_GLYPH: Final = "│"
 CONSUME_STYLE: Final = "bold #2a78d6"
 LEGEND: Final = (
     (GENERATING, "generating"),
+    (STALE_GENERATING, "on older weights"),
     (TOOL_STATE, "tool call"),
     (QUEUE_STATE, "queued"),
     (WAITING, "reward · waiting for train"),
@@ -55,9 +62,12 @@ def consume_column(start: float, end: float, width: int, consumed: float | None)
     return min(width - 1, int((consumed - start) / (end - start) * width))
 
 
-def lane_text(lane: SampleLane, start: float, end: float, width: int, consumed: float | None) -> Text:
-    """``lane`` drawn on ``width`` columns of [start, end], the consume line over it."""
-    cells = lane_cells(lane, start, end, width, consumed)
+def lane_text(
+    lane: SampleLane, start: float, end: float, width: int, consumed: float | None, newest: int | None = None
+) -> Text:
+    """``lane`` drawn on ``width`` columns of [start, end], the consume line over it; generation on a weight
+    version older than ``newest`` drawn apart."""
+    cells = lane_cells(lane, start, end, width, consumed, newest)
     mark = consume_column(start, end, width, consumed)
     text = Text(no_wrap=True, overflow="crop")
     run_state, run_length = -1, 0
@@ -147,7 +157,7 @@ def anatomy_row(row: AnatomyRow, anatomy: BatchAnatomy, lane_width: int) -> Tabl
     if row.lane is None or anatomy.start is None or anatomy.end is None:
         lane = Text(NO_TRAJECTORY, style="dim italic")
     else:
-        lane = lane_text(row.lane, anatomy.start, anatomy.end, width, anatomy.consumed)
+        lane = lane_text(row.lane, anatomy.start, anatomy.end, width, anatomy.consumed, anatomy.newest_version)
     cells = (Text(f"s{row.sample_index}"), lane, Text(info_text(row)), Text(status_of(row)))
     return TableRow(row.sample_index, cells, "dim" if row.lane is None else "")
 
@@ -177,7 +187,8 @@ def sample_lane_lines(lane: SampleLane | None, consumed: float | None, rollout_i
     drawn = max(width - len(label), MIN_LANE)
     head = Text(label, style="bold")
     if end > lane.first_ts:
-        head.append_text(lane_text(lane, lane.first_ts, end, drawn, consumed))
+        newest = lane.versions[-1] if lane.versions else None
+        head.append_text(lane_text(lane, lane.first_ts, end, drawn, consumed, newest))
     else:
         head.append("(one instant)", style="dim")
     totals = lane_totals(lane)

@@ -82,6 +82,11 @@ class BatchAnatomy:
     """Events beyond a sample's cap, not read."""
 
     @property
+    def newest_version(self) -> int | None:
+        """The newest numeric weight version any sample's events carry (None: none does)."""
+        return max((row.lane.versions[-1] for row in self.rows if row.lane and row.lane.versions), default=None)
+
+    @property
     def lanes(self) -> int:
         """Samples with a lane."""
         return sum(1 for row in self.rows if row.lane is not None)

@@ -61,7 +61,9 @@ QUEUE_STATE: Final = 2
 """Inside an attempt but neither generating nor in a tool: waiting for the rollout's semaphore (or an engine)."""
 TOOL_STATE: Final = 3
 """A tool call or other agent-side work between two chat calls."""
-GENERATING: Final = 4
+STALE_GENERATING: Final = 4
+"""A generation turn on an engine whose weights were older than the newest version asked about."""
+GENERATING: Final = 5
 """A generation turn on an engine."""
 
 
@@ -257,12 +259,28 @@ def _column(ts: float, start: float, step: float, width: int) -> int:
     return min(width - 1, max(0, int((ts - start) / step)))
 
 
-def lane_cells(lane: SampleLane, start: float, end: float, width: int, consumed: float | None = None) -> bytes:
+def segment_version(segment: Segment, lane: SampleLane) -> int | None:
+    """A span's numeric weight version; the lane's first when the span has none (miles' fallback: older dumps
+    stamp versions on some spans only); None when neither is a number."""
+    if _VERSION.fullmatch(segment.weight_version):
+        return int(segment.weight_version)
+    return lane.versions[0] if lane.versions else None
+
+
+def lane_cells(
+    lane: SampleLane,
+    start: float,
+    end: float,
+    width: int,
+    consumed: float | None = None,
+    newest: int | None = None,
+) -> bytes:
     """The lane on ``width`` columns of [start, end]: one state byte per column (:data:`GENERATING` ...).
 
     A span covers the columns its [start, end) overlaps, at least one; a span with no start begins at
     ``start``, one with no end ends at ``end``; a span wholly outside the axis paints nothing. After the last
-    attempt ended the sample waits (:data:`WAITING`) until ``consumed`` (or the axis' end when not known)."""
+    attempt ended the sample waits (:data:`WAITING`) until ``consumed`` (or the axis' end when not known).
+    A generation span on a version older than ``newest`` is :data:`STALE_GENERATING`."""
     if width <= 0:
         return b""
     cells = bytearray(width)
@@ -288,7 +306,9 @@ def lane_cells(lane: SampleLane, start: float, end: float, width: int, consumed:
             paint(segment.t0, segment.t1, TOOL_STATE)
     for segment in lane.segments:
         if segment.kind == GEN:
-            paint(segment.t0, segment.t1, GENERATING)
+            version = segment_version(segment, lane)
+            stale = newest is not None and version is not None and version < newest
+            paint(segment.t0, segment.t1, STALE_GENERATING if stale else GENERATING)
     return bytes(cells)
 
 

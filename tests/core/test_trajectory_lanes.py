@@ -31,6 +31,7 @@ from miles_tui.core.telemetry.trajectory_lanes import (
     MAX_EVENTS_PER_SAMPLE,
     MAX_SHORT_TEXT,
     QUEUE_STATE,
+    STALE_GENERATING,
     TOOL_STATE,
     WAITING,
     lane_cells,
@@ -184,8 +185,9 @@ def test_any_events_make_lanes_and_cells_of_the_asked_width(events: list[Traject
         assert lane.first_ts <= lane.last_ts
         assert all(len(s.weight_version) <= MAX_SHORT_TEXT for s in lane.segments)
         assert len(lane.status) <= MAX_SHORT_TEXT
-        cells = lane_cells(lane, lane.first_ts, lane.last_ts + 1.0, width, lane.last_ts + 0.5)
-        assert len(cells) == width and set(cells) <= {EMPTY, WAITING, QUEUE_STATE, TOOL_STATE, GENERATING}
+        cells = lane_cells(lane, lane.first_ts, lane.last_ts + 1.0, width, lane.last_ts + 0.5, newest=3)
+        states = {EMPTY, WAITING, QUEUE_STATE, TOOL_STATE, STALE_GENERATING, GENERATING}
+        assert len(cells) == width and set(cells) <= states
         lane_totals(lane)
 
 
@@ -203,6 +205,18 @@ def test_cells_paint_generation_over_tools_over_the_queue_then_wait_for_the_cons
     assert lane_cells(lane, 5.0, 5.0, 4) == bytes(4)
     assert set(lane_cells(lane, 50.0, 60.0, 10, consumed=15.0)) == {EMPTY}  # the lane is before the axis
     assert set(lane_cells(lane, 50.0, 60.0, 10)) == {WAITING}  # not consumed yet: it waits to the axis end
+
+
+def test_generation_on_a_version_older_than_the_newest_is_stale() -> None:
+    (lane,) = trajectory_lanes(multi_turn(start=0.0)).lanes  # turn 1 on v5, turn 2 on v6
+    cells = lane_cells(lane, 0.0, 20.0, 20, consumed=15.0, newest=6)
+    assert cells[2] == STALE_GENERATING and cells[7] == GENERATING
+    assert lane_cells(lane, 0.0, 20.0, 20, 15.0) == lane_cells(lane, 0.0, 20.0, 20, 15.0, newest=5).replace(
+        bytes([STALE_GENERATING]), bytes([GENERATING])
+    )
+    (single,) = trajectory_lanes(single_turn()).lanes  # its span's version comes from the attempt's end: 7
+    assert STALE_GENERATING in lane_cells(single, 100.0, 110.0, 10, newest=8)
+    assert STALE_GENERATING not in lane_cells(single, 100.0, 110.0, 10, newest=7)
 
 
 # -- the anatomy of a step ---------------------------------------------------------------------------------

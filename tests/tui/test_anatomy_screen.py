@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.text import Text
 
 from miles_tui.core.telemetry.stream_records import TrajectoryEvent
-from miles_tui.core.telemetry.trajectory_lanes import trajectory_lanes
+from miles_tui.core.telemetry.trajectory_lanes import GENERATING, STALE_GENERATING, trajectory_lanes
 from miles_tui.tui.anatomy_rows import (
     CONSUME_GLYPH,
     GLYPHS,
@@ -47,7 +47,9 @@ async def test_a_on_a_step_draws_every_sample_and_enter_opens_the_one_under_the_
         assert "generating" in text and "tool call" in text and "consumed by the train step" in text
         lanes = screen.lane_texts()
         assert len(lanes) == len(summary.rows)
-        assert all(CONSUME_GLYPH in lane and GLYPHS[4] in lane for lane in lanes)
+        drawn_generating = (GLYPHS[GENERATING], GLYPHS[STALE_GENERATING])
+        assert all(CONSUME_GLYPH in lane and any(g in lane for g in drawn_generating) for lane in lanes)
+        assert any(GLYPHS[GENERATING] in lane for lane in lanes)  # the newest version's samples
         assert any(GLYPHS[3] in lane for lane in lanes)  # the demo's multi-turn samples call tools
         table = screen.query_one("#anatomy", VirtualTable)
         first = [row.key for row in table.rows]
@@ -171,6 +173,14 @@ def test_a_lane_reads_without_colour_and_the_consume_line_is_on_its_column() -> 
     text = lane_text(lane, 0.0, 20.0, 20, consumed=15.0)  # type: ignore[arg-type]
     assert text.plain == "░░███▒▒██······│    "
     assert len(text.plain) == 20
+
+
+def test_generation_on_older_weights_reads_apart() -> None:
+    lane = _lane()  # turn 1 on version 3, turn 2 on version 4
+    text = lane_text(lane, 0.0, 20.0, 20, consumed=15.0, newest=4)  # type: ignore[arg-type]
+    assert text.plain == "░░▓▓▓▒▒██······│    "
+    assert sample_lane_lines(lane, 15.0, 4, 30)[0].plain.count("▓") > 0  # type: ignore[arg-type]
+    assert "▓▓ on older weights" in legend_text().plain
 
 
 def test_the_axis_puts_round_offsets_at_their_columns_and_never_overlaps() -> None:
