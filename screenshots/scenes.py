@@ -350,6 +350,12 @@ SCENES = (
         ("u", "~", "minus", "~", "left", "~"),
         shows=("30m · PANNED, ends 15m00s ago", "DEAD: 10.1.0.4", "median", "10.1.0.4:0", "phases", "memory"),
     ),
+    Scene(  # the samples in flight under the phases: generating while the rollout runs, none while it trains
+        "compute_trajectories",
+        "demo",
+        ("u", "~"),
+        shows=("▓ rollout", "█ generating", "▒ tool call", "░ queued", "samples, peak"),
+    ),
     Scene("engines", "live_engines", ("E", "~"), shows=("Engines · last 15m", "aborted"), wide=("2 engines",)),
     Scene("engines_dp", "engines_dp", ("E", "~"), shows=("Engines · last 15m", "↺1"), wide=("4 DP ranks", "dp0")),
     Scene(  # every scraped metric by kind: gauges as scraped, counters as rates, histogram sum/count as means
@@ -385,6 +391,20 @@ SCENES = (
         "demo",
         ("enter", "~", "p", "~"),
         shows=("step 5 · reward vs response length", "◆", "× truncated at the response cap", "(enter: open)"),
+    ),
+    Scene(  # a step's samples as lifecycle lanes on one axis, to the column where the train step consumed them
+        "anatomy",
+        "demo",
+        ("enter", "~", "a", "~"),
+        shows=("Batch anatomy · step 5 · 24 of 24 samples", "sorted by submit", "+0s", "█", "│", "generating"),
+        wide=("tool call", "queued", "consumed by the train step", "turns·tools·reward", "completed"),
+    ),
+    Scene(  # Enter on a lane: the sample, its own lifecycle under its chips
+        "anatomy_sample",
+        "demo",
+        ("enter", "~", "a", "~", "down", "enter", "~"),
+        shows=("step 5 · sample", "lifecycle ░"),
+        wide=("queued ", "generating ", "consumed by step 5 after"),
     ),
     Scene("outliers", "demo", ("O", "~"), shows=("outliers · step 5", "|lpΔ|", "ratio", "entropy", "top ")),
     Scene("compare", "demo", ("c", "~"), shows=("compare · A = step 4  B = step 5", "reward Δ", "slots, not prompts")),

@@ -35,6 +35,11 @@ def _commands(app: MonitorApp) -> list[tuple[str, str, Callable[[], object]]]:
         ("Metrics", "every dashboard series as charts (m)", app.navigation.metrics),
         ("GPUs", "utilisation, memory and phases per GPU (u)", app.navigation.compute),
         ("Scatter", "reward vs response length of the step in view (p on a step)", app.navigation.show_scatter),
+        (
+            "Batch anatomy",
+            "each sample's lifecycle in the step in view: queued, generating, tool calls, consumed (a on a step)",
+            app.navigation.show_anatomy,
+        ),
         ("Outliers", "tokens and samples that stand out in the step in view (O)", app.navigation.show_outliers),
         ("Compare", "the step in view against the previous one (c)", app.navigation.show_compare),
         ("Advisories", "what needs attention, on the overview (a)", app.navigation.show_advisories),

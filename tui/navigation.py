@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 VIEW_MODULES: Final = tuple(
     f"miles_tui.tui.screens.{name}"
     for name in ("metrics_screen", "step_screen", "compute_screen", "sample_screen", "engines_screen",
-                 "outlier_screen", "scatter_screen", "compare_screen")
+                 "outlier_screen", "scatter_screen", "compare_screen", "anatomy_screen")
 )  # fmt: skip
 """The screens a key opens, in the order :meth:`Navigation.preload_views` imports them."""
 
@@ -168,6 +168,17 @@ class Navigation:
             self.app.notify("no step yet: nothing to plot", timeout=3)
             return
         self.app.push_screen(ScatterScreen(*key))
+
+    def show_anatomy(self, rollout_id: int | None = None, evaluation: bool = False) -> None:
+        """Each sample's lifecycle in a step (default: the one in context): queued, generating, tool calls,
+        consumed."""
+        from miles_tui.tui.screens.anatomy_screen import AnatomyScreen
+
+        key = StepKey(rollout_id, evaluation) if rollout_id is not None else self.context_step()
+        if key is None:
+            self.app.notify("no step yet: no batch to draw", timeout=3)
+            return
+        self.app.push_screen(AnatomyScreen(*key))
 
     def show_compare(
         self,

@@ -5,7 +5,8 @@
 batch, every writing rank's CP-sliced train shard, a trajectory sidecar, an
 eval batch every ``eval_every`` steps, and the ``dashboard/`` telemetry
 (``meta.json``, ``metrics.jsonl`` with miles' perf figures, ``data_buffer.jsonl``, hourly ``gpu_util/``,
-``phases/`` and, from two sglang engines, ``engine_series/``).
+``phases/`` and, from two sglang engines, ``engine_series/``; each sample's lifecycle events in
+``trajectories/``).
 Each step has what a monitor must show: zero-std groups, truncated samples at
 the response cap, multi-turn samples whose tool-output tokens are masked,
 chat prompts with ``tool`` messages, weight versions mixed across turns
@@ -33,6 +34,7 @@ import numpy as np
 
 from miles_tui.core.synth.demo_batch import EVAL_INDEX_BASE, DemoBatch, DemoConfig, generate_batch
 from miles_tui.core.synth.demo_cleanup import delete_when_orphaned
+from miles_tui.core.synth.demo_trajectory import step_events
 from miles_tui.core.synth.dump_files import append_jsonl, save_rollout, write_json, write_trajectory
 from miles_tui.core.synth.layout import ParallelLayout
 from miles_tui.core.synth.writer import write_step
@@ -157,7 +159,11 @@ def _telemetry(
             ts += config.gpu_period_s
     phases = [{**p, "t0": round(p["t0"], 3), "t1": round(p["t1"], 3)} for p in phases]
     engines = _engine_scrapes(rid, config, batch, rng, t0, rollout_end, now)
-    streams = (("phases", phases, "t1"), ("gpu_util", gpu_lines, "ts"), ("engine_series", engines, "ts"))
+    trajectories = step_events(rid, samples, t0, rollout_end)
+    streams = (
+        ("phases", phases, "t1"), ("gpu_util", gpu_lines, "ts"), ("engine_series", engines, "ts"),
+        ("trajectories", trajectories, "ts"),
+    )  # fmt: skip
     for stream, records, ts_key in streams:
         by_hour: dict[str, list[dict[str, Any]]] = {}
         for record in records:  # phases go by end hour; an open phase by its start

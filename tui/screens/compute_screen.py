@@ -32,6 +32,7 @@ from textual.widgets import Footer, Label
 from miles_tui.core.analysis import FLEET_LANES, ComputeView, LaneSelection, nodes_of, sampling_interval, select_lanes
 from miles_tui.core.analysis.compute_view import compute_view
 from miles_tui.core.analysis.engine_lanes import EngineActivity, engine_activity, engine_gpus
+from miles_tui.core.analysis.trajectory_flight import InFlight, samples_in_flight
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import (
     PAN_FRACTION,
@@ -66,6 +67,7 @@ from miles_tui.tui.compute_rows import (
     title,
     window_name,
 )
+from miles_tui.tui.flight_rows import flight_rows
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.recompute import Recompute
 from miles_tui.tui.run_model import RunModel
@@ -75,8 +77,8 @@ from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
 from miles_tui.tui.widgets.heat_rows import HeatRows
 from miles_tui.tui.widgets.run_header import RunHeader
 
-Computed = tuple[ComputeView, tuple[EngineActivity, ...]]
-"""What one computation gives: the view and the engine rows over its lanes."""
+Computed = tuple[ComputeView, tuple[EngineActivity, ...], "InFlight | None"]
+"""What one computation gives: the view, the engine rows over its lanes, the samples in flight per bin."""
 
 WORST_COUNT: Final = 16
 """Lanes ``w`` lists."""
@@ -94,7 +96,7 @@ CELLS_REFRESH_SECONDS: Final = 60.0
 """A view drawn from summaries (a bin of a minute or more) is recomputed at most this often, new samples or
 not: a live run's newest hour grows every second, and a whole-run view needs no redraw per sample."""
 
-LIVE_STREAMS: Final = frozenset({"gpu_util", "phases"})
+LIVE_STREAMS: Final = frozenset({"gpu_util", "phases", "trajectories"})
 
 
 class ComputeScreen(MonitorScreen):
@@ -137,6 +139,8 @@ class ComputeScreen(MonitorScreen):
         """Each engine the topology names in the window, with its running requests (a row over the lanes)."""
         self._views: Recompute[Computed] = Recompute(self, "compute", self._job, self._show, self._failed)
         self._binned_width = -1
+        self.flight: InFlight | None = None
+        """Samples in flight per bin of the view (None: the run recorded no trajectory events)."""
         """The lanes' strip width the last computation binned for."""
 
     def compose(self) -> ComposeResult:
@@ -188,7 +192,7 @@ class ComputeScreen(MonitorScreen):
         else:
             spans, time = self.columns.phase_spans(since, until, open_phases), None
         view = compute_view(samples, spans, bins, now=now, frame=shown, interval=interval, time=time)
-        return view, self._engine_activity(bins)
+        return view, self._engine_activity(bins), samples_in_flight(follower.dashboard, view.grid.bins, now)
 
     def _engine_activity(self, bins: TimeBins) -> tuple[EngineActivity, ...]:
         """Each engine the topology names in the window, with its running requests (none without a topology)."""
@@ -230,9 +234,10 @@ class ComputeScreen(MonitorScreen):
         self.query_one("#compute-title", Label).update(Text(f"Compute · cannot read telemetry: {message}", "red"))
 
     def _show(self, computed: Computed) -> None:
-        view, engines = computed
+        view, engines, flight = computed
         self.view = view
         self.engines = engines
+        self.flight = flight
         if self.selection is None and view.grid.lanes:
             many = len(view.grid.lanes) > FLEET_LANES
             self.selection = LaneSelection("worst" if many else "all", count=WORST_COUNT)
@@ -276,7 +281,7 @@ class ComputeScreen(MonitorScreen):
         labels = [lane_label(grid.lanes[i]) for i in self.shown] + [f"█ {inert(b.name)}" for b in view.bands]
         labels += ["silent", "  phases", "  memory"] + [row.label.plain for row in engine_lines]
         label_width = min(max(len(s) for s in labels), 20 if self.size.width >= 120 else 14)
-        phases = [phase_row(band, i) for i, band in enumerate(view.bands)]
+        phases = [phase_row(band, i) for i, band in enumerate(view.bands)] + flight_rows(self.flight)
         phases += starvation_heat_rows(self.miles.model.starvation, grid.bins)
         fleet = self.query_one("#fleet", HeatRows)
         fleet.display = len(grid.lanes) > FLEET_LANES

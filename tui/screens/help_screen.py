@@ -40,6 +40,7 @@ _PLACE = {
     "OutlierScreen": "outliers view",
     "CompareScreen": "compare view",
     "ScatterScreen": "scatter view",
+    "AnatomyScreen": "batch anatomy",
     "VirtualTable": "tables",
     "AdvisoryList": "advisories",
 }

@@ -46,6 +46,7 @@ from miles_tui.tui.sample_tracks import SampleTracks
 from miles_tui.tui.token_text_lines import HEAT_CYCLE, TokenSource
 from miles_tui.tui.token_window import TokenWindow
 from miles_tui.tui.widgets.conversation_view import ConversationView
+from miles_tui.tui.widgets.lifecycle_lane import LifecycleLane
 from miles_tui.tui.widgets.series_chart import ChartSeries, SeriesChart
 from miles_tui.tui.widgets.token_sparkline import TokenSeries, TokenSparkline
 from miles_tui.tui.widgets.token_text import TokenText
@@ -139,6 +140,7 @@ class SampleScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="chips")
+        yield LifecycleLane(id="lifecycle")
         with TabbedContent(id="tabs"):
             with TabPane("Tokens", id="tokens"):
                 yield Static(id="cursor-line")
@@ -186,6 +188,8 @@ class SampleScreen(Screen[None]):
         line = self.query_one("#not-dumped", Static)
         line.update(Content.assemble(("not dumped: ", "bold"), ", ".join(not_dumped)))
         line.display = bool(not_dumped)
+        summary = self.step.summary
+        self.query_one(LifecycleLane).show(summary.rollout_id, summary.evaluation, self.sample_index)
         conversation = None if self.sidecar is None else self.sidecar.conversations.get(self.sample_index)
         self.query_one(ConversationView).show(conversation, None if self.sidecar is None else self.sidecar.problem)
         view = sample.view

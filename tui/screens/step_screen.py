@@ -71,6 +71,7 @@ class StepScreen(MonitorScreen):
         Binding("O", "outliers", "Outliers", show=False),
         Binding("c", "compare", "Compare", show=False),
         Binding("p", "scatter", "Scatter", show=False),
+        Binding("a", "anatomy", "Batch anatomy", show=False),
         Binding("y", "copy_row", "Copy row", show=False),
         Binding("ctrl+s", "save_csv", "Save CSV", show=False),
     ]
@@ -405,6 +406,10 @@ class StepScreen(MonitorScreen):
     def action_scatter(self) -> None:
         """Reward against response length for this step; enter on a point opens that sample."""
         self.miles.navigation.show_scatter(self.rollout_id, self.evaluation)
+
+    def action_anatomy(self) -> None:
+        """This step's samples as lifecycle lanes (queued, generating, tool calls, consumed)."""
+        self.miles.navigation.show_anatomy(self.rollout_id, self.evaluation)
 
     def action_compare(self) -> None:
         """Compare this step (B) with the previous visible one (A), on the sample under the cursor."""
