@@ -122,6 +122,7 @@ def _telemetry(
          "role": "rollout_manager"},
     ]  # fmt: skip
     gpu_lines: list[dict[str, Any]] = []
+    processes: list[dict[str, Any]] = []  # one snapshot a step, at the start of training (no rng: fixed values)
     for coords in config.layout.ranks():
         node = f"10.0.0.{1 + coords.rank // config.gpus_per_node}"
         gpu = coords.rank % config.gpus_per_node
@@ -133,6 +134,8 @@ def _telemetry(
             {"name": "actor_train", "t0": train_start + skew, "t1": train_end + skew, **where},
             {"name": "update_weights", "t0": train_end + skew, "t1": now, **where},
         ]
+        processes.append({"ts": round(train_start, 3), "node": node, "gpu": gpu, "pid": 31000 + coords.rank,
+                          "name": "ray::MegatronTrainRayActor", "mem_mb": 52000 + 100 * gpu})  # fmt: skip
         ts = np.ceil(t0 / config.gpu_period_s) * config.gpu_period_s
         while ts <= now:
             util = 88.0 if train_start <= ts <= train_end else 25.0
@@ -143,7 +146,8 @@ def _telemetry(
             ts += config.gpu_period_s
     phases = [{**p, "t0": round(p["t0"], 3), "t1": round(p["t1"], 3)} for p in phases]
     engines = _engine_scrapes(rid, config, batch, rng, t0, rollout_end, now)
-    streams = (("phases", phases, "t1"), ("gpu_util", gpu_lines, "ts"), ("engine_series", engines, "ts"))
+    streams = (("phases", phases, "t1"), ("gpu_util", gpu_lines, "ts"), ("engine_series", engines, "ts"),
+               ("gpu_processes", processes, "ts"))  # fmt: skip
     for stream, records, ts_key in streams:
         by_hour: dict[str, list[dict[str, Any]]] = {}
         for record in records:  # phases go by end hour; an open phase by its start

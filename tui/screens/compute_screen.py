@@ -26,8 +26,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Label
 
-from miles_tui.core.analysis import FLEET_LANES, ComputeView, LaneSelection, nodes_of, sampling_interval, select_lanes
+from miles_tui.core.analysis import FLEET_LANES, ComputeView, LaneSelection, nodes_of, sampling_interval
 from miles_tui.core.analysis.compute_view import compute_view
+from miles_tui.core.analysis.lane_grammar import LaneFacts, engine_lanes, lane_facts
+from miles_tui.core.analysis.slowest_phase import train_actors
 from miles_tui.core.inert_text import inert
 from miles_tui.core.telemetry import (
     PAN_FRACTION,
@@ -61,7 +63,9 @@ from miles_tui.tui.compute_rows import (
 )
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.run_model import RunModel
+from miles_tui.tui.screens.compute_straggler import StragglerTools
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.straggler_lines import cursor_cell, with_cursor
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
 from miles_tui.tui.widgets.heat_rows import HeatRows
 from miles_tui.tui.widgets.run_header import RunHeader
@@ -85,7 +89,7 @@ not: a live run's newest hour grows every second, and a whole-run view needs no 
 LIVE_STREAMS: Final = frozenset({"gpu_util", "phases"})
 
 
-class ComputeScreen(MonitorScreen):
+class ComputeScreen(StragglerTools, MonitorScreen):
     """GPU lanes, phases and fleet summary over a time window."""
 
     GLOBAL_VIEW = True
@@ -107,6 +111,7 @@ class ComputeScreen(MonitorScreen):
         Binding("N", "node(-1)", "Prev node", key_display="N", show=False),
         Binding("w", "worst", f"Worst {WORST_COUNT}", show=False),
         Binding("a", "all_lanes", "All lanes", show=False),
+        *StragglerTools.STRAGGLER_BINDINGS,
     ]
 
     def __init__(self, columns: TelemetryColumns | None = None, window: TimeWindow | None = None) -> None:
@@ -130,10 +135,12 @@ class ComputeScreen(MonitorScreen):
     def compose(self) -> ComposeResult:
         yield RunHeader()
         yield Label("Compute · loading…", id="compute-title")
+        yield from self.compose_tools()
         yield HeatRows(id="axis")
         yield HeatRows(id="fleet")
         yield HeatRows(id="phases")
         yield HeatRows(id="lanes")
+        yield from self.compose_inspector()
         yield Label("", id="compute-empty")
         yield Footer()
 
@@ -178,10 +185,20 @@ class ComputeScreen(MonitorScreen):
             else:
                 spans, time = self.columns.phase_spans(since, until, open_phases), None
             view = compute_view(samples, spans, bins, now=now, frame=shown, interval=interval, time=time)
+            facts = lane_facts(view.grid.lanes, train_actors(spans, time), self._engines())
         except Exception as err:  # telemetry problems never take the screen down
             self.app.call_from_thread(self._failed, generation, str(err))
             return
-        self.app.call_from_thread(self._show, generation, view)
+        self.app.call_from_thread(self._show, generation, view, facts)
+
+    def _engines(self) -> dict[str, list[tuple[object, object]]]:
+        """Each engine's lanes from the newest ``topology.jsonl`` record held (none: no engine lanes)."""
+        try:
+            held = self.miles.watcher.follower.dashboard.loaded_records("topology")
+        except (KeyError, ValueError):
+            return {}
+        newest = held[-1] if held else None
+        return engine_lanes(getattr(newest, "data", None))
 
     def _samples(
         self, since: float, until: float, width: int, newest: float | None
@@ -216,11 +233,11 @@ class ComputeScreen(MonitorScreen):
         failed = Text(f"Compute · cannot read telemetry: {inert(message)}", "red")
         self.query_one("#compute-title", Label).update(failed)
 
-    def _show(self, generation: int, view: ComputeView) -> None:
+    def _show(self, generation: int, view: ComputeView, facts: tuple[LaneFacts, ...] = ()) -> None:
         self._done()
         if generation != self._generation or not self.is_attached:
             return
-        self.view = view
+        self.view, self.facts = view, facts
         if self.selection is None and view.grid.lanes:
             many = len(view.grid.lanes) > FLEET_LANES
             self.selection = LaneSelection("worst" if many else "all", count=WORST_COUNT)
@@ -257,10 +274,10 @@ class ComputeScreen(MonitorScreen):
             )
             return
         selection = self.selection or LaneSelection()
-        self.shown = select_lanes(grid, view.health, selection)
+        self.shown = self.lanes_shown(grid, view.health, selection)
         self.query_one("#compute-title", Label).update(title(view, self._picked_text(selection)))
         labels = [lane_label(grid.lanes[i]) for i in self.shown] + [f"█ {inert(b.name)}" for b in view.bands]
-        labels += ["silent", "  phases", "  memory"]
+        labels += ["silent", "  phases", "  memory", "  power"]
         label_width = min(max(len(s) for s in labels), 20 if self.size.width >= 120 else 14)
         phases = [phase_row(band, i) for i, band in enumerate(view.bands)]
         fleet = self.query_one("#fleet", HeatRows)
@@ -268,14 +285,20 @@ class ComputeScreen(MonitorScreen):
         fleet_lines = fleet_rows(view.fleet) if fleet.display else []
         suffix = suffix_width(view, [*phases, *fleet_lines])  # one width for all: the strips line up
         lanes = self.query_one("#lanes", HeatRows)
-        lanes.set_rows(LaneRows(view, self.shown), label_width, suffix)
-        axis = [axis_row(view, lanes.strip_width)]
+        lanes.set_rows(self.lane_rows(), label_width, suffix)
+        cell = None if self.cursor is None else cursor_cell(grid.bins.since, grid.bins.until, self.cursor,
+                                                             lanes.strip_width)  # fmt: skip
+        axis = [with_cursor(axis_row(view, lanes.strip_width), cell)]
         self.query_one("#axis", HeatRows).set_rows(axis, label_width, suffix)
         fleet.set_rows(fleet_lines, label_width, suffix)
         self.query_one("#phases", HeatRows).set_rows(phases, label_width, suffix)
+        self.refresh_inspector()
 
     def _picked_text(self, selection: LaneSelection) -> str:
         total = len(self.view.grid.lanes) if self.view else 0
+        chosen = self.expression_text(total)
+        if chosen is not None:
+            return chosen
         if selection.mode == "node":
             return f"lanes of {selection.node} (n/N: node, a: all)"
         if selection.mode == "worst":
@@ -285,7 +308,8 @@ class ComputeScreen(MonitorScreen):
     def lane_texts(self) -> list[str]:
         """Each listed lane's first line (label and figures) as plain text (for tests and screen readers)."""
         lanes = self.query_one("#lanes", HeatRows)
-        rows = [lanes.rows[i] for i in range(0, len(lanes.rows), LANE_LINES)]
+        per = lanes.rows.lines if isinstance(lanes.rows, LaneRows) else LANE_LINES
+        rows = [lanes.rows[i] for i in range(0, len(lanes.rows), per)]
         return [row.label.plain + " " + (row.suffix.plain if row.suffix else "") for row in rows]
 
     # -- live -----------------------------------------------------------------------------------------
@@ -321,7 +345,8 @@ class ComputeScreen(MonitorScreen):
     # -- actions --------------------------------------------------------------------------------------
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        if not self.clear_tools():
+            self.app.pop_screen()
 
     def _current(self) -> Frame | None:
         """The window asked for, resolved over the clock and run of the last view (None before any)."""
@@ -373,14 +398,17 @@ class ComputeScreen(MonitorScreen):
         start = nodes.index(current) + delta if current in nodes else (0 if delta > 0 else -1)
         index = start % len(nodes)
         self.selection = replace(self.selection or LaneSelection(), mode="node", node=nodes[index])
+        self.expression = self.pick = None
         self._draw()
         self.query_one("#lanes", HeatRows).scroll_home(animate=False)
 
     def action_worst(self) -> None:
         self.selection = replace(self.selection or LaneSelection(), mode="worst", count=WORST_COUNT)
+        self.expression = self.pick = None
         self._draw()
         self.query_one("#lanes", HeatRows).scroll_home(animate=False)
 
     def action_all_lanes(self) -> None:
         self.selection = replace(self.selection or LaneSelection(), mode="all")
+        self.expression = self.pick = None
         self._draw()

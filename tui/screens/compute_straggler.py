@@ -1,0 +1,262 @@
+"""The GPU view's straggler tools: miles' lane grammar at ``/``, the slowest-phase pick ``W``, the point-in-time
+inspector at a cursor (``[``/``]``), power rows ``p``.
+
+A mixin of :class:`~miles_tui.tui.screens.compute_screen.ComputeScreen`: it holds the tools' state and
+actions; the screen calls :meth:`StragglerTools.lanes_shown` when it lists lanes, :meth:`StragglerTools.
+lane_rows` for the rows and :meth:`StragglerTools.refresh_inspector` after every draw. Core does the work
+(:mod:`miles_tui.core.analysis.lane_grammar`, :mod:`~miles_tui.core.analysis.slowest_phase`,
+:mod:`~miles_tui.core.telemetry.process_hours`); reading runs in worker threads.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from rich.text import Text
+from textual import work
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.widgets import Input, Label, Static
+
+from miles_tui.core.analysis import LaneSelection, select_lanes
+from miles_tui.core.analysis.compute_view import LaneGrid, LaneHealth
+from miles_tui.core.analysis.lane_grammar import (
+    LaneExpression,
+    LaneFacts,
+    LaneGrammarError,
+    parse_lanes,
+    resolve_lanes,
+)
+from miles_tui.core.analysis.slowest_phase import SlowLane, phase_names, pick_expression, slowest_phase
+from miles_tui.core.inert_text import inert
+from miles_tui.core.telemetry.process_hours import LaneProcesses, ProcessHours
+from miles_tui.tui.compute_rows import LaneRows
+from miles_tui.tui.straggler_lines import PowerLaneRows, inspector_lines, pick_lines
+from miles_tui.tui.stream_watch import METRIC_WORKER_NICE
+
+if TYPE_CHECKING:
+    from miles_tui.tui.screens.compute_screen import ComputeScreen
+
+LANE_HELP: Final = (
+    "lanes: rank:0-7 g:0-31 node:<host> gpu:<host>:<i> engine:<addr> role:train|rollout every:<n>, "
+    "comma = or; empty or all: every lane"
+)
+
+BIG_STEP: Final = 10
+"""Bins ``{``/``}`` move the cursor."""
+
+
+class StragglerTools:
+    """See the module docstring (mixed into ComputeScreen)."""
+
+    STRAGGLER_BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "Lanes", key_display="/", priority=True),
+        Binding("W", "slowest", "Slowest phase", key_display="W", show=False),
+        Binding("left_square_bracket", "cursor(-1)", "Cursor earlier", key_display="[", show=False),
+        Binding("right_square_bracket", "cursor(1)", "Cursor later", key_display="]", show=False),
+        Binding("left_curly_bracket", f"cursor(-{BIG_STEP})", "Cursor ×10 earlier", key_display="{", show=False),
+        Binding("right_curly_bracket", f"cursor({BIG_STEP})", "Cursor ×10 later", key_display="}", show=False),
+        Binding("p", "power", "Power rows", show=False),
+    ]
+
+    expression: LaneExpression | None = None
+    """The lane expression in force (None: the w/n/a selection)."""
+    facts: tuple[LaneFacts, ...] = ()
+    """Per lane of the view's grid: what the grammar selects by."""
+    pick: tuple[str, tuple[SlowLane, ...]] | None = None
+    """The slowest-phase pick in force: its phase and lanes, slowest first."""
+    power_rows: bool = False
+    """Whether each lane shows a power line."""
+    cursor: float | None = None
+    """The inspector's time (None: closed)."""
+    processes: tuple[LaneProcesses, ...] | None = None
+    """The processes at the cursor (None: being read)."""
+    _processes_for: tuple[Any, ...] = ()
+    _process_hours: ProcessHours | None = None
+
+    def compose_tools(self: ComputeScreen) -> Any:
+        """Under the title: what the expression or pick in force says (or the prompt's error)."""
+        yield Label("", id="lane-status")
+
+    def compose_inspector(self: ComputeScreen) -> Any:
+        """Under the lanes: the inspector, then the prompt (hidden until / by the stylesheet; last, so the
+        screen's first focus stays on the lanes)."""
+        yield VerticalScroll(Static("", id="inspector"), id="inspector-pane")
+        yield Input(placeholder=LANE_HELP, id="lane-filter")
+
+    # -- which lanes ---------------------------------------------------------------------------------
+
+    def lanes_shown(
+        self: ComputeScreen, grid: LaneGrid, health: Sequence[LaneHealth], selection: LaneSelection
+    ) -> tuple[int, ...]:
+        """Positions of the lanes to list: the expression's (a pick's in its order), else the selection's."""
+        if self.expression is None or len(self.facts) != len(grid.lanes):
+            return select_lanes(grid, health, selection)
+        chosen = resolve_lanes(self.expression, self.facts)
+        if self.pick is not None:
+            rank = {p.lane: n for n, p in enumerate(self.pick[1])}
+            chosen = tuple(sorted(chosen, key=lambda i: (rank.get(grid.lanes[i], len(rank)), i)))
+        return chosen
+
+    def expression_text(self: ComputeScreen, total: int) -> str | None:
+        """The title's words for the expression in force (None: none is)."""
+        if self.expression is None:
+            return None
+        what = f"slowest {self.pick[0]}" if self.pick is not None else f"lanes {self.expression.text}"
+        count = len(self.shown)
+        return (
+            f"{what}: {count} of {total} (/: change, W: next phase, esc: all)"
+            if self.pick
+            else (f"{what}: {count} of {total} (/: change, esc: all)")
+        )
+
+    def lane_rows(self: ComputeScreen) -> LaneRows:
+        assert self.view is not None
+        kind = PowerLaneRows if self.power_rows else LaneRows
+        return kind(self.view, self.shown)
+
+    # -- the prompt ----------------------------------------------------------------------------------
+
+    def action_filter(self: ComputeScreen) -> None:
+        box = self.query_one("#lane-filter", Input)
+        box.display = True
+        box.value = self.expression.text if self.expression is not None else ""
+        self.focus_now(box)
+
+    def close_filter(self: ComputeScreen) -> bool:
+        """Close the prompt if open (True: it was)."""
+        box = self.query_one("#lane-filter", Input)
+        if not box.display:
+            return False
+        box.display = False
+        self.focus_now(self.query_one("#lanes"))
+        return True
+
+    def on_input_submitted(self: ComputeScreen, message: Input.Submitted) -> None:
+        """The prompt's expression: applied, or its error said under the title (the prompt stays open)."""
+        if message.input.id != "lane-filter":
+            return
+        message.stop()
+        status = self.query_one("#lane-status", Label)
+        try:
+            expression = parse_lanes(message.value)
+        except LaneGrammarError as err:
+            status.display = True
+            status.update(Text(f"lane expression: {inert(str(err))}", style="bold red"))
+            return
+        self.close_filter()
+        self.pick = None
+        self.set_expression(None if expression.everything else expression)
+
+    def set_expression(self: ComputeScreen, expression: LaneExpression | None, note: Text | None = None) -> None:
+        self.expression = expression
+        status = self.query_one("#lane-status", Label)
+        status.display = note is not None
+        status.update(note or "")
+        self._draw()
+        self.query_one("#lanes").scroll_home(animate=False)
+
+    def clear_tools(self: ComputeScreen) -> bool:
+        """Esc: close the prompt, else the inspector, else drop the expression (True: something was)."""
+        if self.close_filter():
+            self.query_one("#lane-status", Label).display = False
+            return True
+        if self.cursor is not None:
+            self.cursor = None
+            self.query_one("#inspector-pane").display = False
+            self._draw()
+            return True
+        if self.expression is not None:
+            self.pick = None
+            self.set_expression(None)
+            return True
+        return False
+
+    # -- the slowest-phase pick ------------------------------------------------------------------------
+
+    def action_slowest(self: ComputeScreen) -> None:
+        """Lanes by mean span of a phase in the window (miles' quick pick; again: the next phase)."""
+        if self.view is None or self.columns is None:
+            return
+        frame = self.view.frame
+        after = self.pick[0] if self.pick is not None else None
+        self._pick(frame.since, frame.until, after)
+
+    @work(thread=True, group="slowest", exclusive=True, exit_on_error=False)
+    def _pick(self: ComputeScreen, since: float, until: float, after: str | None) -> None:
+        assert self.columns is not None
+        try:
+            spans = self.columns.phase_spans(since, until, ())
+            names = phase_names(spans, since, until)
+            if not names:
+                self.app.call_from_thread(self.notify, "no closed phase in this window to rank lanes by", timeout=4)
+                return
+            phase = names[(names.index(after) + 1) % len(names)] if after in names else names[0]
+            picked = slowest_phase(spans, phase, since, until)
+        except Exception as err:  # telemetry problems never take the screen down
+            self.app.call_from_thread(self.notify, f"cannot rank lanes: {inert(str(err))}", severity="error")
+            return
+        self.app.call_from_thread(self._picked, phase, picked)
+
+    def _picked(self: ComputeScreen, phase: str, picked: tuple[SlowLane, ...]) -> None:
+        self.pick = (phase, picked)
+        text = pick_expression([p.lane for p in picked]) or "gpu:none:0"
+        self.set_expression(parse_lanes(text), pick_lines(phase, picked))
+
+    # -- power ---------------------------------------------------------------------------------------
+
+    def action_power(self: ComputeScreen) -> None:
+        self.power_rows = not self.power_rows
+        self._draw()
+
+    # -- the inspector -------------------------------------------------------------------------------
+
+    def action_cursor(self: ComputeScreen, steps: int) -> None:
+        """Move the inspector's cursor ``steps`` bins (opening it at the newest bin)."""
+        if self.view is None or not self.view.grid.lanes:
+            return
+        bins = self.view.grid.bins
+        if self.cursor is None or not bins.since <= self.cursor <= bins.until:
+            at = bins.until - bins.width / 2
+        else:
+            at = self.cursor + steps * bins.width
+        self.cursor = min(max(at, bins.since + bins.width / 2), bins.until - bins.width / 2)
+        self.query_one("#inspector-pane").display = True
+        self._draw()
+
+    def refresh_inspector(self: ComputeScreen) -> None:
+        """Write the inspector for the cursor (and read the processes there, once per cursor and lanes)."""
+        if self.cursor is None or self.view is None:
+            return
+        lanes = tuple(self.view.grid.lanes[i] for i in self.shown)
+        key = (self.cursor, lanes)
+        if key != self._processes_for:
+            self._processes_for, self.processes = key, None
+            self._read_processes(self.cursor, lanes)
+        self._write_inspector()
+
+    def _write_inspector(self: ComputeScreen) -> None:
+        if self.cursor is None or self.view is None:
+            return
+        text = Text("\n").join(inspector_lines(self.view, self.shown, self.cursor, self.processes))
+        self.query_one("#inspector", Static).update(text)
+
+    @work(thread=True, group="processes", exclusive=True, exit_on_error=False)
+    def _read_processes(self: ComputeScreen, at: float, lanes: tuple[Any, ...]) -> None:
+        if self._process_hours is None:
+            directory = self.columns.directory if self.columns is not None else None
+            if directory is None:
+                return
+            self._process_hours = ProcessHours(directory, workers=os.cpu_count() or 1, nice=METRIC_WORKER_NICE)
+        try:
+            found = self._process_hours.at(at, lanes)
+        except Exception:  # an unreadable stream reads as "no snapshot", the rest of the inspector stands
+            found = ()
+        self.app.call_from_thread(self._processes_read, (at, lanes), found)
+
+    def _processes_read(self: ComputeScreen, key: tuple[Any, ...], found: tuple[LaneProcesses, ...]) -> None:
+        if key == self._processes_for:
+            self.processes = found
+            self._write_inspector()
