@@ -98,10 +98,15 @@ def clock(ts: float) -> str:
 
 
 def inspector_lines(
-    view: ComputeView, shown: Sequence[int], at: float, processes: Sequence[LaneProcesses] | None
+    view: ComputeView,
+    shown: Sequence[int],
+    at: float,
+    processes: Sequence[LaneProcesses] | None,
+    written: bool = True,
 ) -> list[Text]:
     """What every shown lane was doing in the bin holding ``at``: util, memory, power, phase; then each lane's
-    processes at the nearest ``gpu_processes`` snapshot (``processes``: None while being read)."""
+    processes at the nearest ``gpu_processes`` snapshot (``processes``: None while being read; ``written``: False
+    when the run has no such stream, said once)."""
     grid = view.grid
     bins = grid.bins
     where = int(bins.index(np.array([at]))[0])
@@ -111,7 +116,11 @@ def inspector_lines(
         return [head]
     start = bins.since + where * bins.width
     head.append(f"  bin {clock(start)} +{seconds_text(bins.width)}  ([ ] move, {{ }} ×10, esc: close)", style="dim")
-    lines = [head, Text(f"{'lane':<20} {'util':>5} {'mem':>7} {'power':>6}  phase", style="bold")]
+    lines = [head]
+    if not written:
+        lines.append(Text("processes: this run wrote no gpu_processes/ (miles writes it with dashboard telemetry on)",
+                          style="dim"))  # fmt: skip
+    lines.append(Text(f"{'lane':<20} {'util':>5} {'mem':>7} {'power':>6}  phase", style="bold"))
     names = view.lane_phases.bands
     by_lane = {p.lane: p for p in processes or ()}
     for i in shown:
@@ -125,7 +134,8 @@ def inspector_lines(
                 f"{memory(float(grid.mem_mb[i, where])):>7} {watts(float(power)):>6}  {phase}"
             )
         )
-        lines += _process_lines(by_lane.get(lane), processes is None)
+        if written:
+            lines += _process_lines(by_lane.get(lane), processes is None)
     return lines
 
 

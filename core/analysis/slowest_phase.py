@@ -51,8 +51,13 @@ def _closed_in(spans: PhaseSpans, since: float | None, until: float | None) -> n
 
 
 def phase_names(spans: PhaseSpans, since: float | None = None, until: float | None = None) -> tuple[str, ...]:
-    """Names of the phases with a closed span in the window: :data:`DEFAULT_PHASE` first, then by first sight."""
-    seen = np.unique(spans.band[_closed_in(spans, since, until)]).tolist()
+    """Names of the phases with a closed span on a GPU in the window: :data:`DEFAULT_PHASE` first, then by first
+    sight (a phase no GPU ran, like the rollout manager's, ranks no lane)."""
+    on_gpus = np.array([bool(gpus) for _, _, gpus in spans.actors], dtype=bool)
+    keep = _closed_in(spans, since, until)
+    if len(on_gpus):
+        keep &= on_gpus[spans.actor]
+    seen = np.unique(spans.band[keep]).tolist()
     names: list[str] = []
     for band in sorted(seen):
         name = spans.bands[band][1]

@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+import numpy as np
 from rich.text import Text
 from textual import work
 from textual.binding import Binding, BindingType
@@ -29,9 +30,15 @@ from miles_tui.core.analysis.lane_grammar import (
     parse_lanes,
     resolve_lanes,
 )
-from miles_tui.core.analysis.slowest_phase import SlowLane, phase_names, pick_expression, slowest_phase
+from miles_tui.core.analysis.slowest_phase import (
+    PICK_COUNT,
+    SlowLane,
+    phase_names,
+    pick_expression,
+    slowest_phase,
+)
 from miles_tui.core.inert_text import inert
-from miles_tui.core.telemetry.process_hours import LaneProcesses, ProcessHours
+from miles_tui.core.telemetry.process_hours import NEAREST_SECONDS, LaneProcesses, ProcessHours
 from miles_tui.tui.compute_rows import LaneRows
 from miles_tui.tui.straggler_lines import PowerLaneRows, inspector_lines, pick_lines
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE
@@ -44,6 +51,18 @@ LANE_HELP: Final = (
     "comma = or; empty or all: every lane"
 )
 
+HELP_TEXT: Final = (
+    "Lanes (/), miles' lane grammar: selectors separated by commas, a lane any of them selects is listed: "
+    "rank:5 or rank:0-7 (train ranks), g:0-31 (lane numbers: the lanes sorted by host, then GPU, as miles numbers "
+    "them), node:HOST, gpu:HOST:INDEX, engine:TEXT (an engine whose address contains it, from topology.jsonl), "
+    "role:train or role:rollout, every:N (every N-th lane number); empty or all: every lane; esc: back. "
+    f"W (slowest phase) ranks lanes as miles' quick pick does: by the mean duration of one phase's spans on the "
+    f"lane in the window, longest first, {PICK_COUNT} lanes; update_weights first, W again: the next phase. "
+    "[ ] move a cursor along the time axis a bin ({ } ten): each listed lane's utilisation, memory, power and "
+    "phase in that bin, and the processes holding its memory at the nearest gpu_processes snapshot "
+    f"(within {NEAREST_SECONDS / 60:.0f} min). p: a power row under each lane."
+)
+
 BIG_STEP: Final = 10
 """Bins ``{``/``}`` move the cursor."""
 
@@ -51,9 +70,12 @@ BIG_STEP: Final = 10
 class StragglerTools:
     """See the module docstring (mixed into ComputeScreen)."""
 
+    HELP_TEXT: ClassVar[str] = HELP_TEXT
+    """Said under the keys in ``?`` help."""
+
     STRAGGLER_BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Lanes", key_display="/", priority=True),
-        Binding("W", "slowest", "Slowest phase", key_display="W", show=False),
+        Binding("W", "slowest", "Slowest phase (mean span, as miles picks)", key_display="W", show=False),
         Binding("left_square_bracket", "cursor(-1)", "Cursor earlier", key_display="[", show=False),
         Binding("right_square_bracket", "cursor(1)", "Cursor later", key_display="]", show=False),
         Binding("left_curly_bracket", f"cursor(-{BIG_STEP})", "Cursor ×10 earlier", key_display="{", show=False),
@@ -73,6 +95,8 @@ class StragglerTools:
     """The inspector's time (None: closed)."""
     processes: tuple[LaneProcesses, ...] | None = None
     """The processes at the cursor (None: being read)."""
+    processes_written: bool = True
+    """Whether the run has a ``gpu_processes`` stream at all."""
     _processes_for: tuple[Any, ...] = ()
     _process_hours: ProcessHours | None = None
 
@@ -219,7 +243,9 @@ class StragglerTools:
             return
         bins = self.view.grid.bins
         if self.cursor is None or not bins.since <= self.cursor <= bins.until:
-            at = bins.until - bins.width / 2
+            sampled = np.flatnonzero(self.view.grid.samples.sum(axis=0) > 0)
+            newest = int(sampled[-1]) if len(sampled) else bins.count - 1  # the newest bin anything was sampled in
+            at = bins.since + (newest + 0.5) * bins.width
         else:
             at = self.cursor + steps * bins.width
         self.cursor = min(max(at, bins.since + bins.width / 2), bins.until - bins.width / 2)
@@ -240,7 +266,8 @@ class StragglerTools:
     def _write_inspector(self: ComputeScreen) -> None:
         if self.cursor is None or self.view is None:
             return
-        text = Text("\n").join(inspector_lines(self.view, self.shown, self.cursor, self.processes))
+        lines = inspector_lines(self.view, self.shown, self.cursor, self.processes, self.processes_written)
+        text = Text("\n").join(lines)
         self.query_one("#inspector", Static).update(text)
 
     @work(thread=True, group="processes", exclusive=True, exit_on_error=False)
@@ -251,12 +278,15 @@ class StragglerTools:
                 return
             self._process_hours = ProcessHours(directory, workers=os.cpu_count() or 1, nice=METRIC_WORKER_NICE)
         try:
-            found = self._process_hours.at(at, lanes)
+            written = self._process_hours.exists()
+            found = self._process_hours.at(at, lanes) if written else ()
         except Exception:  # an unreadable stream reads as "no snapshot", the rest of the inspector stands
-            found = ()
-        self.app.call_from_thread(self._processes_read, (at, lanes), found)
+            written, found = True, ()
+        self.app.call_from_thread(self._processes_read, (at, lanes), found, written)
 
-    def _processes_read(self: ComputeScreen, key: tuple[Any, ...], found: tuple[LaneProcesses, ...]) -> None:
+    def _processes_read(
+        self: ComputeScreen, key: tuple[Any, ...], found: tuple[LaneProcesses, ...], written: bool
+    ) -> None:
         if key == self._processes_for:
-            self.processes = found
+            self.processes, self.processes_written = found, written
             self._write_inspector()
