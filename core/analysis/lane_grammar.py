@@ -41,7 +41,7 @@ MAX_SELECTORS: Final = 256
 MAX_DIGITS: Final = 9
 """Digits a number may have."""
 
-KINDS: Final = ("rank", "g", "node", "gpu", "engine", "role", "every")
+SELECTOR_KINDS: Final = ("rank", "g", "node", "gpu", "engine", "role", "every")
 """The selector kinds, as miles spells them."""
 
 ROLES: Final = ("train", "rollout")
@@ -56,7 +56,7 @@ class Selector:
     """One ``kind:value`` piece of an expression."""
 
     kind: str
-    """One of :data:`KINDS`."""
+    """One of :data:`SELECTOR_KINDS`."""
     text: str
     """The piece as typed (trimmed)."""
     low: int = 0
@@ -119,8 +119,8 @@ def parse_lanes(text: str) -> LaneExpression:
 def _selector(token: str, column: int) -> Selector:
     kind, _, value = token.partition(":")
     shown = _quoted(token)
-    if kind not in KINDS:
-        known = ", ".join(f"{k}:" for k in KINDS)
+    if kind not in SELECTOR_KINDS:
+        known = ", ".join(f"{k}:" for k in SELECTOR_KINDS)
         raise LaneGrammarError(f"unknown lane selector {_quoted(kind)} in {shown} at column {column}: use {known}")
     if not value:
         raise LaneGrammarError(f"lane selector {shown} at column {column} has no value: expected {kind}:<value>")

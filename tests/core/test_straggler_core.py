@@ -18,10 +18,9 @@ from miles_tui.core.analysis.slowest_phase import (
     slowest_phase,
     train_actors,
 )
+from miles_tui.core.telemetry import Phase, TelemetryColumns
 from miles_tui.core.telemetry.phase_bands import phase_spans
 from miles_tui.core.telemetry.process_hours import MAX_PROCESSES, ProcessHours
-from miles_tui.core.telemetry.stream_records import Phase
-from miles_tui.core.telemetry.telemetry_columns import TelemetryColumns
 from miles_tui.core.telemetry.time_bins import time_bins
 
 HOUR = 1787223600.0  # 2026-08-20 11:00 UTC

@@ -64,7 +64,6 @@ from miles_tui.tui.compute_rows import (
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.run_model import RunModel
 from miles_tui.tui.screens.compute_straggler import StragglerTools
-from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.straggler_lines import cursor_cell, with_cursor
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
 from miles_tui.tui.widgets.heat_rows import HeatRows
@@ -89,7 +88,7 @@ not: a live run's newest hour grows every second, and a whole-run view needs no 
 LIVE_STREAMS: Final = frozenset({"gpu_util", "phases"})
 
 
-class ComputeScreen(StragglerTools, MonitorScreen):
+class ComputeScreen(StragglerTools):
     """GPU lanes, phases and fleet summary over a time window."""
 
     GLOBAL_VIEW = True

@@ -1,7 +1,7 @@
 """The GPU view's straggler tools: miles' lane grammar at ``/``, the slowest-phase pick ``W``, the point-in-time
 inspector at a cursor (``[``/``]``), power rows ``p``.
 
-A mixin of :class:`~miles_tui.tui.screens.compute_screen.ComputeScreen`: it holds the tools' state and
+The base of :class:`~miles_tui.tui.screens.compute_screen.ComputeScreen`: it holds the tools' state and
 actions; the screen calls :meth:`StragglerTools.lanes_shown` when it lists lanes, :meth:`StragglerTools.
 lane_rows` for the rows and :meth:`StragglerTools.refresh_inspector` after every draw. Core does the work
 (:mod:`miles_tui.core.analysis.lane_grammar`, :mod:`~miles_tui.core.analysis.slowest_phase`,
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import Any, ClassVar, Final
 
 import numpy as np
 from rich.text import Text
@@ -21,8 +21,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Input, Label, Static
 
-from miles_tui.core.analysis import LaneSelection, select_lanes
-from miles_tui.core.analysis.compute_view import LaneGrid, LaneHealth
+from miles_tui.core.analysis import ComputeView, LaneHealth, LaneSelection, select_lanes
+from miles_tui.core.analysis.compute_view import LaneGrid
 from miles_tui.core.analysis.lane_grammar import (
     LaneExpression,
     LaneFacts,
@@ -38,13 +38,12 @@ from miles_tui.core.analysis.slowest_phase import (
     slowest_phase,
 )
 from miles_tui.core.inert_text import inert
+from miles_tui.core.telemetry import TelemetryColumns
 from miles_tui.core.telemetry.process_hours import NEAREST_SECONDS, LaneProcesses, ProcessHours
 from miles_tui.tui.compute_rows import LaneRows
+from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.straggler_lines import PowerLaneRows, inspector_lines, pick_lines
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE
-
-if TYPE_CHECKING:
-    from miles_tui.tui.screens.compute_screen import ComputeScreen
 
 LANE_HELP: Final = (
     "lanes: rank:0-7 g:0-31 node:<host> gpu:<host>:<i> engine:<addr> role:train|rollout every:<n>, "
@@ -67,8 +66,19 @@ BIG_STEP: Final = 10
 """Bins ``{``/``}`` move the cursor."""
 
 
-class StragglerTools:
-    """See the module docstring (mixed into ComputeScreen)."""
+class StragglerTools(MonitorScreen):
+    """See the module docstring: the base of ComputeScreen, which sets what is declared here."""
+
+    view: ComputeView | None
+    """The view drawn last."""
+    columns: TelemetryColumns | None
+    """The run's telemetry columns."""
+    shown: tuple[int, ...]
+    """Positions (into the view's lanes) listed."""
+
+    def _draw(self) -> None:
+        """Draw the view again (the screen's own)."""
+        raise NotImplementedError
 
     HELP_TEXT: ClassVar[str] = HELP_TEXT
     """Said under the keys in ``?`` help."""
@@ -100,11 +110,11 @@ class StragglerTools:
     _processes_for: tuple[Any, ...] = ()
     _process_hours: ProcessHours | None = None
 
-    def compose_tools(self: ComputeScreen) -> Any:
+    def compose_tools(self) -> Any:
         """Under the title: what the expression or pick in force says (or the prompt's error)."""
         yield Label("", id="lane-status")
 
-    def compose_inspector(self: ComputeScreen) -> Any:
+    def compose_inspector(self) -> Any:
         """Under the lanes: the inspector, then the prompt (hidden until / by the stylesheet; last, so the
         screen's first focus stays on the lanes)."""
         yield VerticalScroll(Static("", id="inspector"), id="inspector-pane")
@@ -112,9 +122,7 @@ class StragglerTools:
 
     # -- which lanes ---------------------------------------------------------------------------------
 
-    def lanes_shown(
-        self: ComputeScreen, grid: LaneGrid, health: Sequence[LaneHealth], selection: LaneSelection
-    ) -> tuple[int, ...]:
+    def lanes_shown(self, grid: LaneGrid, health: Sequence[LaneHealth], selection: LaneSelection) -> tuple[int, ...]:
         """Positions of the lanes to list: the expression's (a pick's in its order), else the selection's."""
         if self.expression is None or len(self.facts) != len(grid.lanes):
             return select_lanes(grid, health, selection)
@@ -124,7 +132,7 @@ class StragglerTools:
             chosen = tuple(sorted(chosen, key=lambda i: (rank.get(grid.lanes[i], len(rank)), i)))
         return chosen
 
-    def expression_text(self: ComputeScreen, total: int) -> str | None:
+    def expression_text(self, total: int) -> str | None:
         """The title's words for the expression in force (None: none is)."""
         if self.expression is None:
             return None
@@ -136,20 +144,20 @@ class StragglerTools:
             else (f"{what}: {count} of {total} (/: change, esc: all)")
         )
 
-    def lane_rows(self: ComputeScreen) -> LaneRows:
+    def lane_rows(self) -> LaneRows:
         assert self.view is not None
         kind = PowerLaneRows if self.power_rows else LaneRows
         return kind(self.view, self.shown)
 
     # -- the prompt ----------------------------------------------------------------------------------
 
-    def action_filter(self: ComputeScreen) -> None:
+    def action_filter(self) -> None:
         box = self.query_one("#lane-filter", Input)
         box.display = True
         box.value = self.expression.text if self.expression is not None else ""
         self.focus_now(box)
 
-    def close_filter(self: ComputeScreen) -> bool:
+    def close_filter(self) -> bool:
         """Close the prompt if open (True: it was)."""
         box = self.query_one("#lane-filter", Input)
         if not box.display:
@@ -158,7 +166,7 @@ class StragglerTools:
         self.focus_now(self.query_one("#lanes"))
         return True
 
-    def on_input_submitted(self: ComputeScreen, message: Input.Submitted) -> None:
+    def on_input_submitted(self, message: Input.Submitted) -> None:
         """The prompt's expression: applied, or its error said under the title (the prompt stays open)."""
         if message.input.id != "lane-filter":
             return
@@ -174,7 +182,7 @@ class StragglerTools:
         self.pick = None
         self.set_expression(None if expression.everything else expression)
 
-    def set_expression(self: ComputeScreen, expression: LaneExpression | None, note: Text | None = None) -> None:
+    def set_expression(self, expression: LaneExpression | None, note: Text | None = None) -> None:
         self.expression = expression
         status = self.query_one("#lane-status", Label)
         status.display = note is not None
@@ -182,7 +190,7 @@ class StragglerTools:
         self._draw()
         self.query_one("#lanes").scroll_home(animate=False)
 
-    def clear_tools(self: ComputeScreen) -> bool:
+    def clear_tools(self) -> bool:
         """Esc: close the prompt, else the inspector, else drop the expression (True: something was)."""
         if self.close_filter():
             self.query_one("#lane-status", Label).display = False
@@ -200,7 +208,7 @@ class StragglerTools:
 
     # -- the slowest-phase pick ------------------------------------------------------------------------
 
-    def action_slowest(self: ComputeScreen) -> None:
+    def action_slowest(self) -> None:
         """Lanes by mean span of a phase in the window (miles' quick pick; again: the next phase)."""
         if self.view is None or self.columns is None:
             return
@@ -209,7 +217,7 @@ class StragglerTools:
         self._pick(frame.since, frame.until, after)
 
     @work(thread=True, group="slowest", exclusive=True, exit_on_error=False)
-    def _pick(self: ComputeScreen, since: float, until: float, after: str | None) -> None:
+    def _pick(self, since: float, until: float, after: str | None) -> None:
         assert self.columns is not None
         try:
             spans = self.columns.phase_spans(since, until, ())
@@ -224,20 +232,20 @@ class StragglerTools:
             return
         self.app.call_from_thread(self._picked, phase, picked)
 
-    def _picked(self: ComputeScreen, phase: str, picked: tuple[SlowLane, ...]) -> None:
+    def _picked(self, phase: str, picked: tuple[SlowLane, ...]) -> None:
         self.pick = (phase, picked)
         text = pick_expression([p.lane for p in picked]) or "gpu:none:0"
         self.set_expression(parse_lanes(text), pick_lines(phase, picked))
 
     # -- power ---------------------------------------------------------------------------------------
 
-    def action_power(self: ComputeScreen) -> None:
+    def action_power(self) -> None:
         self.power_rows = not self.power_rows
         self._draw()
 
     # -- the inspector -------------------------------------------------------------------------------
 
-    def action_cursor(self: ComputeScreen, steps: int) -> None:
+    def action_cursor(self, steps: int) -> None:
         """Move the inspector's cursor ``steps`` bins (opening it at the newest bin)."""
         if self.view is None or not self.view.grid.lanes:
             return
@@ -252,7 +260,7 @@ class StragglerTools:
         self.query_one("#inspector-pane").display = True
         self._draw()
 
-    def refresh_inspector(self: ComputeScreen) -> None:
+    def refresh_inspector(self) -> None:
         """Write the inspector for the cursor (and read the processes there, once per cursor and lanes)."""
         if self.cursor is None or self.view is None:
             return
@@ -263,7 +271,7 @@ class StragglerTools:
             self._read_processes(self.cursor, lanes)
         self._write_inspector()
 
-    def _write_inspector(self: ComputeScreen) -> None:
+    def _write_inspector(self) -> None:
         if self.cursor is None or self.view is None:
             return
         lines = inspector_lines(self.view, self.shown, self.cursor, self.processes, self.processes_written)
@@ -271,7 +279,7 @@ class StragglerTools:
         self.query_one("#inspector", Static).update(text)
 
     @work(thread=True, group="processes", exclusive=True, exit_on_error=False)
-    def _read_processes(self: ComputeScreen, at: float, lanes: tuple[Any, ...]) -> None:
+    def _read_processes(self, at: float, lanes: tuple[Any, ...]) -> None:
         if self._process_hours is None:
             directory = self.columns.directory if self.columns is not None else None
             if directory is None:
@@ -284,9 +292,7 @@ class StragglerTools:
             written, found = True, ()
         self.app.call_from_thread(self._processes_read, (at, lanes), found, written)
 
-    def _processes_read(
-        self: ComputeScreen, key: tuple[Any, ...], found: tuple[LaneProcesses, ...], written: bool
-    ) -> None:
+    def _processes_read(self, key: tuple[Any, ...], found: tuple[LaneProcesses, ...], written: bool) -> None:
         if key == self._processes_for:
             self.processes, self.processes_written = found, written
             self._write_inspector()
