@@ -170,3 +170,23 @@ async def test_the_inspector_says_a_run_without_gpu_processes(golden_copy: Calla
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
     return write_fleet(tmp_path_factory.mktemp("fleet") / "run")
+
+
+async def test_w_without_phases_says_so_and_keeps_the_lanes(tmp_path: Path) -> None:
+    dashboard = tmp_path / "run" / "dashboard"
+    (dashboard / "gpu_util").mkdir(parents=True)
+    end = 1787224800.0
+    lines = [{"ts": end - 600 + 10 * i, "node": "n", "gpu": g, "util": 50, "mem_mb": 1000} for i in range(60)
+             for g in range(2)]  # fmt: skip
+    (dashboard / "gpu_util" / "20260820_11.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    app = frozen_app(tmp_path / "run", end + 5)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(app, pilot)
+        await pilot.press("W")
+        await settle(pilot)
+        assert "W · no closed phase on a GPU in this window" in _text(screen, "#lane-status")
+        assert _lanes(screen) == [("n", 0), ("n", 1)]
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        text = str(screen.query_one("#inspector", Static).render())
+        assert "n:0                    50%   1000M      –  –" in text, "no power_w and no phase: en dashes, never 0"

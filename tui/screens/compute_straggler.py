@@ -10,7 +10,6 @@ lane_rows` for the rows and :meth:`StragglerTools.refresh_inspector` after every
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any, ClassVar, Final
 
@@ -43,7 +42,6 @@ from miles_tui.core.telemetry.process_hours import NEAREST_SECONDS, LaneProcesse
 from miles_tui.tui.compute_rows import LaneRows
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.straggler_lines import PowerLaneRows, inspector_lines, pick_lines
-from miles_tui.tui.stream_watch import METRIC_WORKER_NICE
 
 LANE_HELP: Final = (
     "lanes: rank:0-7 g:0-31 node:<host> gpu:<host>:<i> engine:<addr> role:train|rollout every:<n>, "
@@ -214,6 +212,9 @@ class StragglerTools(MonitorScreen):
             return
         frame = self.view.frame
         after = self.pick[0] if self.pick is not None else None
+        status = self.query_one("#lane-status", Label)
+        status.display = True
+        status.update(Text("W · ranking lanes by the mean span of a phase in the window…", style="dim"))
         self._pick(frame.since, frame.until, after)
 
     @work(thread=True, group="slowest", exclusive=True, exit_on_error=False)
@@ -223,14 +224,18 @@ class StragglerTools(MonitorScreen):
             spans = self.columns.phase_spans(since, until, ())
             names = phase_names(spans, since, until)
             if not names:
-                self.app.call_from_thread(self.notify, "no closed phase in this window to rank lanes by", timeout=4)
+                self.app.call_from_thread(self._pick_failed, "no closed phase on a GPU in this window to rank lanes by")
                 return
             phase = names[(names.index(after) + 1) % len(names)] if after in names else names[0]
             picked = slowest_phase(spans, phase, since, until)
         except Exception as err:  # telemetry problems never take the screen down
-            self.app.call_from_thread(self.notify, f"cannot rank lanes: {inert(str(err))}", severity="error")
+            self.app.call_from_thread(self._pick_failed, f"cannot rank lanes: {err}")
             return
         self.app.call_from_thread(self._picked, phase, picked)
+
+    def _pick_failed(self, message: str) -> None:
+        """Say under the title why W picked nothing (the lanes listed stay)."""
+        self.query_one("#lane-status", Label).update(Text(f"W · {inert(message)}", style="yellow"))
 
     def _picked(self, phase: str, picked: tuple[SlowLane, ...]) -> None:
         self.pick = (phase, picked)
@@ -284,7 +289,7 @@ class StragglerTools(MonitorScreen):
             directory = self.columns.directory if self.columns is not None else None
             if directory is None:
                 return
-            self._process_hours = ProcessHours(directory, workers=os.cpu_count() or 1, nice=METRIC_WORKER_NICE)
+            self._process_hours = ProcessHours(directory)  # one hour at a time: read in this thread, no pool
         try:
             written = self._process_hours.exists()
             found = self._process_hours.at(at, lanes) if written else ()
