@@ -23,6 +23,7 @@ from textual.widgets import Input, Label, Static
 from miles_tui.core.analysis import ComputeView, LaneHealth, LaneSelection, select_lanes
 from miles_tui.core.analysis.compute_view import LaneGrid
 from miles_tui.core.analysis.lane_grammar import (
+    MAX_LENGTH,
     LaneExpression,
     LaneFacts,
     LaneGrammarError,
@@ -116,7 +117,7 @@ class StragglerTools(MonitorScreen):
         """Under the lanes: the inspector, then the prompt (hidden until / by the stylesheet; last, so the
         screen's first focus stays on the lanes)."""
         yield VerticalScroll(Static("", id="inspector"), id="inspector-pane")
-        yield Input(placeholder=LANE_HELP, id="lane-filter")
+        yield Input(placeholder=LANE_HELP, id="lane-filter", max_length=MAX_LENGTH)
 
     # -- which lanes ---------------------------------------------------------------------------------
 
