@@ -143,6 +143,10 @@ async def test_the_inspector_shows_each_lane_and_its_processes_at_the_cursor(dem
         assert text.count("10.0.0.") == len(screen.shown)
         assert "processes at" in text and "ray::MegatronTrainRayActor" in text and "pid 3100" in text
         assert "▼" in _lines(screen, "#axis")[0]
+        lanes = screen.query_one("#lanes", HeatRows)
+        assert lanes.marker is not None, "the cursor's column is marked on every strip too"
+        reversed_cells = [seg.text for seg in lanes.render_line(0) if seg.style is not None and seg.style.reverse]
+        assert len("".join(reversed_cells)) == 1
         width = screen.view.grid.bins.width if screen.view else 0
         await pilot.press("left_square_bracket", "left_square_bracket")
         await settle(pilot)
@@ -151,6 +155,7 @@ async def test_the_inspector_shows_each_lane_and_its_processes_at_the_cursor(dem
         await settle(pilot)
         assert screen.cursor is None and not screen.query_one("#inspector-pane").display
         assert "▼" not in _lines(screen, "#axis")[0]
+        assert screen.query_one("#lanes", HeatRows).marker is None
 
 
 async def test_the_inspector_says_a_run_without_gpu_processes(golden_copy: Callable[[str], Path]) -> None:

@@ -288,6 +288,8 @@ class ComputeScreen(StragglerTools):
         cell = None if self.cursor is None else cursor_cell(grid.bins.since, grid.bins.until, self.cursor,
                                                              lanes.strip_width)  # fmt: skip
         axis = [with_cursor(axis_row(view, lanes.strip_width), cell)]
+        for strips in (lanes, fleet, self.query_one("#phases", HeatRows)):
+            strips.set_marker(cell)
         self.query_one("#axis", HeatRows).set_rows(axis, label_width, suffix)
         fleet.set_rows(fleet_lines, label_width, suffix)
         self.query_one("#phases", HeatRows).set_rows(phases, label_width, suffix)
