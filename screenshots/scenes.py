@@ -356,6 +356,26 @@ SCENES = (
         ("u", "~"),
         shows=("▓ rollout", "█ generating", "▒ tool call", "░ queued", "samples, peak"),
     ),
+    Scene(  # miles' lane grammar typed at /: the dead node and four train ranks, said in the title
+        "compute_lanes",
+        "fleet",
+        ("u", "~", "2", "~", "slash", *"node:10.1.0.4, rank:0-3", "enter", "~"),
+        shows=("lanes node:10.1.0.4, rank:0-3: 12 of 96", "10.1.0.1:0", "DEAD: 10.1.0.4"),
+        wide=("10.1.0.4:0",),
+    ),
+    Scene(  # W: the lanes slowest in update_weights, as miles' quick pick ranks them, with their mean spans
+        "compute_slowest",
+        "live_streams",
+        ("u", "~", "W", "~"),
+        shows=("slowest update_weights (mean span, miles' pick): 10.0.0.7:1 2.2s,", "10.0.0.7:1", "2 of 2"),
+    ),
+    Scene(  # the inspector at the cursor: every lane's figures in that bin and the processes holding its memory
+        "compute_inspector",
+        "demo",
+        ("u", "~", "p", "~", "right_square_bracket", "~"),
+        shows=("▼", "lane                  util     mem  power  phase", "processes at", "ray::MegatronTrainRayActor"),
+        wide=("power", "peak"),
+    ),
     Scene("engines", "live_engines", ("E", "~"), shows=("Engines · last 15m", "aborted"), wide=("2 engines",)),
     Scene("engines_dp", "engines_dp", ("E", "~"), shows=("Engines · last 15m", "↺1"), wide=("4 DP ranks", "dp0")),
     Scene(  # every scraped metric by kind: gauges as scraped, counters as rates, histogram sum/count as means

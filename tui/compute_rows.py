@@ -155,6 +155,9 @@ class LaneRows(Sequence[HeatRow]):
     """The picked lanes of a view as rows (:data:`LANE_LINES` a lane), each built when first drawn: 512 lanes
     cost what the visible ones do."""
 
+    lines: int = LANE_LINES
+    """Lines per lane."""
+
     def __init__(self, view: ComputeView, picked: Sequence[int]) -> None:
         self.view = view
         self.picked = tuple(picked)
@@ -169,7 +172,7 @@ class LaneRows(Sequence[HeatRow]):
         self._made: dict[int, HeatRow] = {}
 
     def __len__(self) -> int:
-        return LANE_LINES * len(self.picked)
+        return self.lines * len(self.picked)
 
     @overload
     def __getitem__(self, index: int) -> HeatRow: ...
@@ -184,7 +187,7 @@ class LaneRows(Sequence[HeatRow]):
             index += len(self)
         row = self._made.get(index)
         if row is None:
-            row = self._made[index] = self._make(*divmod(index, LANE_LINES))
+            row = self._made[index] = self._make(*divmod(index, self.lines))
         return row
 
     def _make(self, position: int, line: int) -> HeatRow:

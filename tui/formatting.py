@@ -195,6 +195,20 @@ def reading_text(value: float | None) -> str:
     return "masked" if value is None else number(value, 4)
 
 
+def watts(value: float | None) -> str:
+    """A power draw: ``603W``, en dash for none."""
+    if value is None or not math.isfinite(value):
+        return MISSING
+    return f"{value:.0f}W"
+
+
+def seconds_text(value: float | None) -> str:
+    """A short duration with a decimal under a minute: ``4.2s``, else as :func:`duration` pads it."""
+    if value is None or not math.isfinite(value):
+        return MISSING
+    return f"{value:.1f}s" if value < 60 else duration(value, padded=True)
+
+
 def date_time(ts: float | None) -> str:
     """An absolute time, in UTC so every pane and ``report`` say the same: ``2026-08-20 11:40 UTC``."""
     if ts is None or not math.isfinite(ts):

@@ -31,7 +31,7 @@ STREAM_HOURS = 6
 FOLLOWED_STREAMS = ("engine_series", "trajectories", "topology", "data_buffer")
 """Streams the reader follows record by record (the engines view reads them); ``gpu_util`` and ``phases``, the
 bulk of a long run, are read as cached hourly columns (the follower's digests, the GPU view's columns), and
-``gpu_processes`` is read by no view."""
+``gpu_processes`` the same way, one hour at a time, by the GPU view's inspector."""
 
 KEEP_PROBLEMS = 20
 """Stream problems and resets kept (a poll reports each once; the advisory stays up)."""

@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import Final, Literal, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from miles_tui.core.telemetry import (
     FloatArray,
@@ -79,6 +80,8 @@ class LaneGrid:
     """(lanes, bins): samples per bin."""
     mean_util: FloatArray
     """Per lane: mean utilisation over every sample of the window (NaN: none)."""
+    power_w: FloatArray | None = None
+    """(lanes, bins): mean power draw, NaN where none (None: the samples carried no power column)."""
 
     def latest(self, values: FloatArray) -> FloatArray:
         """Per lane: the value of its last bin with data (NaN: none)."""
@@ -130,7 +133,19 @@ def bin_lanes(samples: GpuSamples, bins: TimeBins) -> LaneGrid:
         mem_mb=_weighted(flat, mem, mem_n, size).reshape(shape),
         samples=per_bin.reshape(shape).astype(np.int64),
         mean_util=_weighted(rows, util, util_n, len(order)),
+        power_w=_binned_power(samples, inside, flat, size, shape),
     )
+
+
+def _binned_power(
+    samples: GpuSamples, inside: npt.NDArray[np.bool_], flat: IntArray, size: int, shape: tuple[int, int]
+) -> FloatArray | None:
+    """Mean power per lane and bin (as utilisation is binned), None when the samples have no power column."""
+    if samples.power_w is None:
+        return None
+    power = samples.power_w[inside]
+    weight = (~np.isnan(power)).astype(np.float64) if samples.power_n is None else samples.power_n[inside]
+    return _weighted(flat, power, weight, size).reshape(shape)
 
 
 def _weighted(flat: IntArray, means: FloatArray, counts: FloatArray, size: int) -> FloatArray:

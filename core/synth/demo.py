@@ -138,6 +138,7 @@ def _telemetry(
          "role": "rollout_manager"},
     ]  # fmt: skip
     gpu_lines: list[dict[str, Any]] = []
+    processes: list[dict[str, Any]] = []  # one snapshot a step, at the start of training (no rng: fixed values)
     for coords in config.layout.ranks():
         node = f"10.0.0.{1 + coords.rank // config.gpus_per_node}"
         gpu = coords.rank % config.gpus_per_node
@@ -149,6 +150,8 @@ def _telemetry(
             {"name": "actor_train", "t0": train_start + skew, "t1": train_end + skew, **where},
             {"name": "update_weights", "t0": train_end + skew, "t1": now, **where},
         ]
+        processes.append({"ts": round(train_start, 3), "node": node, "gpu": gpu, "pid": 31000 + coords.rank,
+                          "name": "ray::MegatronTrainRayActor", "mem_mb": 52000 + 100 * gpu})  # fmt: skip
         ts = np.ceil(t0 / config.gpu_period_s) * config.gpu_period_s
         while ts <= now:
             util = 88.0 if train_start <= ts <= train_end else 25.0
@@ -162,7 +165,7 @@ def _telemetry(
     trajectories = step_events(rid, samples, t0, rollout_end)
     streams = (
         ("phases", phases, "t1"), ("gpu_util", gpu_lines, "ts"), ("engine_series", engines, "ts"),
-        ("trajectories", trajectories, "ts"),
+        ("gpu_processes", processes, "ts"), ("trajectories", trajectories, "ts"),
     )  # fmt: skip
     for stream, records, ts_key in streams:
         by_hour: dict[str, list[dict[str, Any]]] = {}

@@ -71,6 +71,10 @@ class GpuSamples:
     values, memory values and samples it stands for. None: each row is one sample."""
     cell: float | None = None
     """For bucket summaries: the bucket width, seconds (the resolution of the values)."""
+    power_w: FloatArray | None = None
+    """Power draw, W (NaN when not a number; None: not read)."""
+    power_n: FloatArray | None = None
+    """For bucket summaries: per row, how many power values it stands for."""
 
     @property
     def newest(self) -> float | None:

@@ -135,6 +135,7 @@ class TelemetryColumns:
                 util=_floats(columns, "util"),
                 mem_mb=_floats(columns, "mem_mb"),
                 last_seen=self._last_seen(),
+                power_w=_floats(columns, "power_w"),
             )
 
     def gpu_cells(self, since: float | None, until: float | None, width: float) -> GpuSamples:
@@ -152,6 +153,7 @@ class TelemetryColumns:
             with np.errstate(invalid="ignore", divide="ignore"):
                 util = stats["util.sum"] / stats["util.n"]
                 mem = stats["mem_mb.sum"] / stats["mem_mb.n"]
+                power = stats["power_w.sum"] / stats["power_w.n"]
             return GpuSamples(
                 lanes=tuple(self._lanes),
                 lane=lane,
@@ -161,6 +163,8 @@ class TelemetryColumns:
                 last_seen=self._last_seen(),
                 weight=(stats["util.n"], stats["mem_mb.n"], cells.samples.astype(np.float64)),
                 cell=width,
+                power_w=power,
+                power_n=stats["power_w.n"],
             )
 
     def _lane_ids(self, node: CodeArray, gpu: CodeArray, values: tuple[Any, ...]) -> IntArray:

@@ -29,9 +29,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Label
 
-from miles_tui.core.analysis import FLEET_LANES, ComputeView, LaneSelection, nodes_of, sampling_interval, select_lanes
+from miles_tui.core.analysis import FLEET_LANES, ComputeView, LaneSelection, nodes_of, sampling_interval
 from miles_tui.core.analysis.compute_view import compute_view
 from miles_tui.core.analysis.engine_lanes import EngineActivity, engine_activity, engine_gpus
+from miles_tui.core.analysis.lane_grammar import LaneFacts, engine_lanes, lane_facts
+from miles_tui.core.analysis.slowest_phase import train_actors
 from miles_tui.core.analysis.trajectory_flight import InFlight, samples_in_flight
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import (
@@ -71,14 +73,16 @@ from miles_tui.tui.flight_rows import flight_rows
 from miles_tui.tui.messages import TelemetryAppended
 from miles_tui.tui.recompute import Recompute
 from miles_tui.tui.run_model import RunModel
-from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.screens.compute_straggler import StragglerTools
 from miles_tui.tui.starvation_lines import starvation_heat_rows
+from miles_tui.tui.straggler_lines import cursor_cell, with_cursor
 from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
 from miles_tui.tui.widgets.heat_rows import HeatRows
 from miles_tui.tui.widgets.run_header import RunHeader
 
-Computed = tuple[ComputeView, tuple[EngineActivity, ...], "InFlight | None"]
-"""What one computation gives: the view, the engine rows over its lanes, the samples in flight per bin."""
+Computed = tuple[ComputeView, tuple[EngineActivity, ...], "InFlight | None", tuple[LaneFacts, ...]]
+"""What one computation gives: the view, the engine rows over its lanes, the samples in flight per bin, and each
+lane's facts for the lane grammar."""
 
 WORST_COUNT: Final = 16
 """Lanes ``w`` lists."""
@@ -99,7 +103,7 @@ not: a live run's newest hour grows every second, and a whole-run view needs no 
 LIVE_STREAMS: Final = frozenset({"gpu_util", "phases", "trajectories"})
 
 
-class ComputeScreen(MonitorScreen):
+class ComputeScreen(StragglerTools):
     """GPU lanes, phases and fleet summary over a time window."""
 
     GLOBAL_VIEW = True
@@ -121,6 +125,7 @@ class ComputeScreen(MonitorScreen):
         Binding("N", "node(-1)", "Prev node", key_display="N", show=False),
         Binding("w", "worst", f"Worst {WORST_COUNT}", show=False),
         Binding("a", "all_lanes", "All lanes", show=False),
+        *StragglerTools.STRAGGLER_BINDINGS,
     ]
 
     def __init__(self, columns: TelemetryColumns | None = None, window: TimeWindow | None = None) -> None:
@@ -146,11 +151,13 @@ class ComputeScreen(MonitorScreen):
     def compose(self) -> ComposeResult:
         yield RunHeader()
         yield Label("Compute · loading…", id="compute-title")
+        yield from self.compose_tools()
         yield HeatRows(id="axis")
         yield HeatRows(id="fleet")
         yield HeatRows(id="phases")
         yield HeatRows(id="engine-rows")
         yield HeatRows(id="lanes")
+        yield from self.compose_inspector()
         yield Label("", id="compute-empty")
         yield Footer()
 
@@ -192,7 +199,9 @@ class ComputeScreen(MonitorScreen):
         else:
             spans, time = self.columns.phase_spans(since, until, open_phases), None
         view = compute_view(samples, spans, bins, now=now, frame=shown, interval=interval, time=time)
-        return view, self._engine_activity(bins), samples_in_flight(follower.dashboard, view.grid.bins, now)
+        facts = lane_facts(view.grid.lanes, train_actors(spans, time), self._engines())
+        flight = samples_in_flight(follower.dashboard, view.grid.bins, now)
+        return view, self._engine_activity(bins), flight, facts
 
     def _engine_activity(self, bins: TimeBins) -> tuple[EngineActivity, ...]:
         """Each engine the topology names in the window, with its running requests (none without a topology)."""
@@ -206,6 +215,15 @@ class ComputeScreen(MonitorScreen):
         if not gpus.lanes:
             return ()
         return engine_activity(hours.table(bins.since, bins.until), bins.edges(), gpus)
+
+    def _engines(self) -> dict[str, list[tuple[object, object]]]:
+        """Each engine's lanes from the newest ``topology.jsonl`` record held (none: no engine lanes)."""
+        try:
+            held = self.miles.watcher.follower.dashboard.loaded_records("topology")
+        except (KeyError, ValueError):
+            return {}
+        newest = held[-1] if held else None
+        return engine_lanes(getattr(newest, "data", None))
 
     def _samples(
         self, since: float, until: float, width: int, newest: float | None
@@ -234,8 +252,8 @@ class ComputeScreen(MonitorScreen):
         self.query_one("#compute-title", Label).update(Text(f"Compute · cannot read telemetry: {message}", "red"))
 
     def _show(self, computed: Computed) -> None:
-        view, engines, flight = computed
-        self.view = view
+        view, engines, flight, facts = computed
+        self.view, self.facts = view, facts
         self.engines = engines
         self.flight = flight
         if self.selection is None and view.grid.lanes:
@@ -274,12 +292,12 @@ class ComputeScreen(MonitorScreen):
             )
             return
         selection = self.selection or LaneSelection()
-        self.shown = select_lanes(grid, view.health, selection)
+        self.shown = self.lanes_shown(grid, view.health, selection)
         self.query_one("#compute-title", Label).update(title(view, self._picked_text(selection)))
         peak = max((float(np.nanmax(e.running)) for e in self.engines if np.isfinite(e.running).any()), default=1.0)
         engine_lines = [engine_row(activity, peak) for activity in self.engines]
         labels = [lane_label(grid.lanes[i]) for i in self.shown] + [f"█ {inert(b.name)}" for b in view.bands]
-        labels += ["silent", "  phases", "  memory"] + [row.label.plain for row in engine_lines]
+        labels += ["silent", "  phases", "  memory", "  power"] + [row.label.plain for row in engine_lines]
         label_width = min(max(len(s) for s in labels), 20 if self.size.width >= 120 else 14)
         phases = [phase_row(band, i) for i, band in enumerate(view.bands)] + flight_rows(self.flight)
         phases += starvation_heat_rows(self.miles.model.starvation, grid.bins)
@@ -291,14 +309,22 @@ class ComputeScreen(MonitorScreen):
         engine_rows.display = bool(engine_lines)
         engine_rows.set_rows(engine_lines, label_width, suffix)
         lanes = self.query_one("#lanes", HeatRows)
-        lanes.set_rows(LaneRows(view, self.shown), label_width, suffix)
-        axis = [axis_row(view, lanes.strip_width)]
+        lanes.set_rows(self.lane_rows(), label_width, suffix)
+        cell = None if self.cursor is None else cursor_cell(grid.bins.since, grid.bins.until, self.cursor,
+                                                             lanes.strip_width)  # fmt: skip
+        axis = [with_cursor(axis_row(view, lanes.strip_width), cell)]
+        for strips in (lanes, fleet, self.query_one("#phases", HeatRows)):
+            strips.set_marker(cell)
         self.query_one("#axis", HeatRows).set_rows(axis, label_width, suffix)
         fleet.set_rows(fleet_lines, label_width, suffix)
         self.query_one("#phases", HeatRows).set_rows(phases, label_width, suffix)
+        self.refresh_inspector()
 
     def _picked_text(self, selection: LaneSelection) -> str:
         total = len(self.view.grid.lanes) if self.view else 0
+        chosen = self.expression_text(total)
+        if chosen is not None:
+            return chosen
         if selection.mode == "node":
             return f"lanes of {selection.node} (n/N: node, a: all)"
         if selection.mode == "worst":
@@ -308,7 +334,8 @@ class ComputeScreen(MonitorScreen):
     def lane_texts(self) -> list[str]:
         """Each listed lane's first line (label and figures) as plain text (for tests and screen readers)."""
         lanes = self.query_one("#lanes", HeatRows)
-        rows = [lanes.rows[i] for i in range(0, len(lanes.rows), LANE_LINES)]
+        per = lanes.rows.lines if isinstance(lanes.rows, LaneRows) else LANE_LINES
+        rows = [lanes.rows[i] for i in range(0, len(lanes.rows), per)]
         return [row.label.plain + " " + (row.suffix.plain if row.suffix else "") for row in rows]
 
     # -- live -----------------------------------------------------------------------------------------
@@ -344,7 +371,8 @@ class ComputeScreen(MonitorScreen):
     # -- actions --------------------------------------------------------------------------------------
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        if not self.clear_tools():
+            self.app.pop_screen()
 
     def _current(self) -> Frame | None:
         """The window asked for, resolved over the clock and run of the last view (None before any)."""
@@ -396,14 +424,17 @@ class ComputeScreen(MonitorScreen):
         start = nodes.index(current) + delta if current in nodes else (0 if delta > 0 else -1)
         index = start % len(nodes)
         self.selection = replace(self.selection or LaneSelection(), mode="node", node=nodes[index])
+        self.expression = self.pick = None
         self._draw()
         self.query_one("#lanes", HeatRows).scroll_home(animate=False)
 
     def action_worst(self) -> None:
         self.selection = replace(self.selection or LaneSelection(), mode="worst", count=WORST_COUNT)
+        self.expression = self.pick = None
         self._draw()
         self.query_one("#lanes", HeatRows).scroll_home(animate=False)
 
     def action_all_lanes(self) -> None:
         self.selection = replace(self.selection or LaneSelection(), mode="all")
+        self.expression = self.pick = None
         self._draw()

@@ -151,6 +151,9 @@ class HelpScreen(ModalScreen[None]):
             yield Static(_describe(self._over))
             if hasattr(self._over, "row_filter"):  # the rollout table's filter grammar, where there is one
                 yield Static(Text("\n" + FILTER_HELP, style="dim"))
+            more = getattr(self._over, "HELP_TEXT", None)  # a screen's own grammar or tools, where it has some
+            if isinstance(more, str):
+                yield Static(Text("\n" + more, style="dim"))
             yield Static(Text("\nwords and marks on screen", style="bold"))
             yield Static(Text(glossary_text()))
 

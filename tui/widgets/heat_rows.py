@@ -105,6 +105,8 @@ class HeatRows(ScrollView, inherit_bindings=False):
         """Cells of the label column."""
         self.suffix_width = 20
         """Cells of the suffix column."""
+        self.marker: int | None = None
+        """A strip cell (0-based) drawn in reverse video on every strip: a cursor on the time axis (None: none)."""
         self._cache: dict[tuple[int, int], Strip] = {}
         self._base: Style | None = None
 
@@ -115,6 +117,13 @@ class HeatRows(ScrollView, inherit_bindings=False):
         self._cache.clear()
         self.virtual_size = Size(self.scrollable_content_region.width, len(self.rows))
         self.refresh()
+
+    def set_marker(self, cell: int | None) -> None:
+        """Mark strip cell ``cell`` on every strip (None: no mark)."""
+        if cell != self.marker:
+            self.marker = cell
+            self._cache.clear()
+            self.refresh()
 
     @property
     def strip_width(self) -> int:
@@ -170,6 +179,11 @@ class HeatRows(ScrollView, inherit_bindings=False):
         segments += [gap, *self._fit(suffix, suffix_width, base)]
         drawn = self.label_width + suffix_width + 2 * GAP + strip_width
         strip = Strip(segments, drawn)
+        has_strip = row.values is not None or row.kinds is not None
+        if self.marker is not None and 0 <= self.marker < strip_width and has_strip:
+            x = self.label_width + GAP + self.marker
+            before, cell, after = strip.divide([x, x + 1, drawn])
+            strip = Strip.join([before, cell.apply_style(Style(reverse=True)), after])
         if drawn == width:
             return strip
         return strip.crop(0, width).extend_cell_length(width, base)

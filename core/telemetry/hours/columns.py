@@ -2,7 +2,7 @@
 
 Contract:
 
-- :data:`SPECS` says, per stream held as columns (``gpu_util``, ``phases``,
+- :data:`SPECS` says, per stream held as columns (``gpu_util``, ``phases``, ``gpu_processes``,
   ``engine_series``), which fields are numbers and which are shared values,
   and what each must be (:mod:`.decode` applies it): a time (``ts``, ``t0``,
   ``t1``) is a finite number; a name used as a key (phase, host, role, engine
@@ -61,6 +61,15 @@ class _Gpu(msgspec.Struct):
     util: Any = None
     mem_mb: Any = None
     power_w: Any = None
+
+
+class _Process(msgspec.Struct):
+    ts: Any
+    node: Any
+    gpu: Any
+    pid: Any = None
+    name: Any = None
+    mem_mb: Any = None
 
 
 class _Engine(msgspec.Struct):
@@ -129,6 +138,9 @@ SPECS: Final[Mapping[str, StreamSpec]] = {
     "phases": StreamSpec(
         _Phase, ("t0", "t1"), ("t0", "t1"), {"name": False, "node": True, "role": True}, ("rank",),
         {"gpus": _gpu_list}, "t1",
+    ),
+    "gpu_processes": StreamSpec(
+        _Process, ("ts",), ("ts", "pid", "mem_mb"), {"node": False, "name": True}, ("gpu",), {}, "ts"
     ),
     "engine_series": StreamSpec(
         _Engine, ("ts",), ("ts", "value"), {"metric": False, "addr": True}, (), {"labels": _labels}, "ts"
