@@ -23,6 +23,7 @@ Contract:
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -132,6 +133,8 @@ class RunFollower:
         )
         """When the reader does not follow ``gpu_util``: its newest hour (the run's newest data time)."""
         self._lock = threading.Lock()
+        self._hours_found: dict[str, bool] = {}
+        """What :meth:`has_hours` answered last, per stream (its answer while a poll holds the lock)."""
         self._newest_step_write: float | None = None
         """The newest step-file write, as the step follower's caller reports it (:meth:`note_step_write`)."""
         self._open: dict[tuple[object, ...], Phase] = {}  # open markers of the current attempt, by Phase.key
@@ -228,10 +231,27 @@ class RunFollower:
         ]
 
     def has_hours(self, stream: str) -> bool:
-        """Whether files of ``gpu_util`` or ``phases`` were found, when the follower (not its reader) reads them."""
-        with self._lock:
+        """Whether files of ``gpu_util`` or ``phases`` were found, when the follower (not its reader) reads them.
+        Never waits: while a poll holds the follower (a cold start reads every phase hour for seconds) it answers
+        what it found last, so a UI thread asking which views have data is not held up."""
+        if not self._lock.acquire(blocking=False):
+            known = self._hours_found.get(stream)
+            return known if known is not None else self._hour_files_listed(stream)
+        try:
             store = self.gpu_newest if stream == "gpu_util" else self.phases if stream == "phases" else None
-            return store is not None and bool(store.partitions())
+            found = store is not None and bool(store.partitions())
+            self._hours_found[stream] = found
+            return found
+        finally:
+            self._lock.release()
+
+    def _hour_files_listed(self, stream: str) -> bool:
+        """Whether ``stream``'s folder lists an hour file (a directory listing, no lock, nothing read)."""
+        try:
+            with os.scandir(self.run_dir.dashboard_dir / stream) as entries:
+                return any(entry.name.endswith(".jsonl") for entry in entries)
+        except OSError:
+            return False
 
     def phase_digests(self) -> list[PhaseDigest]:
         """Every ``phases`` hour's digest (empty when the reader follows ``phases`` itself)."""

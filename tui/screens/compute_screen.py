@@ -204,7 +204,11 @@ class ComputeScreen(StragglerTools):
         return view, self._engine_activity(bins), flight, facts
 
     def _engine_activity(self, bins: TimeBins) -> tuple[EngineActivity, ...]:
-        """Each engine the topology names in the window, with its running requests (none without a topology)."""
+        """Each engine the topology names in the window, with its running requests (none without a topology, and
+        none for a window longer than :data:`CELLS_AFTER_SECONDS`: the engines' hours hold no summaries, so a whole
+        week's rows would read every scrape of the run: 3.8 s and 480 MB on the generated week)."""
+        if bins.until - bins.since > CELLS_AFTER_SECONDS:
+            return ()
         snapshots = [
             r for r in self.miles.watcher.follower.dashboard.loaded_records("topology") if isinstance(r, Snapshot)
         ]
