@@ -106,7 +106,6 @@ class MilesApp(BaselineApp, FilteredDisplayApp):
         Binding("m", "metrics", "Metrics", show=False),
         Binding("u", "compute", "GPUs", show=False),
         Binding("E", "engines", "Engines", key_display="E", show=False),
-        Binding("W", "copy_wandb", "Copy the W&B run URL", key_display="W", show=False),
     ]
 
     def __init__(

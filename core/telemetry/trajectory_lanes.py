@@ -284,6 +284,7 @@ def lane_cells(
     if width <= 0:
         return b""
     cells = bytearray(width)
+    start, end = float(start), float(end)  # an int time and a float one compare exactly but subtract as floats
     if not end > start:
         return bytes(cells)
     step = (end - start) / width

@@ -243,7 +243,7 @@ def test_a_demo_step_anatomy_joins_every_sample_and_ends_at_the_consume(tmp_path
     from miles_tui.core.dump import Run
 
     root = write_demo_run(tmp_path / "demo", 2)
-    follower = RunFollower(RunDir(root), follow_steps=False, streams=("trajectories",))
+    follower = RunFollower(RunDir(root), streams=("trajectories",))
     follower.poll(time.time())
     events = follower.dashboard.records("trajectories")
     consumed = consume_time(follower.metrics, 1)
@@ -339,7 +339,7 @@ def test_a_hostile_stream_file_reads_to_inert_bounded_lanes(tmp_path: Path) -> N
     ]
     lines = [json.dumps(r) for r in good] + hostile
     (stream / "20260528_20.jsonl").write_text("\n".join(lines) + "\n")
-    follower = RunFollower(RunDir(root), follow_steps=False, streams=("trajectories",))
+    follower = RunFollower(RunDir(root), streams=("trajectories",))
     follower.poll(time.time())
     events = follower.dashboard.records("trajectories")
     rows = [replace(BASE, sample_index=1), replace(BASE, sample_index=2)]

@@ -90,6 +90,7 @@ class MetricsScreen(MonitorScreen):
         Binding("c", "clear_cursor", "Cursor off", show=False),
         Binding("tab", "select_chart(1)", "Select a chart: the inspector says what it means", show=False),
         Binding("shift+tab", "select_chart(-1)", "Previous chart", show=False),
+        Binding("W", "app.copy_wandb", "Copy the W&B run URL", key_display="W", show=False),
     ]
 
     def __init__(self) -> None:
