@@ -25,10 +25,12 @@ from miles_tui.tui import gc_policy
 STREAM_HOURS = 6
 """Hourly telemetry partitions parsed up front; older hours are parsed when a view asks for them."""
 
-FOLLOWED_STREAMS = ("engine_series", "trajectories", "topology", "data_buffer")
+FOLLOWED_STREAMS = ("engine_series",)
 """Streams the reader follows record by record (the engines view reads them); ``gpu_util`` and ``phases``, the
 bulk of a long run, are read as cached hourly columns (the follower's digests, the GPU view's columns), and
-``gpu_processes`` is read by no view."""
+``gpu_processes``, ``trajectories``, ``topology`` and ``data_buffer`` are read by no view, so never: held as
+parsed records they cost some 50 bytes of memory per byte of file (a 20 MB ``topology.jsonl`` of ``{}`` lines
+took the monitor to 1 GB)."""
 
 KEEP_PROBLEMS = 20
 """Stream problems and resets kept (a poll reports each once; the advisory stays up)."""

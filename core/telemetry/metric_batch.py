@@ -242,7 +242,7 @@ def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast
         if fast:  # a line of a learned shape: straight to numbers (ts and step within 2**53, else the general way)
             try:
                 known = decode_shaped(line)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):  # msgspec recurses into what a line nests
                 known = None
             if known is not None:
                 kind = type(known)
@@ -264,7 +264,7 @@ def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast
                 raise ValueError("checked")
             try:
                 record = decode(line)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 substituted = nonfinite_line(line)
                 if substituted is None:
                     raise
@@ -286,7 +286,7 @@ def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast
             step_list.append(step)
             key_list.append(record.step_key)
             index += 1
-        except (msgspec.DecodeError, ValueError):
+        except (msgspec.DecodeError, ValueError, RecursionError):
             row = _slow_line(line, position, bad)
             if row is not None:
                 chunk.add(row)

@@ -42,12 +42,12 @@ from miles_tui.core.telemetry.hours.columns import (
     StreamSpec,
     canonical,
     concat,
+    not_times,
     numbers_of,
 )
 from miles_tui.core.telemetry.hours.scan_decode import AVAILABLE as SCANNER
 from miles_tui.core.telemetry.hours.scan_decode import SCANNED_STREAMS, scan_columns
-from miles_tui.core.telemetry.record_table import TAG_INT
-from miles_tui.core.telemetry.stream_records import MAX_INDEX, MAX_TEXT
+from miles_tui.core.telemetry.stream_records import MAX_INDEX, MAX_TEXT, TIME_REASON
 
 _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {}
 
@@ -150,7 +150,7 @@ def _decode_part(
 
 def _decode_whole(spec: StreamSpec, stream: str, data: bytes, base: int, rows: _Rows) -> bool:
     """The lines as one JSON array, in one call; False when some line is not a plain record."""
-    if not data or needs_checked_parse(data):
+    if not data or needs_checked_parse(data) or not _utf8(data):
         return False
     decoder = _DECODERS.get(stream)
     if decoder is None:
@@ -164,6 +164,18 @@ def _decode_whole(spec: StreamSpec, stream: str, data: bytes, base: int, rows: _
     if len(offsets) != len(records):
         return False
     rows.add_structs(records, offsets)
+    return True
+
+
+def _utf8(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8: msgspec skips a member the shape does not name without checking its bytes, and
+    the tail's rule (a line that is not UTF-8 is malformed) must not depend on a line's neighbours."""
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
     return True
 
 
@@ -208,8 +220,7 @@ def _columns(
     for name in spec.numbers:
         numbers[name], tags[name], other[name] = numbers_of(rows.fields[name])
         if name in spec.times:
-            finite = (tags[name] <= TAG_INT) & np.isfinite(numbers[name])
-            refuse(~finite, f"field {name!r} is not a finite number (a time)")
+            refuse(not_times(name, numbers[name], tags[name]), f"field {name!r} {TIME_REASON}")
     interner = Interner()
     codes: dict[str, CodeArray] = {}
     for name, nullable in spec.names.items():
