@@ -235,6 +235,18 @@ def _index(record: Mapping[str, Any], field: str, *, required: bool = False) -> 
     return value
 
 
+def short_label(value: Any) -> bool:
+    """Whether a label's value is a short scalar: a string of at most :data:`MAX_TEXT` characters, a float, a
+    bool, null, or an int of magnitude under :data:`MAX_INDEX` (label sets key the engines' series, and ints
+    k·(2**61−1) all hash alike)."""
+    kind = type(value)
+    if kind is str:
+        return len(value) <= MAX_TEXT
+    if kind is int:
+        return -MAX_INDEX < value < MAX_INDEX
+    return kind in (float, bool) or value is None
+
+
 def decode_phase(value: Any) -> Phase:
     """A ``phases/`` line."""
     r = _object(value)
@@ -260,7 +272,7 @@ def decode_engine_sample(value: Any) -> EngineSample:
     if not isinstance(labels, dict) or len(labels) > MAX_LABELS:
         raise ValueError(f"field 'labels' is not an object of at most {MAX_LABELS} labels")
     for key, item in labels.items():
-        if len(key) > MAX_TEXT or isinstance(item, (list, dict)) or (type(item) is str and len(item) > MAX_TEXT):
+        if len(key) > MAX_TEXT or not short_label(item):
             raise ValueError(f"label {key[:40]!r} is not a short scalar")
     return EngineSample(
         _time(r, "ts"),

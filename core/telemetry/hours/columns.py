@@ -34,7 +34,15 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core.telemetry.record_table import TAG_FLOAT, TAG_INT, TAG_NONE, TAG_OTHER, TableArrays
-from miles_tui.core.telemetry.stream_records import MAX_GPUS, MAX_INDEX, MAX_LABELS, MAX_TEXT, MAX_TIME, OPEN_T1
+from miles_tui.core.telemetry.stream_records import (
+    MAX_GPUS,
+    MAX_INDEX,
+    MAX_LABELS,
+    MAX_TEXT,
+    MAX_TIME,
+    OPEN_T1,
+    short_label,
+)
 
 FloatArray = npt.NDArray[np.float64]
 TagArray = npt.NDArray[np.uint8]
@@ -127,7 +135,7 @@ def _labels(value: Any) -> Any:
     for key, item in value.items():
         if len(key) > MAX_TEXT:
             raise ValueError("field 'labels' has a label name too long to be one")
-        if isinstance(item, (list, dict)) or (type(item) is str and len(item) > MAX_TEXT):
+        if not short_label(item):
             raise ValueError(f"label {key[:40]!r} is not a short scalar")
     return value
 
