@@ -243,7 +243,7 @@ def short_label(value: Any) -> bool:
     if kind is str:
         return len(value) <= MAX_TEXT
     if kind is int:
-        return -MAX_INDEX < value < MAX_INDEX
+        return bool(-MAX_INDEX < value < MAX_INDEX)
     return kind in (float, bool) or value is None
 
 

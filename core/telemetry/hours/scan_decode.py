@@ -118,10 +118,10 @@ class Templates:
         for style in _styles_of(line):
             template = _render(record, slots, constants, *style)
             if template is not None and _reads_back(line, template, numbers):
-                shape = (template.segments, template.slots)
+                learned = (template.segments, template.slots)
                 with self._lock:
-                    if shape not in self._shapes and len(self.known) < MAX_TEMPLATES:
-                        self._shapes.add(shape)
+                    if learned not in self._shapes and len(self.known) < MAX_TEMPLATES:
+                        self._shapes.add(learned)
                         self.known = (*self.known, template)
                 return template
         return None
