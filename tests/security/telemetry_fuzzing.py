@@ -207,7 +207,7 @@ EXTRA_FILES = [
     "dashboard/topology.jsonl", "dashboard/data_buffer.jsonl", "dashboard/gpu_util.jsonl",
     "dashboard/phases.jsonl", "dashboard/engine_series.jsonl", "dashboard/gpu_util/20260820_24.jsonl",
     "dashboard/phases/99991231_23.jsonl", "dashboard/engine_series/19700101_00.jsonl",
-    "dashboard/gpu_util/20260820_12.jsonl",
+    "dashboard/gpu_util/20260820_12.jsonl", "dashboard/gpu_util/20991231_23.jsonl",
 ]  # fmt: skip
 """Files a case may add, generated whole: the kinds the golden runs lack, legacy flat files, odd hours."""
 

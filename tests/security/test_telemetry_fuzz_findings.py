@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from miles_tui.core.analysis.engine_view import engine_view
 from miles_tui.core.analysis.stream_advisories import stream_advisories
 from miles_tui.core.dump import RunDir
 from miles_tui.core.follow import RunFollower
-from miles_tui.core.telemetry import EngineSample, EngineTable, TelemetryColumns
+from miles_tui.core.telemetry import EngineSample, EngineTable, TelemetryColumns, TimeWindow, frame
 from miles_tui.core.telemetry.hours.decode import decode
 from miles_tui.core.telemetry.hours.scan_decode import AVAILABLE as SCANNER
 from miles_tui.core.telemetry.hours.scan_decode import MAX_TEMPLATES, templates_for
@@ -22,6 +23,7 @@ from miles_tui.core.telemetry.metric_batch import decode_block
 from miles_tui.core.telemetry.stream_records import decode_engine_sample, decode_gpu_util, decode_meta, decode_phase
 from miles_tui.core.telemetry.time_bins import time_bins
 from miles_tui.tui.stream_watch import FOLLOWED_STREAMS, STREAM_HOURS, StreamWatch
+from tests.conftest import GOLDEN
 from tests.security.fuzzing import MERSENNE
 
 T = 1787223000.0
@@ -184,3 +186,18 @@ def test_a_label_value_is_a_short_scalar(value: Any) -> None:
     assert (
         decode_engine_sample({**line, "labels": {"dp_rank": 3, "tp": "0", "ok": True, "f": 0.5}}).labels["dp_rank"] == 3
     )
+
+
+def test_an_empty_newest_gpu_hour_leaves_the_live_window_at_the_last_samples(tmp_path: Path) -> None:
+    """A stopped run's live window ends at its newest sample; an empty newest hour (a writer that opened it and
+    died, or a file named for the year 2099) made the run's extent None, and the GPU view drew nothing."""
+    run = tmp_path / "run"
+    shutil.copytree(GOLDEN / "live_streams", run)
+    before = TelemetryColumns(run / "dashboard").extent()
+    assert before is not None
+    for name in ("20260820_12.jsonl", "20991231_23.jsonl"):
+        (run / "dashboard" / "gpu_util" / name).write_text("")
+        columns = TelemetryColumns(run / "dashboard")
+        assert columns.extent() == before
+        shown = frame(TimeWindow(900.0, None), before[1] + 3600, *before)
+        assert shown.anchored_to_data and len(columns.gpu_samples(shown.since, shown.until).ts) > 0
