@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 from msgspec.structs import astuple
 
-from miles_tui.core.tail import _reason
+from miles_tui.core.tail import _reason, is_utf8
 from miles_tui.core.telemetry.metric_line import decode_line, nonfinite_line
 from miles_tui.core.telemetry.metric_shapes import SHAPES, Shaped, Unshaped, names_of
 from miles_tui.core.telemetry.metric_values import EMPTY_VALUES, EXACT, BoolArray, Values, int_flags, values_of
@@ -220,10 +220,11 @@ def decode_block(block: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
     parts: list[MetricBatch] = []
     bad: list[BadLine] = []
     position = base
+    utf8 = is_utf8(block)  # else msgspec would take a line json.loads refuses: every line the slow way
     for start in range(0, len(lines), CHUNK_LINES):
         chunk = lines[start : start + CHUNK_LINES]
         try:
-            parts.append(_decode_chunk(chunk, position, bad, fast=True))
+            parts.append(_decode_chunk(chunk, position, bad, fast=utf8))
         except _Overflow:  # an integer too big for a float64 in a metric: check every line of this chunk
             del bad[len(bad) - sum(b.offset >= position for b in bad) :]
             parts.append(_decode_chunk(chunk, position, bad, fast=False))

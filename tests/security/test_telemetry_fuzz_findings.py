@@ -201,3 +201,15 @@ def test_an_empty_newest_gpu_hour_leaves_the_live_window_at_the_last_samples(tmp
         assert columns.extent() == before
         shown = frame(TimeWindow(900.0, None), before[1] + 3600, *before)
         assert shown.anchored_to_data and len(columns.gpu_samples(shown.since, shown.until).ts) > 0
+
+
+def test_a_metrics_line_that_is_not_utf8_is_malformed() -> None:
+    """msgspec skips a member the record does not name without checking its bytes: a metrics line json.loads
+    refuses (the tail's rule) was taken."""
+    good = b'{"ts": 1787223000.0, "step_key": "train/step", "step": 1, "metrics": {"train/loss": 0.5}}'
+    line = good[:-1] + b', "x\xd0": 1}'
+    batch, bad = decode_block(good + b"\n" + line + b"\n" + good, 0)
+    assert len(batch) == 2
+    assert [(b.offset, b.reason) for b in bad] == [
+        (len(good) + 1, f"not valid UTF-8 (byte {line.index(0xD0)} of the line)")
+    ]

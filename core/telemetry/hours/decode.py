@@ -30,6 +30,7 @@ from miles_tui.core.tail import (
     DECODE_ERRORS,
     EXCERPT_BYTES,
     MalformedLineError,
+    is_utf8,
     malformed_reason,
     needs_checked_parse,
     parse_line,
@@ -150,7 +151,7 @@ def _decode_part(
 
 def _decode_whole(spec: StreamSpec, stream: str, data: bytes, base: int, rows: _Rows) -> bool:
     """The lines as one JSON array, in one call; False when some line is not a plain record."""
-    if not data or needs_checked_parse(data) or not _utf8(data):
+    if not data or needs_checked_parse(data) or not is_utf8(data):
         return False
     decoder = _DECODERS.get(stream)
     if decoder is None:
@@ -164,18 +165,6 @@ def _decode_whole(spec: StreamSpec, stream: str, data: bytes, base: int, rows: _
     if len(offsets) != len(records):
         return False
     rows.add_structs(records, offsets)
-    return True
-
-
-def _utf8(data: bytes) -> bool:
-    """Whether ``data`` is UTF-8: msgspec skips a member the shape does not name without checking its bytes, and
-    the tail's rule (a line that is not UTF-8 is malformed) must not depend on a line's neighbours."""
-    if data.isascii():
-        return True
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
     return True
 
 
