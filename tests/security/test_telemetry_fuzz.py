@@ -31,7 +31,7 @@ from tests.security.fuzzing import Verdict, Worker
 from tests.security.telemetry_fuzzing import TelemetryCase, golden_files, newest_time, telemetry_case
 from tests.security.test_unpickle_fuzz import MINUTES, _keep_dir
 
-BATCH = settings(max_examples=4, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+BATCH = settings(max_examples=2, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 """A case takes about a second per worker: small batches keep the time budget."""
 SECONDS = MINUTES * 60 if MINUTES > 0 else 8.0
 """The test suite's run is a few cases (every kind of damage shows up within a minute or two)."""
