@@ -6,9 +6,11 @@ import json
 import math
 import shutil
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from miles_tui.core.analysis.engine_view import engine_view
@@ -17,6 +19,7 @@ from miles_tui.core.dump import RunDir
 from miles_tui.core.follow import RunFollower
 from miles_tui.core.telemetry import EngineSample, EngineTable, TelemetryColumns, TimeWindow, frame
 from miles_tui.core.telemetry.hours.decode import decode
+from miles_tui.core.telemetry.hours.phase_cover import MAX_CELLS, _sparse_cover, phase_cover
 from miles_tui.core.telemetry.hours.scan_decode import AVAILABLE as SCANNER
 from miles_tui.core.telemetry.hours.scan_decode import MAX_TEMPLATES, templates_for
 from miles_tui.core.telemetry.metric_batch import decode_block
@@ -212,4 +215,58 @@ def test_a_metrics_line_that_is_not_utf8_is_malformed() -> None:
     assert len(batch) == 2
     assert [(b.offset, b.reason) for b in bad] == [
         (len(good) + 1, f"not valid UTF-8 (byte {line.index(0xD0)} of the line)")
+    ]
+
+
+def _phase_columns(spans: list[tuple[str, float, float]]) -> Any:
+    lines = [json.dumps({**json.loads(PHASE), "name": name, "t0": t0, "t1": t1}) for name, t0, t1 in spans]
+    columns, bad = decode("phases", "\n".join(lines).encode(), 0, "phases/20260820_10.jsonl")
+    assert not bad
+    return columns
+
+
+def test_an_hour_of_many_phases_over_a_week_has_a_bounded_cover() -> None:
+    """The zoomed-out cover was one table of (rank and phase) × buckets: 6,000 phases of distinct names (940 KB)
+    in an hour that also holds a week-long phase made 6,000 × 10,098 cells, 463 MiB per width (a MemoryError
+    under the fuzzer's 512 MB). Now only the cells a span touches, at most MAX_CELLS."""
+    spans = [(f"n{k}", T, T + 5436.0) for k in range(6000)] + [("rollout", T - 7 * 86400, T)]
+    columns = _phase_columns(spans)
+    tracemalloc.start()
+    try:
+        cover = phase_cover(columns, 60.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200 << 20, f"{peak / 2**20:.0f} MiB to cover the hour"
+    assert len(cover.seconds) == 6000 * 91 + 7 * 1440  # each span's own buckets, no more
+    assert math.isclose(float(cover.seconds.sum()), 6000 * 5436.0 + 7 * 86400, rel_tol=1e-9)
+    far = phase_cover(_phase_columns([("a", 0.0, 1.0), ("b", 2.0**34 - 2, 2.0**34 - 1)]), 60.0)
+    assert far.bucket.tolist() == [0, int((2.0**34 - 2) // 60)] and far.seconds.tolist() == [1.0, 1.0]
+    flood = phase_cover(_phase_columns([(f"n{k}", T, T + 7 * 86400) for k in range(1000)]), 60.0)
+    assert len(flood.seconds) <= MAX_CELLS
+
+
+def test_the_sparse_cover_is_the_table_s() -> None:
+    """Both ways of making a cover give the same cells, in the same order, and the same seconds."""
+    rng = np.random.default_rng(7)
+    spans = []
+    for k in range(300):
+        t0 = T + float(rng.uniform(0, 7200))
+        spans.append((f"p{k % 37}", t0, t0 + float(rng.choice([0.5, 30.0, 61.0, 600.0, 4000.0]))))
+    columns = _phase_columns(spans)
+    for width in (60.0, 600.0):
+        dense = phase_cover(columns, width)
+        t0, t1 = columns.numbers["t0"], columns.numbers["t1"]
+        key = np.array([dense.pairs.index((p[0], p[1], p[2], p[3], p[4])) for p in _keys(columns)], np.int64)
+        pair, bucket, seconds = _sparse_cover(key, t0, t1, width)
+        assert pair.tolist() == dense.pair.tolist() and bucket.tolist() == dense.bucket.tolist()
+        assert np.allclose(seconds, dense.seconds, rtol=1e-12, atol=1e-9)
+
+
+def _keys(columns: Any) -> list[Any]:
+    values = columns.values
+    fields = [columns.codes[name].tolist() for name in ("role", "name", "node", "rank", "gpus")]
+    return [
+        (values[r], values[n], values[h], values[k], tuple(values[g] or ()))
+        for r, n, h, k, g in zip(*fields, strict=True)
     ]
