@@ -19,7 +19,7 @@ from miles_tui.core.analysis.stream_advisories import stream_advisories
 from miles_tui.core.dump import RunDir
 from miles_tui.core.errors import StreamError
 from miles_tui.core.follow import RunDelta, RunFollower
-from miles_tui.core.tail import StreamReset
+from miles_tui.core.tail import MalformedLineError, StreamReset
 from miles_tui.tui import gc_policy
 
 STREAM_HOURS = 6
@@ -53,6 +53,15 @@ class StreamPoll:
     advisories: tuple[Advisory, ...]
 
 
+def _kept(problems: list[StreamError]) -> list[StreamError]:
+    """The last :data:`KEEP_PROBLEMS` malformed lines and, apart, the last as many other problems: a file that
+    cannot be read (a broken meta.json) is said once, and a burst of malformed lines (counted per file anyway)
+    must not push it out of the advisories."""
+    lines = [p for p in problems if isinstance(p, MalformedLineError)][-KEEP_PROBLEMS:]
+    others = [p for p in problems if not isinstance(p, MalformedLineError)][-KEEP_PROBLEMS:]
+    return [*others, *lines]
+
+
 class StreamWatch:
     """Follows one run's telemetry; :meth:`poll_blocking` runs in a worker thread under :attr:`lock`."""
 
@@ -84,7 +93,7 @@ class StreamWatch:
         """One telemetry poll and the telemetry advisories it implies (see the module docstring)."""
         with gc_policy.young_only():  # a first load of a long metrics.jsonl: no full collection stalls the UI
             delta = self.follower.poll(now)
-        self._problems = [*self._problems, *delta.problems][-KEEP_PROBLEMS:]
+        self._problems = _kept([*self._problems, *delta.problems])
         self._resets = [*self._resets, *delta.resets][-KEEP_PROBLEMS:]
         urgent = bool(delta.problems or delta.resets or delta.reset_streams or delta.attempt_changed)
         urgent = urgent or delta.meta is not self._meta or self._checked is None

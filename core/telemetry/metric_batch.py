@@ -271,7 +271,11 @@ def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast
                     raise
                 record = substituted
             ts, step = record.ts, record.step
-            if (type(ts) is int and not -EXACT <= ts <= EXACT) or type(step) not in (int, float):
+            if (
+                (type(ts) is int and not -EXACT <= ts <= EXACT)
+                or (type(step) is int and not -EXACT <= step <= EXACT)  # an int no float holds: malformed
+                or type(step) not in (int, float)
+            ):
                 check_value(ts)
                 check_value(step)
             metrics = record.metrics

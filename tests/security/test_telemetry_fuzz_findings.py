@@ -270,3 +270,27 @@ def _keys(columns: Any) -> list[Any]:
         (values[r], values[n], values[h], values[k], tuple(values[g] or ()))
         for r, n, h, k, g in zip(*fields, strict=True)
     ]
+
+
+def test_a_metrics_step_no_float_holds_is_malformed_on_every_path() -> None:
+    """msgspec reads a 402-digit step as an int, and the decoder's fast path checked only ts: the line was taken
+    where the checked path (a block that is not UTF-8, or no scanner) refused it, so the two disagreed."""
+    good = b'{"ts": 1787223000.0, "step_key": "train/step", "step": 1, "metrics": {"train/loss": 0.5}}'
+    line = good.replace(b'"step": 1', b'"step": 3' + b"0" * 401)
+    for block in (line, good + b"\n" + line, good + b"\n" + line + b"\n\xff"):
+        batch, bad = decode_block(block, 0)
+        assert len(batch) == block.count(b'"ts"') - 1
+        assert [b.reason for b in bad][:1] == ["integer of 402 digits: too big for a float64"]
+
+
+def test_a_broken_meta_json_stays_in_the_advisories_past_a_burst_of_malformed_lines(tmp_path: Path) -> None:
+    """The monitor keeps the last 20 problems; meta.json's (said once) was pushed out by the malformed lines read
+    after it, so its advisory came and went with how many hours the cache had already read."""
+    dashboard = tmp_path / "run" / "dashboard"
+    dashboard.mkdir(parents=True)
+    (dashboard / "meta.json").write_text('{"run_name": "x')
+    good = '{"ts": 1787223000.0, "step_key": "train/step", "step": 1, "metrics": {"train/loss": 0.5}}'
+    (dashboard / "metrics.jsonl").write_text("\n".join([good, *["{oops"] * 30]) + "\n")
+    watch = StreamWatch(RunDir(tmp_path / "run"))
+    codes = [a.code for a in watch.poll_blocking(T + 60).advisories]
+    assert "stream_unreadable" in codes and "malformed_stream_lines" in codes
