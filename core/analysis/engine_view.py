@@ -173,7 +173,7 @@ def _abort_rate(table: EngineTable, addr: str | None, bins: TimeBins) -> EngineP
 
 
 def _restarts(table: EngineTable, addr: str | None, bins: TimeBins) -> tuple[float, ...]:
-    counters = [m for m in table.metrics() if m.endswith(CUMULATIVE_SUFFIXES) or m in (*REQUESTS, *ABORTED)]
+    counters = [m for m in table.metrics_of(addr) if m.endswith(CUMULATIVE_SUFFIXES) or m in (*REQUESTS, *ABORTED)]
     times: set[float] = set()
     for metric in counters:
         for one in table.engine_series(metric, addr, per_dp_rank=True):
@@ -202,7 +202,7 @@ def engine_view(
         ranks = table.dp_ranks(addr)
         panels = {metric: _gauge(table, metric, addr, ranks, bins) for metric in PANELS if metric != ABORT_RATE}
         panels[ABORT_RATE] = _abort_rate(table, addr, bins)
-        seen = [float(one.ts[-1]) for m in table.metrics() for one in table.engine_series(m, addr)]
+        seen = [float(one.ts[-1]) for m in table.metrics_of(addr) for one in table.engine_series(m, addr)]
         blocks.append(
             EngineBlock(
                 addr=addr,

@@ -173,6 +173,7 @@ class EngineTable:
         self._series: dict[tuple[str, bool], tuple[EngineSeries, ...]] = {}
         self._by_addr: dict[tuple[str, bool], dict[str | None, tuple[EngineSeries, ...]]] = {}
         self._ranks: dict[str | None, set[str]] | None = None
+        self._metrics_of: dict[str | None, tuple[str, ...]] | None = None
 
     def metrics(self) -> tuple[str, ...]:
         """Metric names seen (normalized), sorted."""
@@ -182,6 +183,17 @@ class EngineTable:
         """Engines seen, in natural order."""
         seen = {key[0] for parts in self._groups.values() for key in parts}
         return tuple(sorted(seen, key=lambda addr: natural_key(addr or "")))
+
+    def metrics_of(self, addr: str | None) -> tuple[str, ...]:
+        """The metrics (normalized, sorted) an engine has samples of: one pass for every engine, so a view's work
+        follows the (engine, metric) pairs there are, not engines × metrics."""
+        if self._metrics_of is None:
+            index: dict[str | None, set[str]] = {}
+            for metric, parts in self._groups.items():
+                for key in parts:
+                    index.setdefault(key[0], set()).add(metric)
+            self._metrics_of = {a: tuple(sorted(names)) for a, names in index.items()}
+        return self._metrics_of.get(addr, ())
 
     def dp_ranks(self, addr: str | None) -> tuple[str, ...]:
         """The DP ranks an engine labelled, in natural order (empty: no DP attention)."""

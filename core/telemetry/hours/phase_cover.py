@@ -5,8 +5,9 @@ per (rank and phase, bucket) with time in it: the seconds of the bucket
 ``[k·width, (k+1)·width)`` the rank spent in the phase. A phase is filed by its
 end, so an hour's cells may reach back before it; no span counts for more than
 :data:`MAX_SPAN_SECONDS` before its end (a record claiming years costs a
-bounded table). Summed over hours, a bucket's seconds are exactly those of its
-phases (up to float addition). Keys are values (role, name; host, rank, GPU
+bounded table), and an hour holds at most :data:`MAX_CELLS` cells. Summed over
+hours, a bucket's seconds are exactly those of its phases (up to float addition)
+while every hour is within that budget. Keys are values (role, name; host, rank, GPU
 list) so hours join by value. Round-trips through the cache. Pure.
 """
 
