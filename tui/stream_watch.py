@@ -20,7 +20,7 @@ from miles_tui.core.analysis.starvation import KEYS as STARVATION_KEYS
 from miles_tui.core.analysis.starvation import Starvation, starvation
 from miles_tui.core.analysis.stream_advisories import stream_advisories
 from miles_tui.core.base.errors import StreamError
-from miles_tui.core.base.tail import StreamReset
+from miles_tui.core.base.tail import MalformedLineError, StreamReset
 from miles_tui.core.dump import RunDir
 from miles_tui.core.follow import RunDelta, RunFollower
 from miles_tui.tui import gc_policy
@@ -31,7 +31,10 @@ STREAM_HOURS = 6
 FOLLOWED_STREAMS = ("engine_series", "trajectories", "topology", "data_buffer")
 """Streams the reader follows record by record (the engines view reads them); ``gpu_util`` and ``phases``, the
 bulk of a long run, are read as cached hourly columns (the follower's digests, the GPU view's columns), and
-``gpu_processes`` the same way, one hour at a time, by the GPU view's inspector."""
+``gpu_processes`` the same way, one hour at a time, by the GPU view's inspector. ``topology`` (the GPU view's engine
+rows and lane grammar), ``data_buffer`` (the starvation rows) and ``trajectories`` (the anatomy and the samples in
+flight) are followed record by record; a record of theirs that is not one (an empty object) is a malformed line,
+never held."""
 
 KEEP_PROBLEMS = 20
 """Stream problems and resets kept (a poll reports each once; the advisory stays up)."""
@@ -54,6 +57,15 @@ class StreamPoll:
     advisories: tuple[Advisory, ...]
     starvation: Starvation | None = None
     """MFU, wait per step and data-buffer depth (the same object until a poll brings any of their inputs)."""
+
+
+def _kept(problems: list[StreamError]) -> list[StreamError]:
+    """The last :data:`KEEP_PROBLEMS` malformed lines and, apart, the last as many other problems: a file that
+    cannot be read (a broken meta.json) is said once, and a burst of malformed lines (counted per file anyway)
+    must not push it out of the advisories."""
+    lines = [p for p in problems if isinstance(p, MalformedLineError)][-KEEP_PROBLEMS:]
+    others = [p for p in problems if not isinstance(p, MalformedLineError)][-KEEP_PROBLEMS:]
+    return [*others, *lines]
 
 
 class StreamWatch:
@@ -88,7 +100,7 @@ class StreamWatch:
         """One telemetry poll and the telemetry advisories it implies (see the module docstring)."""
         with gc_policy.young_only():  # a first load of a long metrics.jsonl: no full collection stalls the UI
             delta = self.follower.poll(now)
-        self._problems = [*self._problems, *delta.problems][-KEEP_PROBLEMS:]
+        self._problems = _kept([*self._problems, *delta.problems])
         self._resets = [*self._resets, *delta.resets][-KEEP_PROBLEMS:]
         urgent = bool(delta.problems or delta.resets or delta.reset_streams or delta.attempt_changed)
         urgent = urgent or delta.meta is not self._meta or self._checked is None

@@ -146,8 +146,8 @@ def _latest(one: EngineSeries, bins: TimeBins) -> float | None:
 
 
 def _gauge(table: EngineTable, metric: str, addr: str | None, ranks: tuple[str, ...], bins: TimeBins) -> EnginePanel:
-    engine = [one for one in table.series(metric) if one.addr == addr]
-    per_rank = [one for one in table.series(metric, per_dp_rank=True) if one.addr == addr]
+    engine = table.engine_series(metric, addr)
+    per_rank = table.engine_series(metric, addr, per_dp_rank=True)
     split = bool(ranks) and all(one.dp_rank is not None for one in per_rank)
     shown = per_rank if split else engine
     lines = tuple(EngineLine(one.dp_rank, _binned(bins, one.ts, one.value), _latest(one, bins)) for one in shown)
@@ -157,7 +157,7 @@ def _gauge(table: EngineTable, metric: str, addr: str | None, ranks: tuple[str, 
 
 def _abort_rate(table: EngineTable, addr: str | None, bins: TimeBins) -> EnginePanel:
     name = table.first_present(ABORTED)
-    engine = [one for one in table.series(name) if one.addr == addr] if name else []
+    engine = table.engine_series(name, addr) if name else ()
     lines = []
     for one in engine:
         if len(one.ts) < 2:
@@ -173,12 +173,11 @@ def _abort_rate(table: EngineTable, addr: str | None, bins: TimeBins) -> EngineP
 
 
 def _restarts(table: EngineTable, addr: str | None, bins: TimeBins) -> tuple[float, ...]:
-    counters = [m for m in table.metrics() if m.endswith(CUMULATIVE_SUFFIXES) or m in (*REQUESTS, *ABORTED)]
+    counters = [m for m in table.metrics_of(addr) if m.endswith(CUMULATIVE_SUFFIXES) or m in (*REQUESTS, *ABORTED)]
     times: set[float] = set()
     for metric in counters:
-        for one in table.series(metric, per_dp_rank=True):
-            if one.addr == addr:
-                times.update(t for t in restart_times(one).tolist() if bins.since <= t <= bins.until)
+        for one in table.engine_series(metric, addr, per_dp_rank=True):
+            times.update(t for t in restart_times(one).tolist() if bins.since <= t <= bins.until)
     return tuple(sorted(times))
 
 
@@ -186,7 +185,7 @@ def _counted(table: EngineTable, names: tuple[str, ...], addr: str | None, since
     name = table.first_present(names)
     if name is None:
         return 0.0
-    series = [one for one in table.series(name) if one.addr == addr]
+    series = table.engine_series(name, addr)
     clipped = [
         EngineSeries(one.addr, one.labels, one.dp_rank, one.ts[one.ts <= until], one.value[one.ts <= until])
         for one in series
@@ -203,7 +202,7 @@ def engine_view(
         ranks = table.dp_ranks(addr)
         panels = {metric: _gauge(table, metric, addr, ranks, bins) for metric in PANELS if metric != ABORT_RATE}
         panels[ABORT_RATE] = _abort_rate(table, addr, bins)
-        seen = [float(one.ts[-1]) for m in table.metrics() for one in table.series(m) if one.addr == addr]
+        seen = [float(one.ts[-1]) for m in table.metrics_of(addr) for one in table.engine_series(m, addr)]
         blocks.append(
             EngineBlock(
                 addr=addr,

@@ -280,9 +280,19 @@ def stream_advisories(
         edge=span[1] if span is not None else None,
         attempt_start=state.attempt_start,
         newest_write=state.newest_write,
-        malformed={**reader.malformed_counts(), **(follower.phases.malformed_counts() if follower.phases else {})},
+        malformed=_malformed_counts(follower),
     )
     return telemetry_advisories(facts, now, problems=problems, resets=resets, low_mfu_threshold=low_mfu_threshold)
+
+
+def _malformed_counts(follower: RunFollower) -> dict[Path, int]:
+    """Malformed lines per file over everything the follower read: its reader's streams and the hours it reads
+    itself (every phases hour, the newest GPU hour), whose problems a caller may no longer hold."""
+    counts = follower.dashboard.malformed_counts()
+    for store in (follower.phases, follower.gpu_newest):
+        if store is not None:
+            counts.update(store.malformed_counts())
+    return counts
 
 
 def _stalls(phases: TableArrays | Sequence[PhaseDigest], attempt_start: float | None, at: float) -> list[Advisory]:

@@ -466,6 +466,18 @@ def needs_checked_parse(block: bytes) -> bool:
     return _has_float_overflow_digits(block)
 
 
+def is_utf8(block: bytes) -> bool:
+    """Whether a block is UTF-8, as every line must be (msgspec skips a member the shape does not name without
+    checking its bytes: a decoder that takes a block in one call asks this first)."""
+    if block.isascii():
+        return True
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def malformed_reason(err: BaseException) -> str:
     """What a decoding error says about a line (``not valid JSON (...)``, ``missing field 'ts'`` ...)."""
     return _reason(err)

@@ -214,7 +214,8 @@ class RunFollower:
                 record_counts=self.dashboard.record_counts(),
                 time_range=self._time_range(),
                 newest_write=self._newest_write,
-                malformed_lines=sum(self.dashboard.malformed_counts().values()),
+                malformed_lines=sum(self.dashboard.malformed_counts().values())
+                + sum(sum(h.malformed_counts().values()) for h in (self.phases, self.gpu_newest) if h is not None),
             )
 
     def _time_range(self) -> tuple[float, float] | None:

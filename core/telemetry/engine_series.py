@@ -171,6 +171,9 @@ class EngineTable:
             add(sample.metric, sample.addr, sample.labels, [sample.ts], [value])
         self._groups = groups
         self._series: dict[tuple[str, bool], tuple[EngineSeries, ...]] = {}
+        self._by_addr: dict[tuple[str, bool], dict[str | None, tuple[EngineSeries, ...]]] = {}
+        self._ranks: dict[str | None, set[str]] | None = None
+        self._metrics_of: dict[str | None, tuple[str, ...]] | None = None
 
     def metrics(self) -> tuple[str, ...]:
         """Metric names seen (normalized), sorted."""
@@ -181,10 +184,27 @@ class EngineTable:
         seen = {key[0] for parts in self._groups.values() for key in parts}
         return tuple(sorted(seen, key=lambda addr: natural_key(addr or "")))
 
+    def metrics_of(self, addr: str | None) -> tuple[str, ...]:
+        """The metrics (normalized, sorted) an engine has samples of: one pass for every engine, so a view's work
+        follows the (engine, metric) pairs there are, not engines × metrics."""
+        if self._metrics_of is None:
+            index: dict[str | None, set[str]] = {}
+            for metric, parts in self._groups.items():
+                for key in parts:
+                    index.setdefault(key[0], set()).add(metric)
+            self._metrics_of = {a: tuple(sorted(names)) for a, names in index.items()}
+        return self._metrics_of.get(addr, ())
+
     def dp_ranks(self, addr: str | None) -> tuple[str, ...]:
         """The DP ranks an engine labelled, in natural order (empty: no DP attention)."""
-        ranks = {key[2] for parts in self._groups.values() for key in parts if key[0] == addr and key[2] is not None}
-        return tuple(sorted(ranks, key=natural_key))
+        if self._ranks is None:  # one pass for every engine: a view asks once per engine, and engines are many
+            self._ranks = {}
+            for parts in self._groups.values():
+                for key in parts:
+                    ranks = self._ranks.setdefault(key[0], set())
+                    if key[2] is not None:
+                        ranks.add(key[2])
+        return tuple(sorted(self._ranks.get(addr, ()), key=natural_key))
 
     def time_range(self) -> tuple[float, float] | None:
         """Earliest and latest scrape time held."""
@@ -202,6 +222,17 @@ class EngineTable:
         if cached is None:
             cached = self._series[key] = self._build(*key)
         return cached
+
+    def engine_series(self, metric: str, addr: str | None, *, per_dp_rank: bool = False) -> tuple[EngineSeries, ...]:
+        """:meth:`series` of one engine, from an index built once per metric (not a scan of every engine's)."""
+        key = (normalize(metric), per_dp_rank)
+        index = self._by_addr.get(key)
+        if index is None:
+            grouped: dict[str | None, list[EngineSeries]] = {}
+            for one in self.series(metric, per_dp_rank=per_dp_rank):
+                grouped.setdefault(one.addr, []).append(one)
+            index = self._by_addr[key] = {a: tuple(series) for a, series in grouped.items()}
+        return index.get(addr, ())
 
     def _build(self, metric: str, per_dp_rank: bool) -> tuple[EngineSeries, ...]:
         parts = self._groups.get(metric, {})

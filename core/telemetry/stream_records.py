@@ -11,7 +11,6 @@ is columnar and lives in :mod:`miles_tui.core.telemetry.metrics.metric_store`.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -152,6 +151,11 @@ MAX_TEXT: Final = 256
 """Longest name (phase, host, role, address, metric, label) a record may carry."""
 MAX_INDEX: Final = 1 << 20
 """A GPU index or rank is an int of magnitude under this."""
+MAX_TIME: Final = float(2**34)
+"""A time is seconds since the epoch in ``[0, MAX_TIME)`` (before the year 2514): a finite number outside is no
+time a writer meant, and it would overflow the bucket and bin arithmetic and every date shown."""
+TIME_REASON: Final = "is not a time (seconds since the epoch, from 0 to 2**34)"
+"""What a malformed line's reason says of a field that is no time (NaN, Infinity, 1e300, -5, a string)."""
 MAX_GPUS: Final = 64
 MAX_LABELS: Final = 32
 
@@ -189,11 +193,16 @@ def _number(record: Mapping[str, Any], field: str) -> float:
     return value  # type: ignore[no-any-return]
 
 
-def _time(record: Mapping[str, Any], field: str) -> float:
-    """A time: a finite number (NaN or Infinity, which json.loads reads, would blank every view's axis)."""
+def is_time(value: float, *, open_marker: bool = False) -> bool:
+    """Whether a number is a time (see :data:`MAX_TIME`), or with ``open_marker`` the open phase's -1."""
+    return 0 <= value < MAX_TIME or (open_marker and value == OPEN_T1)
+
+
+def _time(record: Mapping[str, Any], field: str, *, open_marker: bool = False) -> float:
+    """A time (NaN or Infinity, which json.loads reads, would blank every view's axis; 1e300 overflow its bins)."""
     value = _number(record, field)
-    if not math.isfinite(value):
-        raise ValueError(f"field {field!r} is not a finite number (a time)")
+    if not is_time(value, open_marker=open_marker):
+        raise ValueError(f"field {field!r} {TIME_REASON}")
     return value
 
 
@@ -226,11 +235,23 @@ def _index(record: Mapping[str, Any], field: str, *, required: bool = False) -> 
     return value
 
 
+def short_label(value: Any) -> bool:
+    """Whether a label's value is a short scalar: a string of at most :data:`MAX_TEXT` characters, a float, a
+    bool, null, or an int of magnitude under :data:`MAX_INDEX` (label sets key the engines' series, and ints
+    k·(2**61−1) all hash alike)."""
+    kind = type(value)
+    if kind is str:
+        return len(value) <= MAX_TEXT
+    if kind is int:
+        return bool(-MAX_INDEX < value < MAX_INDEX)
+    return kind in (float, bool) or value is None
+
+
 def decode_phase(value: Any) -> Phase:
     """A ``phases/`` line."""
     r = _object(value)
     return Phase(
-        _name(r, "name"), _time(r, "t0"), _time(r, "t1"), _text(r, "node"),
+        _name(r, "name"), _time(r, "t0"), _time(r, "t1", open_marker=True), _text(r, "node"),
         _gpu_list(r.get("gpus")), _index(r, "rank"), _text(r, "role"),
     )  # fmt: skip
 
@@ -251,7 +272,7 @@ def decode_engine_sample(value: Any) -> EngineSample:
     if not isinstance(labels, dict) or len(labels) > MAX_LABELS:
         raise ValueError(f"field 'labels' is not an object of at most {MAX_LABELS} labels")
     for key, item in labels.items():
-        if len(key) > MAX_TEXT or isinstance(item, (list, dict)) or (type(item) is str and len(item) > MAX_TEXT):
+        if len(key) > MAX_TEXT or not short_label(item):
             raise ValueError(f"label {key[:40]!r} is not a short scalar")
     return EngineSample(
         _time(r, "ts"),
@@ -278,10 +299,13 @@ def decode_gpu_process(value: Any) -> GpuProcess:
 
 
 def decode_snapshot(value: Any) -> Snapshot:
-    """A ``topology.jsonl`` / ``data_buffer.jsonl`` line."""
+    """A ``topology.jsonl`` / ``data_buffer.jsonl`` line: an object with a numeric ``ts``, as miles writes both (a
+    line without one is malformed, never held: a file of empty objects cost the monitor 1 GB)."""
     r = _object(value)
     ts = r.get("ts")
-    return Snapshot(ts if type(ts) in (int, float) else None, r)
+    if type(ts) not in (int, float):
+        raise ValueError("no numeric ts")
+    return Snapshot(ts, r)
 
 
 @dataclass(frozen=True)
@@ -291,7 +315,8 @@ class RunMeta:
     run_name: str | None
     """The run's name."""
     start_ts: float | None
-    """When the current attempt started; a resumed run rewrites it."""
+    """When the current attempt started; a resumed run rewrites it (None: absent, or no time, as NaN, which
+    every open phase would compare false with, so none would count as open)."""
     args: Mapping[str, Any]
     """The run's arguments, as written."""
     schema_version: Any
@@ -307,7 +332,7 @@ def decode_meta(value: Any) -> RunMeta:
     args = value.get("args")
     return RunMeta(
         run_name=value.get("run_name"),
-        start_ts=start if type(start) in (int, float) else None,
+        start_ts=start if type(start) in (int, float) and is_time(start) else None,
         args=args if isinstance(args, dict) else {},
         schema_version=value.get("schema_version"),
         raw=value,

@@ -99,8 +99,7 @@ class TelemetryColumns:
         """(earliest, newest) GPU time of the run without reading old hours: an hour not read yet is bounded by
         its start (a flat file not read yet is read); the newest is the newest hour's newest sample."""
         with self._lock:
-            self._gpu.refresh(newest=True)
-            newest = self._gpu.span()
+            newest = self._newest_span()
             if newest is None:
                 return None
             earliest = self._gpu.earliest()
@@ -108,6 +107,19 @@ class TelemetryColumns:
                 self._gpu.refresh()
                 earliest = self._gpu.earliest()
             return (earliest if earliest is not None else newest[0]), newest[1]
+
+    def _newest_span(self) -> tuple[float, float] | None:
+        """The span of the hours read once the newest hour holding a sample is among them: the newest file may
+        hold none (a writer that opened it and died, a name from a wrong clock), and a stopped run's live window
+        ends at its newest sample, not at nothing. Hours are read back one at a time, each once."""
+        self._gpu.refresh(newest=True)
+        span = self._gpu.span()
+        unread = [hour for _, hour, read in self._gpu.partitions() if hour is not None and not read]
+        while span is None and unread:
+            hour = unread.pop()
+            self._gpu.refresh(hour, hour)
+            span = self._gpu.span()
+        return span
 
     def hours_read(self, stream: str = "gpu_util") -> list[tuple[float | None, bool]]:
         """(hour, read) of every file of ``gpu_util`` or ``phases`` known, flat file first, then by hour."""

@@ -115,12 +115,15 @@ def test_buffer_depth_keeps_whole_lengths_and_counts_the_rest() -> None:
         {"ts": 50.0, "length": True},
         {"ts": 60.0, "length": 7},
     ]
-    depth = buffer_depth([decode_snapshot(line) for line in lines])
+    with pytest.raises(ValueError, match="no numeric ts"):  # a line without a time is malformed, never held
+        decode_snapshot(lines[4])
+    records = [decode_snapshot(line) for line in lines if line["ts"] != "later"]
+    depth = buffer_depth(records)
     assert depth is not None
     assert depth.ts.tolist() == [10.0, 20.0, 60.0]
     assert depth.length.tolist() == [3.0, 0.0, 7.0]
-    assert depth.skipped == 4
-    windowed = buffer_depth([decode_snapshot(line) for line in lines], since=15.0, until=59.0)
+    assert depth.skipped == 3
+    windowed = buffer_depth(records, since=15.0, until=59.0)
     assert windowed is not None and windowed.length.tolist() == [0.0]
     assert buffer_depth([]) is None
 

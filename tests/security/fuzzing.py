@@ -42,6 +42,8 @@ class Verdict:
 
     ok: bool
     detail: str
+    report: dict[str, Any] = field(default_factory=dict)
+    """The child's answer (a telemetry case's findings)."""
 
 
 @dataclass
@@ -53,9 +55,11 @@ class Worker:
     restarts: int = 0
     cases: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment of the child (``MILES_TUI_NO_SCANNER``, a cache directory)."""
 
     def start(self) -> None:
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", **self.env}
         argv = [sys.executable, str(CHILD), "serve", "-", str(WORKER_MEM_MB)]
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env
@@ -74,15 +78,19 @@ class Worker:
 
     def load(self, data: bytes, kind: str) -> Verdict:
         """Load ``data`` (an archive for ``kind`` "pt", raw pickle bytes for "pickle") in the worker."""
-        if self.proc is None:
-            self.start()
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
         path = self.scratch / CASE_PATHS.get(kind, "case.pkl")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+        return self.ask({"kind": kind, "path": str(path)})
+
+    def ask(self, request: dict[str, Any]) -> Verdict:
+        """One case (a request line for ``load_child.py serve``), answered within :data:`CASE_TIMEOUT`."""
+        if self.proc is None:
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
         self.cases += 1
         try:
-            self.proc.stdin.write(json.dumps({"kind": kind, "path": str(path)}) + "\n")
+            self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
         except BrokenPipeError:
             self._restart()
@@ -100,7 +108,7 @@ class Worker:
         outcome = report.get("outcome", "?")
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
         if outcome == "value":
-            return Verdict(True, "value")
+            return Verdict(True, "value", report)
         if outcome == "error" and report.get("names_file") and "MemoryError" not in report.get("message", ""):
             return Verdict(True, report["class"])
         return Verdict(False, json.dumps(report)[:2000])

@@ -2,6 +2,7 @@
 
     python tests/security/load_child.py pt|pickle PATH MEM_MB          one input, one JSON line
     python tests/security/load_child.py sidecar|tokenizer PATH MEM_MB  a run's trajectory/1.jsonl, tokenizer.json
+    python tests/security/load_child.py telemetry RUN_DIR MEM_MB       a run's dashboard/, by every reader
     python tests/security/load_child.py serve - MEM_MB                 many: JSON requests on stdin
 
 The last line of stdout is ``{"outcome": "value" | "error" | "crash", ...}``;
@@ -97,8 +98,14 @@ def _tokenizer(path: str) -> Any:
     return [decoded, decoded_again]
 
 
-def _load(kind: str, path: str) -> dict[str, Any]:
+def _load(kind: str, path: str, now: float | None = None) -> dict[str, Any]:
     try:
+        if kind == "telemetry":
+            from telemetry_child import load_telemetry  # beside this script (sys.path[0])
+
+            kept = Path(path) / "now"  # a case the fuzzer kept says when it was read
+            found = load_telemetry(Path(path), now if now is not None else float(kept.read_text()))
+            return {"outcome": "value", "type": "telemetry", "found": found}
         if kind == "sidecar":
             value = _sidecar(path)
         elif kind == "tokenizer":
@@ -132,7 +139,7 @@ def main(argv: list[str]) -> int:
         return 0
     for line in sys.stdin:
         request = json.loads(line)
-        report = _load(request["kind"], request["path"])
+        report = _load(request["kind"], request["path"], request.get("now"))
         report["maxrss_mb"] = _maxrss_mb()
         print(json.dumps(report), flush=True)
     return 0

@@ -46,8 +46,8 @@ from miles_tui.core.telemetry.hours.columns import SPECS, Columns
 from miles_tui.core.telemetry.metrics.metric_workers import WINDOW, Fingerprint
 from miles_tui.core.telemetry.record_table import TAG_OTHER
 
-FORMAT: Final = 6
-"""Bump when the layout changes: entries of another format are misses."""
+FORMAT: Final = 7
+"""Bump when the layout or a decoding rule changes: entries of another format are misses."""
 
 SUMMARY_KIND: Final = "partition-summaries"
 """The cache's folder for an hour's summaries (GPU buckets, phase digest and covers, engine digest): an entry of

@@ -5,7 +5,7 @@ Contract:
 - :data:`SPECS` says, per stream held as columns (``gpu_util``, ``phases``, ``gpu_processes``,
   ``engine_series``), which fields are numbers and which are shared values,
   and what each must be (:mod:`.decode` applies it): a time (``ts``, ``t0``,
-  ``t1``) is a finite number; a name used as a key (phase, host, role, engine
+  ``t1``) is a number of seconds in ``[0, 2**34)`` (:func:`not_times`); a name used as a key (phase, host, role, engine
   address, metric, label) is a string of at most :data:`MAX_TEXT` characters
   (or null where the stream may omit it); a GPU index, a rank is a bounded int
   (no attacker-chosen key that hashes alike); a GPU list and a label set are
@@ -34,7 +34,15 @@ import numpy as np
 import numpy.typing as npt
 
 from miles_tui.core.telemetry.record_table import TAG_FLOAT, TAG_INT, TAG_NONE, TAG_OTHER, TableArrays
-from miles_tui.core.telemetry.stream_records import MAX_GPUS, MAX_INDEX, MAX_LABELS, MAX_TEXT
+from miles_tui.core.telemetry.stream_records import (
+    MAX_GPUS,
+    MAX_INDEX,
+    MAX_LABELS,
+    MAX_TEXT,
+    MAX_TIME,
+    OPEN_T1,
+    short_label,
+)
 
 FloatArray = npt.NDArray[np.float64]
 TagArray = npt.NDArray[np.uint8]
@@ -87,7 +95,7 @@ class StreamSpec:
     record: type[msgspec.Struct]
     """The msgspec shape of a line (required fields have no default)."""
     times: tuple[str, ...]
-    """Numeric fields that must be finite numbers."""
+    """Numeric fields that must be times (:func:`not_times`)."""
     numbers: tuple[str, ...]
     """Every numeric field (times first)."""
     names: Mapping[str, bool]
@@ -108,6 +116,16 @@ class StreamSpec:
         return (*self.numbers, *self.shared)
 
 
+def not_times(name: str, values: FloatArray, tags: TagArray) -> npt.NDArray[np.bool_]:
+    """Rows whose time field ``name`` holds no time (see :data:`~miles_tui.core.telemetry.stream_records.MAX_TIME`;
+    a phase's ``t1`` may be the open marker's -1), as :func:`~miles_tui.core.telemetry.stream_records.is_time`."""
+    number = tags <= TAG_INT
+    ok = number & (values >= 0) & (values < MAX_TIME)
+    if name == "t1":
+        ok |= number & (values == OPEN_T1)
+    return ~ok
+
+
 def _gpu_list(value: Any) -> Any:
     if value is None:
         return None
@@ -126,7 +144,7 @@ def _labels(value: Any) -> Any:
     for key, item in value.items():
         if len(key) > MAX_TEXT:
             raise ValueError("field 'labels' has a label name too long to be one")
-        if isinstance(item, (list, dict)) or (type(item) is str and len(item) > MAX_TEXT):
+        if not short_label(item):
             raise ValueError(f"label {key[:40]!r} is not a short scalar")
     return value
 

@@ -30,6 +30,7 @@ from miles_tui.core.base.tail import (
     DECODE_ERRORS,
     EXCERPT_BYTES,
     MalformedLineError,
+    is_utf8,
     malformed_reason,
     needs_checked_parse,
     parse_line,
@@ -42,12 +43,12 @@ from miles_tui.core.telemetry.hours.columns import (
     StreamSpec,
     canonical,
     concat,
+    not_times,
     numbers_of,
 )
 from miles_tui.core.telemetry.hours.scan_decode import AVAILABLE as SCANNER
 from miles_tui.core.telemetry.hours.scan_decode import SCANNED_STREAMS, scan_columns
-from miles_tui.core.telemetry.record_table import TAG_INT
-from miles_tui.core.telemetry.stream_records import MAX_INDEX, MAX_TEXT
+from miles_tui.core.telemetry.stream_records import MAX_INDEX, MAX_TEXT, TIME_REASON
 
 _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {}
 
@@ -150,7 +151,7 @@ def _decode_part(
 
 def _decode_whole(spec: StreamSpec, stream: str, data: bytes, base: int, rows: _Rows) -> bool:
     """The lines as one JSON array, in one call; False when some line is not a plain record."""
-    if not data or needs_checked_parse(data):
+    if not data or needs_checked_parse(data) or not is_utf8(data):
         return False
     decoder = _DECODERS.get(stream)
     if decoder is None:
@@ -208,8 +209,7 @@ def _columns(
     for name in spec.numbers:
         numbers[name], tags[name], other[name] = numbers_of(rows.fields[name])
         if name in spec.times:
-            finite = (tags[name] <= TAG_INT) & np.isfinite(numbers[name])
-            refuse(~finite, f"field {name!r} is not a finite number (a time)")
+            refuse(not_times(name, numbers[name], tags[name]), f"field {name!r} {TIME_REASON}")
     interner = Interner()
     codes: dict[str, CodeArray] = {}
     for name, nullable in spec.names.items():

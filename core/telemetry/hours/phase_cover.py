@@ -5,8 +5,9 @@ per (rank and phase, bucket) with time in it: the seconds of the bucket
 ``[k·width, (k+1)·width)`` the rank spent in the phase. A phase is filed by its
 end, so an hour's cells may reach back before it; no span counts for more than
 :data:`MAX_SPAN_SECONDS` before its end (a record claiming years costs a
-bounded table). Summed over hours, a bucket's seconds are exactly those of its
-phases (up to float addition). Keys are values (role, name; host, rank, GPU
+bounded table), and an hour holds at most :data:`MAX_CELLS` cells. Summed over
+hours, a bucket's seconds are exactly those of its phases (up to float addition)
+while every hour is within that budget. Keys are values (role, name; host, rank, GPU
 list) so hours join by value. Round-trips through the cache. Pure.
 :func:`coarsen_cover` gives a multiple of a width from that width's cells (seconds added), so an hour's
 10 min cover costs its 1 min cells, not its phases again.
@@ -77,12 +78,52 @@ def phase_cover(columns: Columns, width: float) -> PhaseCover:
     ]
     hi = t1[closed]
     lo = np.maximum(t0[closed], hi - MAX_SPAN_SECONDS)
+    key = inverse.ravel().astype(np.int64)
     first, last = int(np.floor(lo.min() / width)), int(np.floor(hi.max() / width)) + 1
-    bins = time_bins(first * width, last * width, last - first)
-    cover = binned_cover(inverse.ravel().astype(np.int64), lo - bins.since, hi - bins.since, len(firsts), bins)
-    pair, bucket = np.nonzero(cover > 0)
-    return PhaseCover(
-        width, tuple(pairs), pair.astype(np.int32), (bucket + first).astype(np.int64), cover[pair, bucket]
+    if len(firsts) * (last - first) <= DENSE_CELLS:  # the usual hour: one table of pairs × buckets
+        bins = time_bins(first * width, last * width, last - first)
+        cover = binned_cover(key, lo - bins.since, hi - bins.since, len(firsts), bins)
+        pair, bucket = np.nonzero(cover > 0)
+        return PhaseCover(
+            width, tuple(pairs), pair.astype(np.int32), (bucket + first).astype(np.int64), cover[pair, bucket]
+        )
+    return PhaseCover(width, tuple(pairs), *_sparse_cover(key, lo, hi, width))
+
+
+DENSE_CELLS: Final = 1 << 22
+"""Pairs × buckets up to which an hour's cover is one table (32 MiB); past it (many ranks and phases, or spans
+strewn over years) only the cells a span touches are made."""
+MAX_CELLS: Final = 1 << 22
+"""Cells an hour's cover holds at most: past it each span counts for its last buckets only, as many as keep the
+hour within this (a flood of week-long phases of distinct ranks costs a bounded table, not a week of buckets
+per line)."""
+
+
+def _sparse_cover(
+    key: npt.NDArray[np.int64], lo: npt.NDArray[np.float64], hi: npt.NDArray[np.float64], width: float
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """(pair, bucket, seconds) of the cells the spans ``[lo, hi)`` touch, summed per pair and bucket, ordered by
+    pair then bucket (as the table's nonzero cells are); at most :data:`MAX_CELLS` (see there)."""
+    b0, b1 = np.floor(lo / width).astype(np.int64), np.floor(hi / width).astype(np.int64)
+    crossed = b1 - b0 + 1
+    if int(crossed.sum()) > MAX_CELLS:  # the largest per-span count that keeps the hour within the budget
+        allowed = max(1, MAX_CELLS // len(crossed))
+        b0 = np.maximum(b0, b1 - allowed + 1)
+        lo = np.maximum(lo, b0 * width)
+        crossed = b1 - b0 + 1
+    span = np.repeat(np.arange(len(crossed)), crossed)
+    bucket = b0[span] + (np.arange(len(span)) - np.repeat(np.cumsum(crossed) - crossed, crossed))
+    seconds = np.minimum(hi[span], (bucket + 1) * width) - np.maximum(lo[span], bucket * width)
+    cell = key[span] * (int(bucket.max() - bucket.min()) + 1) + (bucket - bucket.min())
+    cells, where = np.unique(cell, return_inverse=True)
+    summed = np.bincount(where.ravel(), weights=seconds, minlength=len(cells))
+    firsts = np.zeros(len(cells), np.int64)
+    firsts[where.ravel()] = np.arange(len(span))
+    keep = summed > 0
+    return (
+        key[span][firsts][keep].astype(np.int32),
+        bucket[firsts][keep].astype(np.int64),
+        summed[keep].astype(np.float64),
     )
 
 

@@ -36,10 +36,10 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from miles_tui.core.telemetry.hours.columns import SPECS, CodeArray, Columns, Interner, StreamSpec
+from miles_tui.core.telemetry.hours.columns import SPECS, CodeArray, Columns, Interner, StreamSpec, not_times
 from miles_tui.core.telemetry.metrics.line_templates import AVAILABLE as SCANNER_BUILT
 from miles_tui.core.telemetry.record_table import TAG_FLOAT, TAG_INT, TAG_NONE
-from miles_tui.core.telemetry.stream_records import MAX_INDEX, MAX_TEXT
+from miles_tui.core.telemetry.stream_records import MAX_INDEX, MAX_TEXT, TIME_REASON
 
 _scan: Callable[..., tuple[int, int, int]] | None
 _skeletons: Callable[..., None] | None
@@ -96,6 +96,8 @@ class Templates:
     def __init__(self, stream: str) -> None:
         self.stream = stream
         self.known: tuple[Template, ...] = ()
+        self._shapes: set[tuple[tuple[bytes, ...], tuple[str | None, ...]]] = set()
+        """(segments, slots) of each template known: a membership test that does not grow with them."""
         self.attempts = 0
         self._lock = threading.Lock()
 
@@ -113,14 +115,25 @@ class Templates:
         if shape is None:
             return None
         slots, constants, numbers = shape
-        for style in _STYLES:
+        for style in _styles_of(line):
             template = _render(record, slots, constants, *style)
             if template is not None and _reads_back(line, template, numbers):
+                learned = (template.segments, template.slots)
                 with self._lock:
-                    if template not in self.known and len(self.known) < MAX_TEMPLATES:
+                    if learned not in self._shapes and len(self.known) < MAX_TEMPLATES:
+                        self._shapes.add(learned)
                         self.known = (*self.known, template)
                 return template
         return None
+
+
+def _styles_of(line: bytes) -> tuple[tuple[str, str, bool], ...]:
+    """:data:`_STYLES`, the one the line's own bytes suggest first (a line of a new shape costs one rendering,
+    not eight: a flood of distinct names is learned at the cost of a decode)."""
+    item = ", " if b', "' in line else ","
+    key = ": " if b'": ' in line else ":"
+    likely = (item, key, line.isascii())
+    return (likely, *(style for style in _STYLES if style != likely))
 
 
 _registry: dict[str, Templates] = {}
@@ -189,11 +202,15 @@ def _render(
     pieces = ("{" + item.join(parts) + "}").split(_SENTINEL)
     if len(pieces) < 2 or any(not p for p in pieces[1:-1]) or not pieces[0]:
         return None
+    try:
+        segments = tuple(p.encode() for p in pieces)
+    except UnicodeEncodeError:  # a lone surrogate (a "\\ud800" escape) kept raw: this style cannot spell the line
+        return None
     order = sorted(slots, key=slots.__getitem__)
     spec_fields = set(SPECS_FIELDS)
     fixed = tuple(sorted(constants.items()))
     return Template(
-        tuple(p.encode() for p in pieces),
+        segments,
         tuple(f if f in spec_fields else None for f in order),
         fixed,
         tuple((f, Interner.key_of(v)) for f, v in fixed),
@@ -334,8 +351,8 @@ def _assemble(
         tag = np.where(flag == 1, TAG_INT, np.where(flag == 2, TAG_NONE, TAG_FLOAT)).astype(np.uint8)
         numbers[name], tags[name] = np.where(tag == TAG_NONE, 0.0, got), tag
         if name in spec.times:
-            bad = ~((tag <= TAG_INT) & np.isfinite(got)) & keep
-            reasons.update((int(r), f"field {name!r} is not a finite number (a time)") for r in np.flatnonzero(bad))
+            bad = not_times(name, got, tag) & keep
+            reasons.update((int(r), f"field {name!r} {TIME_REASON}") for r in np.flatnonzero(bad))
             keep &= ~bad
     interner = Interner()
     codes: dict[str, CodeArray] = {}

@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 from msgspec.structs import astuple
 
-from miles_tui.core.base.tail import _reason
+from miles_tui.core.base.tail import _reason, is_utf8
 from miles_tui.core.telemetry.metrics.metric_line import decode_line, nonfinite_line
 from miles_tui.core.telemetry.metrics.metric_shapes import SHAPES, Shaped, Unshaped, names_of
 from miles_tui.core.telemetry.metrics.metric_values import EMPTY_VALUES, EXACT, BoolArray, Values, int_flags, values_of
@@ -220,10 +220,11 @@ def decode_block(block: bytes, base: int) -> tuple[MetricBatch, list[BadLine]]:
     parts: list[MetricBatch] = []
     bad: list[BadLine] = []
     position = base
+    utf8 = is_utf8(block)  # else msgspec would take a line json.loads refuses: every line the slow way
     for start in range(0, len(lines), CHUNK_LINES):
         chunk = lines[start : start + CHUNK_LINES]
         try:
-            parts.append(_decode_chunk(chunk, position, bad, fast=True))
+            parts.append(_decode_chunk(chunk, position, bad, fast=utf8))
         except _Overflow:  # an integer too big for a float64 in a metric: check every line of this chunk
             del bad[len(bad) - sum(b.offset >= position for b in bad) :]
             parts.append(_decode_chunk(chunk, position, bad, fast=False))
@@ -242,7 +243,7 @@ def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast
         if fast:  # a line of a learned shape: straight to numbers (ts and step within 2**53, else the general way)
             try:
                 known = decode_shaped(line)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):  # msgspec recurses into what a line nests
                 known = None
             if known is not None:
                 kind = type(known)
@@ -264,13 +265,17 @@ def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast
                 raise ValueError("checked")
             try:
                 record = decode(line)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 substituted = nonfinite_line(line)
                 if substituted is None:
                     raise
                 record = substituted
             ts, step = record.ts, record.step
-            if (type(ts) is int and not -EXACT <= ts <= EXACT) or type(step) not in (int, float):
+            if (
+                (type(ts) is int and not -EXACT <= ts <= EXACT)
+                or (type(step) is int and not -EXACT <= step <= EXACT)  # an int no float holds: malformed
+                or type(step) not in (int, float)
+            ):
                 check_value(ts)
                 check_value(step)
             metrics = record.metrics
@@ -286,7 +291,7 @@ def _decode_chunk(lines: list[bytes], position: int, bad: list[BadLine], *, fast
             step_list.append(step)
             key_list.append(record.step_key)
             index += 1
-        except (msgspec.DecodeError, ValueError):
+        except (msgspec.DecodeError, ValueError, RecursionError):
             row = _slow_line(line, position, bad)
             if row is not None:
                 chunk.add(row)

@@ -55,7 +55,7 @@ def nonfinite_line(line: bytes) -> Line | None:
         return None
     try:
         record = decode_line(line.replace(b"-Infinity", b"null").replace(b"Infinity", b"null").replace(b"NaN", b"null"))
-    except (msgspec.DecodeError, ValueError):
+    except (msgspec.DecodeError, ValueError, RecursionError):
         return None
     metrics = record.metrics
     nulls = [key for key, value in metrics.items() if value is None]
