@@ -144,7 +144,7 @@ def bench_core(fleet: Fleet, repeat: int) -> None:
 
 
 async def bench_screen(fleet: Fleet, repeat: int, now: float) -> None:
-    from miles_tui.tui.messages import TelemetryAppended
+    from miles_tui.tui.model.messages import TelemetryAppended
     from miles_tui.tui.screens.compute_screen import ComputeScreen
     from miles_tui.tui.widgets.heat_rows import HeatRows
     from tests.harness import frozen_app

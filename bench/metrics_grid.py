@@ -106,7 +106,7 @@ async def measure(root: Path, size: tuple[int, int], ticks: int, points: int) ->
     """Per mode: tick -> frame, builds, fetch timings at one terminal size; (all medians on target, report lines)."""
     from miles_tui.core.analysis import plot_data
     from miles_tui.core.analysis.metric_view import in_step_order
-    from miles_tui.tui.messages import TelemetryAppended
+    from miles_tui.tui.model.messages import TelemetryAppended
     from miles_tui.tui.screens.metrics_screen import MetricsScreen
     from miles_tui.tui.widgets.metric_chart import TITLE_ROWS, chart_body, plot_points
     from tests.harness import frozen_app

@@ -54,7 +54,7 @@ def check_advisory(run: Path) -> tuple[int, int, float, str]:
     """Headless: summarize every step as the app does; (advisories, of them about unreadable steps, seconds,
     the first of those)."""
     from miles_tui.core.dump import Run
-    from miles_tui.tui.run_watcher import RunWatcher
+    from miles_tui.tui.runtime.run_watcher import RunWatcher
 
     watcher = RunWatcher(Run(run, use_cache=False))
     start = time.perf_counter()

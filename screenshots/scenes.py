@@ -178,6 +178,10 @@ SYNTHETIC = {"engines_dp": build_engines, "fleet": build_fleet, "demo_baseline":
 """Sources built here (beside ``demo`` and the golden cases)."""
 
 
+AXIS_TICKS = "re:-[1-9][0-9]*m +-[1-9][0-9]*m"
+"""Two time ticks of an engine chart's axis side by side, each minutes before the window's end (never ``-0s``)."""
+
+
 @dataclass(frozen=True)
 class Scene:
     """One screen state to show."""
@@ -376,8 +380,15 @@ SCENES = (
         shows=("▼", "lane                  util     mem  power  phase", "processes at", "ray::MegatronTrainRayActor"),
         wide=("power", "peak"),
     ),
-    Scene("engines", "live_engines", ("E", "~"), shows=("Engines · last 15m", "aborted"), wide=("2 engines",)),
-    Scene("engines_dp", "engines_dp", ("E", "~"), shows=("Engines · last 15m", "↺1"), wide=("4 DP ranks", "dp0")),
+    Scene("engines", "live_engines", ("E", "~"), ("Engines · last 15m", "aborted"), ("2 engines",), ("-0s",)),
+    Scene(
+        "engines_dp",
+        "engines_dp",
+        ("E", "~"),
+        shows=("Engines · last 15m", "↺1", AXIS_TICKS),
+        wide=("4 DP ranks", "dp0"),
+        hides=("-0s",),
+    ),
     Scene(  # every scraped metric by kind: gauges as scraped, counters as rates, histogram sum/count as means
         "engines_metric_list",
         "engines_dp",
@@ -389,15 +400,17 @@ SCENES = (
         "engines_metric",
         "engines_dp",
         ("E", "~", "l", "~", "end", "enter", "~"),
-        shows=("sglang_ttft_mean_s", "re:1 10\\.0\\.0\\.1:30000 \\d+\\.\\dms  2 10\\.0\\.0\\.2:30000", "now"),
-        wide=("2 engines (d: DP ranks of one) · means per interval (Δsum/Δcount)",),
+        shows=("sglang_ttft_mean_s", "re:1 10\\.0\\.0\\.1:30000 \\d+\\.\\dms  2 10\\.0\\.0\\.2:30000", AXIS_TICKS),
+        wide=("2 engines (d: DP ranks of one) · means per interval (Δsum/Δcount)", "now"),
+        hides=("-0s",),
     ),
     Scene(  # the DP ranks of one engine, rank 1 hidden
         "engines_metric_dp",
         "engines_dp",
         ("E", "~", "l", "~", "end", "enter", "~", "d", "~", "2", "~"),
-        shows=("DP ranks of 10.0.0.1:30000", "2 dp1 hidden"),
+        shows=("DP ranks of 10.0.0.1:30000", "2 dp1 hidden", AXIS_TICKS),
         wide=("1 dp0 ", "4 dp3 "),
+        hides=("-0s",),
     ),
     Scene(  # each engine's running requests over the GPU lanes that serve it (topology.jsonl)
         "compute_engines",

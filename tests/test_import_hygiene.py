@@ -57,3 +57,18 @@ def test_core_shows_its_layers_at_a_glance() -> None:
     """core's top level holds its packages and follow, at most 8 entries (ARCHITECTURE.md, "The layers of core")."""
     entries = [p.name for p in (ROOT / "core").iterdir() if p.name != "__pycache__" and not p.name.startswith(".")]
     assert len(entries) <= 8, sorted(entries)
+
+
+def test_every_top_level_entry_of_tui_is_in_a_layer() -> None:
+    """tui's layers contract names each of its top-level modules and packages: a module added at the top
+    is placed in a layer, never left outside the contract (ARCHITECTURE.md, "The layers of tui")."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    contract = next(c for c in contracts if c.get("containers") == ["miles_tui.tui"])
+    layered = {name.strip() for layer in contract["layers"] for name in layer.split("|")}
+    tui = ROOT / "tui"
+    entries = {p.stem for p in tui.glob("*.py") if p.stem != "__init__"}
+    entries |= {p.name for p in tui.iterdir() if (p / "__init__.py").is_file()}
+    assert entries == layered, (sorted(entries - layered), sorted(layered - entries))
+    assert len(entries) <= 13, sorted(entries)

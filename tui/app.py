@@ -45,29 +45,30 @@ from miles_tui.core.follow.steps import LANDING_SECONDS
 from miles_tui.core.telemetry import RunMeta, TelemetryColumns, WandbLink, wandb_link
 from miles_tui.core.telemetry.engine_hours import EngineHours
 from miles_tui.core.telemetry.streams import read_meta
-from miles_tui.tui import gc_policy
-from miles_tui.tui.baseline_watch import BaselineApp, BaselinesChanged, BaselineWatch
-from miles_tui.tui.clipboard import copy_wandb_url
-from miles_tui.tui.commands import RunCommands
-from miles_tui.tui.daemon_threads import DaemonThreadExecutor
-from miles_tui.tui.inert_line_filter import InertLineFilter
-from miles_tui.tui.messages import (
+from miles_tui.tui.formatting import significant
+from miles_tui.tui.model.messages import (
     FollowToggled,
     StepFailure,
     StepsChanged,
     StepsSummarized,
     TelemetryAppended,
 )
+from miles_tui.tui.model.run_model import RunModel
 from miles_tui.tui.navigation import Navigation
-from miles_tui.tui.run_model import RunModel
-from miles_tui.tui.run_watcher import RunWatcher, StepsPoll
+from miles_tui.tui.palette.commands import RunCommands
+from miles_tui.tui.runtime import gc_policy
+from miles_tui.tui.runtime.baseline_watch import BaselineApp, BaselinesChanged, BaselineWatch
+from miles_tui.tui.runtime.daemon_threads import DaemonThreadExecutor
+from miles_tui.tui.runtime.inert_line_filter import InertLineFilter
+from miles_tui.tui.runtime.run_watcher import RunWatcher, StepsPoll
+from miles_tui.tui.runtime.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
+from miles_tui.tui.runtime.terminal_diff import TerminalDiff
+from miles_tui.tui.runtime.textual_private import CompositorUpdate, FilteredDisplayApp
 from miles_tui.tui.screens.overview_screen import OverviewScreen
-from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
-from miles_tui.tui.terminal_diff import TerminalDiff
-from miles_tui.tui.textual_private import CompositorUpdate, FilteredDisplayApp
+from miles_tui.tui.views.clipboard import copy_wandb_url
 
 if TYPE_CHECKING:
-    from miles_tui.tui.monitor_app import MonitorApp
+    from miles_tui.tui.model.monitor_app import MonitorApp
 
 HERE = Path(__file__).parent
 
@@ -84,7 +85,8 @@ VIEWS_WAIT_SECONDS = 3.0
 """The first telemetry poll waits this long at most for the views' imports (:meth:`Navigation.preload_views`)."""
 
 IDLE_TICK_SECONDS = 1.0
-"""How often the app asks its :class:`~miles_tui.tui.gc_policy.IdleCollector` whether a full collection is due."""
+"""How often the app asks its :class:`~miles_tui.tui.runtime.gc_policy.IdleCollector` whether a full collection is
+due."""
 
 
 class MilesApp(BaselineApp, FilteredDisplayApp):
@@ -451,7 +453,7 @@ class MilesApp(BaselineApp, FilteredDisplayApp):
             self._poll_timer.stop()
         if self.live:
             self._poll_timer = self.set_interval(seconds, self.poll_now, name="poll")
-        self.notify(f"polling every {seconds:g} s", timeout=2)
+        self.notify(f"polling every {significant(seconds, 6)} s", timeout=2)
 
     def action_toggle_follow(self) -> None:
         self.model.following = not self.model.following

@@ -87,7 +87,7 @@ def _poll_seconds(text: str) -> float:
         seconds = math.nan
     if not (math.isfinite(seconds) and seconds >= MIN_POLL_SECONDS):
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a poll interval: give seconds, at least {MIN_POLL_SECONDS:g} (e.g. --poll 10)"
+            f"{text!r} is not a poll interval: give seconds, at least {MIN_POLL_SECONDS} (e.g. --poll 10)"
         )
     return seconds
 
@@ -205,7 +205,7 @@ def _monitor_parser() -> argparse.ArgumentParser:
         type=_poll_seconds,
         default=2.0,
         metavar="SECONDS",
-        help=f"poll interval (default 2, at least {MIN_POLL_SECONDS:g})",
+        help=f"poll interval (default 2, at least {MIN_POLL_SECONDS})",
     )
     parser.add_argument(
         "--demo",

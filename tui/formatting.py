@@ -94,6 +94,61 @@ def percent_fine(value: float | None) -> str:
     return MISSING if value is None or not math.isfinite(value) else f"{value:.1%}"
 
 
+def fixed(value: float, decimals: int) -> str:
+    """``value`` with exactly ``decimals`` decimals, rounded: ``fixed(0.018, 2)`` is ``0.02``."""
+    return f"{value:.{decimals}f}"
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits, as short as that goes: ``0.5``, ``12.5``, ``1.25e+04``."""
+    return f"{value:.{digits}g}"
+
+
+def count_text(value: int) -> str:
+    """A count with thousands separators: ``12,345``."""
+    return f"{value:,}"
+
+
+def points(fraction: float) -> str:
+    """A difference of two fractions in whole percentage points: ``12pt``."""
+    return f"{fraction * 100:.0f}pt"
+
+
+def magnitude(value: float) -> str:
+    """A throughput or count: ``1.25M``, ``12.5k``, ``980``, ``2.5`` (en dash when not a number)."""
+    if not math.isfinite(value):
+        return MISSING
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:.2f}M"
+    if abs(value) >= 1e4:
+        return f"{value / 1e3:.1f}k"
+    return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
+
+
+def latency(seconds: float) -> str:
+    """A latency: milliseconds under a second (``12.3ms``), else seconds (``1.25s``)."""
+    if not math.isfinite(seconds):
+        return MISSING
+    return f"{seconds * 1000:.1f}ms" if abs(seconds) < 1 else f"{seconds:.2f}s"
+
+
+def memory(mem_mb: float) -> str:
+    """MB as a short GiB figure: ``79.6G``, ``512M``."""
+    if math.isnan(mem_mb):
+        return MISSING
+    return f"{mem_mb / 1024:.1f}G" if mem_mb >= 1024 else f"{mem_mb:.0f}M"
+
+
+def util_text(value: float) -> str:
+    """A utilisation in percent (0-100): ``87%``, en dash for none."""
+    return MISSING if math.isnan(value) else f"{value:.0f}%"
+
+
+def share_text(share: float) -> str:
+    """A share of a window as a whole percent, ``<1%`` for a sliver (never a 0% that was there)."""
+    return "<1%" if 0 < share < 0.005 else f"{share * 100:.0f}%"
+
+
 def tflops(value: float | None) -> str:
     """A device peak in TFLOP/s (``989 TFLOP/s``)."""
     return MISSING if value is None or not math.isfinite(value) else f"{value:g} TFLOP/s"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from miles_tui.core.base.errors import RunDirError
 from miles_tui.core.synth import claim_demo_dir, make_temp_demo, remove_temp_demo
+from miles_tui.tui.formatting import duration
 
 DEMO_MAX_STEPS = 500
 """A demo left running adds a step every 5 s; stop at ~40 minutes of steps (about 150 MB)."""
@@ -60,7 +61,7 @@ def _wait_for_steps(run_dir: Path, writer: subprocess.Popen[bytes], log_path: Pa
         if writer.poll() is not None:
             raise RunDirError(f"the demo writer stopped (exit {writer.returncode}); see its log {log_path}", run_dir)
         time.sleep(0.2)
-    raise RunDirError(f"the demo writer made no {count} steps in {timeout:.0f}s; see its log {log_path}", run_dir)
+    raise RunDirError(f"the demo writer made no {count} steps in {duration(timeout)}; see its log {log_path}", run_dir)
 
 
 def _stop(writer: subprocess.Popen[bytes]) -> None:

@@ -1,7 +1,7 @@
 """Where the app goes: the one way to open a step, a sample, a global view, and the views the palette names.
 
 An object the app owns (``app.navigation``); the screens and the command
-palette call it through the app's :class:`~miles_tui.tui.monitor_app.MonitorApp`
+palette call it through the app's :class:`~miles_tui.tui.model.monitor_app.MonitorApp`
 protocol, and no screen is pushed any other way. The screens are imported when first opened, or
 earlier by :meth:`Navigation.preload_views` in a background thread once the
 first screen is up: a first ``m`` imported the metrics view and plotext in the
@@ -26,12 +26,12 @@ from textual.widget import Widget
 from miles_tui.core.analysis import Advisory
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import OpenStep, SampleRow, StepKey
-from miles_tui.tui import gc_policy
+from miles_tui.tui.runtime import gc_policy
 from miles_tui.tui.screens.help_screen import HelpScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 
 if TYPE_CHECKING:
-    from miles_tui.tui.monitor_app import MonitorApp
+    from miles_tui.tui.model.monitor_app import MonitorApp
 
 
 VIEW_MODULES: Final = tuple(
@@ -109,8 +109,8 @@ class Navigation:
         cursor: int | Callable[[OpenStep], int | None] | None,
         busy: Widget | None,
     ) -> None:
-        from miles_tui.tui.sample_tracks import SampleTracks
         from miles_tui.tui.screens.sample_screen import SampleScreen
+        from miles_tui.tui.views.sample_tracks import SampleTracks
 
         cold = self.monitor.reader.cached_open(rollout_id, evaluation) is None
         if cold:
@@ -213,8 +213,8 @@ class Navigation:
 
     def show_save_csv(self, rows: list[SampleRow], rollout_id: int, evaluation: bool) -> None:
         """The dialog that saves a step's shown rows as CSV (under the run's name by default)."""
-        from miles_tui.tui.clipboard import default_csv_path
         from miles_tui.tui.screens.save_csv_screen import SaveCsvScreen
+        from miles_tui.tui.views.clipboard import default_csv_path
 
         run_dir = self.monitor.reader.path
         self.app.push_screen(SaveCsvScreen(rows, default_csv_path(rollout_id, evaluation, run_dir), run_dir))
@@ -236,7 +236,7 @@ class Navigation:
     def go_to_advisory(self, advisory: Advisory) -> None:
         """What an advisory is about: its step (and sample), the view of its telemetry, or a toast saying why
         nothing opens (never a silent key)."""
-        from miles_tui.tui.advisory_rows import view_of
+        from miles_tui.tui.views.advisory_rows import view_of
 
         if advisory.rollout_id is not None:
             self.open_step(advisory.rollout_id, advisory.evaluation, advisory.sample_index)

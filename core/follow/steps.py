@@ -11,7 +11,7 @@ for good is read again only when its files change. Cold back-fills of many steps
 (:class:`~miles_tui.core.follow.backfill.Backfill`) when ``workers`` allows. ``hooks`` brackets every read
 (the monitor pauses its garbage collector there); by default nothing.
 
-The monitor (``tui/run_watcher``: its locks and threads) and ``report`` (one poll with no budget, no helpers)
+The monitor (``tui/runtime/run_watcher``: its locks and threads) and ``report`` (one poll with no budget, no helpers)
 both read steps through it.
 """
 

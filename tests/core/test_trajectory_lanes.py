@@ -315,7 +315,7 @@ def test_a_hostile_stream_file_reads_to_inert_bounded_lanes(tmp_path: Path) -> N
     """Lines of a ``dashboard/trajectories/`` file a hostile writer could make: each is skipped, cut or read."""
     import json
 
-    from miles_tui.tui.anatomy_rows import anatomy_row, sample_lane_lines
+    from miles_tui.tui.views.anatomy_rows import anatomy_row, sample_lane_lines
 
     root = tmp_path / "run"
     stream = root / "dashboard" / "trajectories"

@@ -48,7 +48,7 @@ from miles_tui.core.telemetry import (
 from miles_tui.core.telemetry.streams import TELEMETRY_STREAMS
 from miles_tui.core.telemetry.telemetry_columns import CELL_WIDTHS
 from miles_tui.core.telemetry.time_bins import time_bins
-from miles_tui.tui.stream_watch import StreamWatch
+from miles_tui.tui.runtime.stream_watch import StreamWatch
 
 COUNTER_MARGIN_SECONDS = 120.0
 """As the engines view: a window's counters start this much earlier (a rate needs the scrape before)."""

@@ -67,7 +67,7 @@ def _is_number(text: str) -> bool:
 
 
 def test_export_csv_and_the_monitor_save_quote_formulas(tmp_path: Path) -> None:
-    from miles_tui.tui.clipboard import rows_csv_text
+    from miles_tui.tui.views.clipboard import rows_csv_text
 
     root, index = _write_hostile_step(tmp_path)
     done = _cli("export", str(root), "--step", "2", "--format", "csv", cache=tmp_path / "cache")
@@ -97,7 +97,7 @@ def test_rows_csv_keeps_negative_numbers_of_a_real_step(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text", FORMULAS)
 def test_a_copied_row_quotes_formulas_too(text: str) -> None:
     """``y`` copies a row as TSV, which a spreadsheet reads when pasted: the same quoting as the CSV."""
-    from miles_tui.tui.clipboard import _cell
+    from miles_tui.tui.views.clipboard import _cell
 
     cell = _cell(text)
     assert cell.startswith("'") and "\t" not in cell and "\r" not in cell

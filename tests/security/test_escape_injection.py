@@ -30,7 +30,7 @@ from textual.widgets import Static
 
 from miles_tui.core.base.inert_text import inert
 from miles_tui.tui.app import MilesApp, make_app
-from miles_tui.tui.inert_line_filter import InertLineFilter
+from miles_tui.tui.runtime.inert_line_filter import InertLineFilter
 from tests.conftest import EPOCH
 from tests.security.hostile_run import EVIL, VISIBLE_ESC, unsafe, write_hostile_run
 from tests.tmux_term import Tmux

@@ -13,7 +13,7 @@ from miles_tui.core.base.run_files import MAX_JSON_DEPTH
 from miles_tui.core.base.tail import MalformedLineError
 from miles_tui.core.dump import Run, read_sidecar
 from miles_tui.core.telemetry import DashboardReader
-from miles_tui.tui.run_watcher import RunWatcher
+from miles_tui.tui.runtime.run_watcher import RunWatcher
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 HUGE = int("9" * 400)

@@ -25,7 +25,7 @@ from miles_tui.core.telemetry.hours.scan_decode import MAX_TEMPLATES, templates_
 from miles_tui.core.telemetry.metrics.metric_batch import decode_block
 from miles_tui.core.telemetry.stream_records import decode_engine_sample, decode_gpu_util, decode_meta, decode_phase
 from miles_tui.core.telemetry.time_bins import time_bins
-from miles_tui.tui.stream_watch import FOLLOWED_STREAMS, STREAM_HOURS, StreamWatch
+from miles_tui.tui.runtime.stream_watch import FOLLOWED_STREAMS, STREAM_HOURS, StreamWatch
 from tests.conftest import GOLDEN
 from tests.security.fuzzing import MERSENNE
 

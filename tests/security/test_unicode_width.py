@@ -17,7 +17,7 @@ from rich.cells import cell_len
 
 from miles_tui.core.dump import Run
 from miles_tui.tui.formatting import cell_text
-from miles_tui.tui.step_rows import sample_cells, sample_widths
+from miles_tui.tui.views.step_rows import sample_cells, sample_widths
 from tests.conftest import EPOCH
 from tests.security.test_mistyped_fields import _edit_sample, _run
 

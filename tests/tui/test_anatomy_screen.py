@@ -9,7 +9,11 @@ from rich.text import Text
 
 from miles_tui.core.telemetry.stream_records import TrajectoryEvent
 from miles_tui.core.telemetry.trajectory_lanes import GENERATING, STALE_GENERATING, trajectory_lanes
-from miles_tui.tui.anatomy_rows import (
+from miles_tui.tui.screens.anatomy_screen import AnatomyScreen
+from miles_tui.tui.screens.help_screen import HelpScreen, _describe
+from miles_tui.tui.screens.sample_screen import SampleScreen
+from miles_tui.tui.screens.step_screen import StepScreen
+from miles_tui.tui.views.anatomy_rows import (
     CONSUME_GLYPH,
     GLYPHS,
     NO_TRAJECTORY,
@@ -18,10 +22,6 @@ from miles_tui.tui.anatomy_rows import (
     legend_text,
     sample_lane_lines,
 )
-from miles_tui.tui.screens.anatomy_screen import AnatomyScreen
-from miles_tui.tui.screens.help_screen import HelpScreen, _describe
-from miles_tui.tui.screens.sample_screen import SampleScreen
-from miles_tui.tui.screens.step_screen import StepScreen
 from miles_tui.tui.widgets.lifecycle_lane import LifecycleLane
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 from tests.harness import frozen_app, screen_text, settle

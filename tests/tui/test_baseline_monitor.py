@@ -20,7 +20,7 @@ from miles_tui.tui.screens.compare_screen import CompareScreen
 from miles_tui.tui.screens.metrics_screen import MetricsScreen
 from miles_tui.tui.screens.outlier_screen import OutlierScreen
 from miles_tui.tui.screens.step_screen import StepScreen
-from miles_tui.tui.widgets.baseline_overlay import Overlay
+from miles_tui.tui.views.overlay import Overlay
 from miles_tui.tui.widgets.metric_chart import chart_body
 from tests.conftest import EPOCH, stamp, write_demo_run
 from tests.harness import frozen_app, screen_text, settle
@@ -230,7 +230,7 @@ async def test_a_read_asked_meanwhile_waits_for_the_running_one(
     """A live baseline asks for its series on every poll: a long read must end, not restart each time."""
     import threading
 
-    from miles_tui.tui import baseline_series
+    from miles_tui.tui.views import baseline_series
 
     run, base = runs
     release, calls, real = threading.Event(), [], baseline_series.overlay_series
@@ -282,8 +282,8 @@ def test_a_long_baseline_is_exact_at_every_cursor_stop_however_few_points_a_char
     from miles_tui.core.analysis import chart_series
     from miles_tui.core.analysis.baseline_run import open_baseline
     from miles_tui.core.analysis.metric_view import CHART_POINTS
-    from miles_tui.tui.baseline_series import overlay_series
-    from miles_tui.tui.baseline_watch import Baseline
+    from miles_tui.tui.runtime.baseline_watch import Baseline
+    from miles_tui.tui.views.baseline_series import overlay_series
     from miles_tui.tui.widgets.baseline_overlay import legend_line
 
     count = 3 * CHART_POINTS

@@ -23,13 +23,13 @@ from miles_tui.core.analysis import OutlierKind
 from miles_tui.core.commands.export import step_export, tokens_export
 from miles_tui.core.dump import Run
 from miles_tui.tui.app import make_app
-from miles_tui.tui.engine_rows import MORE, table_lines
 from miles_tui.tui.formatting import LEVEL_TAG, date_time
 from miles_tui.tui.screens.advisory_log_screen import AdvisoryLogScreen
 from miles_tui.tui.screens.compare_screen import CompareScreen
 from miles_tui.tui.screens.engines_screen import EnginesScreen
 from miles_tui.tui.screens.outlier_screen import OutlierScreen
 from miles_tui.tui.screens.step_screen import StepScreen
+from miles_tui.tui.views.engine_rows import MORE, table_lines
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 from tests.conftest import EPOCH
 from tests.harness import frozen_app, settle

@@ -12,8 +12,14 @@ import pytest
 from miles_tui.core.commands.export import rows_csv, step_export
 from miles_tui.core.dump import ROW_COLUMNS, SERIES, Run, token_payload
 from miles_tui.core.dump.token_view import token_view
-from miles_tui.tui.clipboard import TOKEN_COLUMNS, default_csv_path, rows_csv_text, sample_row_tsv, token_window_tsv
 from miles_tui.tui.screens.save_csv_screen import CsvPathError, csv_target
+from miles_tui.tui.views.clipboard import (
+    TOKEN_COLUMNS,
+    default_csv_path,
+    rows_csv_text,
+    sample_row_tsv,
+    token_window_tsv,
+)
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 NOW = time.time() + 3600

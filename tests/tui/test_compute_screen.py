@@ -13,10 +13,10 @@ from textual.pilot import Pilot
 from textual.widgets import Label
 
 from miles_tui.tui.app import MilesApp
-from miles_tui.tui.compute_rows import LANE_LINES
-from miles_tui.tui.messages import TelemetryAppended
+from miles_tui.tui.model.messages import TelemetryAppended
 from miles_tui.tui.screens.compute_screen import WORST_COUNT, ComputeScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
+from miles_tui.tui.views.compute_rows import LANE_LINES
 from miles_tui.tui.widgets.heat_rows import HeatRows
 from tests.conftest import GOLDEN
 from tests.core.fleet_writer import Fleet, write_fleet

@@ -198,7 +198,7 @@ async def test_unreadable_values_read_unread_in_compare_and_outliers(golden_copy
 async def test_both_csv_outputs_carry_alignment_failed(golden_copy: Callable[[str], Path], tmp_path: Path) -> None:
     from miles_tui.core.commands.export import rows_csv, step_export
     from miles_tui.core.dump import Run
-    from miles_tui.tui.clipboard import rows_csv_text
+    from miles_tui.tui.views.clipboard import rows_csv_text
 
     root = golden_copy("truncated_shard")
     document = step_export(Run(root, use_cache=False), 1, False, EPOCH)

@@ -57,8 +57,8 @@ async def test_the_upstream_forms_show_their_values(tmp_path: Path) -> None:
 
 def test_the_sample_header_says_unknown_format_for_its_versions(tmp_path: Path) -> None:
     from miles_tui.core.dump import Run
-    from miles_tui.tui.sample_lines import chips
-    from miles_tui.tui.sample_tracks import SampleTracks
+    from miles_tui.tui.views.sample_lines import chips
+    from miles_tui.tui.views.sample_tracks import SampleTracks
 
     root = write_drift_run(tmp_path / "unknown", "unknown")
     stamp(root, EPOCH - 3600)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from miles_tui.tui.gc_policy import BIG_READ_BYTES, FREEZES_PER_SWEEP, after_read, freezes
+from miles_tui.tui.runtime.gc_policy import BIG_READ_BYTES, FREEZES_PER_SWEEP, after_read, freezes
 
 
 class _Cycle:
@@ -45,7 +45,7 @@ def test_overlapping_pauses_from_two_threads_keep_the_collector_off_until_the_la
     used to switch it back on under the other."""
     import threading
 
-    from miles_tui.tui.gc_policy import paused
+    from miles_tui.tui.runtime.gc_policy import paused
 
     assert gc.isenabled()
     inside, leave = threading.Event(), threading.Event()
@@ -119,7 +119,7 @@ def test_trim_hands_freed_heap_back_to_the_system() -> None:
     script = textwrap.dedent(
         """
         from pathlib import Path
-        from miles_tui.tui import gc_policy
+        from miles_tui.tui.runtime import gc_policy
 
         def rss():
             for line in Path("/proc/self/status").read_text().splitlines():
@@ -182,7 +182,7 @@ def test_a_telemetry_poll_keeps_collecting_young_garbage_but_never_runs_a_full_c
     import threading
     import weakref
 
-    from miles_tui.tui.gc_policy import NO_FULL_COLLECTIONS, young_only
+    from miles_tui.tui.runtime.gc_policy import NO_FULL_COLLECTIONS, young_only
 
     class Node:
         def __init__(self) -> None:
@@ -234,7 +234,7 @@ def _make_a_full_collection_due() -> None:
         def __init__(self) -> None:
             self.me = self
 
-    from miles_tui.tui.gc_policy import FULL_DUE
+    from miles_tui.tui.runtime.gc_policy import FULL_DUE
 
     while gc.get_count()[2] < FULL_DUE:
         for _ in range(10_000):
@@ -244,8 +244,8 @@ def _make_a_full_collection_due() -> None:
 def test_the_idle_collector_runs_full_collections_only_when_keys_pause_and_one_is_due() -> None:
     """Left to the thresholds, a full collection (20-290 ms, GIL held) now and then landed on a key: `m` while
     a 2M-line metrics file loaded took 114-163 ms in 3 of 7 bench runs."""
-    from miles_tui.tui import gc_policy
-    from miles_tui.tui.gc_policy import (
+    from miles_tui.tui.runtime import gc_policy
+    from miles_tui.tui.runtime.gc_policy import (
         FULL_AT_MOST_SECONDS,
         FULL_SPACING_SECONDS,
         IDLE_SECONDS,
@@ -301,7 +301,7 @@ async def test_the_app_holds_full_collections_for_its_session_and_notes_each_key
     from pathlib import Path
 
     from miles_tui.tui.app import make_app
-    from miles_tui.tui.gc_policy import NO_FULL_COLLECTIONS
+    from miles_tui.tui.runtime.gc_policy import NO_FULL_COLLECTIONS
 
     before = gc.get_threshold()
     app = make_app(Path(str(tmp_path)), poll_seconds=3600)

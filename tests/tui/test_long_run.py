@@ -16,8 +16,8 @@ from textual.pilot import Pilot
 
 from miles_tui.core.dump import Run, RunDir
 from miles_tui.tui.app import MilesApp, make_app
-from miles_tui.tui.messages import StepsSummarized
-from miles_tui.tui.run_watcher import RunWatcher, StepsPoll
+from miles_tui.tui.model.messages import StepsSummarized
+from miles_tui.tui.runtime.run_watcher import RunWatcher, StepsPoll
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 from tests.conftest import EPOCH, stamp
@@ -182,7 +182,7 @@ def test_telemetry_rules_rerun_only_when_records_arrive_or_time_passes(
     demo_run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The rules read every record held: on a quiet run they ran on every poll, forever."""
-    from miles_tui.tui import stream_watch
+    from miles_tui.tui.runtime import stream_watch
 
     calls: list[float] = []
     rules = stream_watch.stream_advisories

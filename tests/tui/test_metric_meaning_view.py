@@ -13,8 +13,8 @@ from textual.widgets import Label, Static
 
 from miles_tui.core.telemetry import metric_meaning
 from miles_tui.tui.app import MilesApp
-from miles_tui.tui.metric_lines import INSPECTOR_HINT, NO_MEANING_NOTE, inspector_text, meaning_line
 from miles_tui.tui.screens.metrics_screen import MetricsScreen
+from miles_tui.tui.views.metric_lines import INSPECTOR_HINT, NO_MEANING_NOTE, inspector_text, meaning_line
 from tests.conftest import EPOCH, GOLDEN, stamp
 from tests.harness import frozen_app, settle
 

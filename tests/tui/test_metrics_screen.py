@@ -23,11 +23,11 @@ from miles_tui.core.analysis.metric_view import ema
 from miles_tui.core.telemetry import MetricStore
 from miles_tui.tui.app import MilesApp
 from miles_tui.tui.formatting import metric_value
-from miles_tui.tui.messages import TelemetryAppended
-from miles_tui.tui.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE
+from miles_tui.tui.model.messages import TelemetryAppended
 from miles_tui.tui.renderers.plot import ansi_strips, step_tick, tick_labels, y_ticks
 from miles_tui.tui.screens.metrics_screen import LOADING_NOTE, MetricsScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
+from miles_tui.tui.views.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE
 from miles_tui.tui.widgets.metric_chart import MetricChart, chart_body
 from miles_tui.tui.widgets.run_header import RunHeader
 from tests.conftest import EPOCH, GOLDEN, stamp, write_demo_run
@@ -454,8 +454,7 @@ def test_plotext_escape_codes_become_styled_segments() -> None:
 
 def test_status_and_inspector_lines() -> None:
     from miles_tui.core.analysis import PointAt
-    from miles_tui.tui.metric_lines import INSPECTOR_HINT, inspector_line, status_line
-    from miles_tui.tui.widgets.metric_chart import ChartView
+    from miles_tui.tui.views.metric_lines import INSPECTOR_HINT, ChartView, inspector_line, status_line
 
     status = status_line("dump", 3, 7, "perf/*", ChartView(0.9, True)).plain
     assert status == f"{NO_METRICS_NOTE} · 3/7 series · filter 'perf/*' · y: log · smoothing: EMA 0.9"

@@ -11,7 +11,7 @@ from miles_tui.tui.app import MilesApp
 from miles_tui.tui.screens.advisory_log_screen import AdvisoryLogScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.screens.step_screen import StepScreen
-from miles_tui.tui.step_rows import SAMPLE_COLUMNS
+from miles_tui.tui.views.step_rows import SAMPLE_COLUMNS
 from miles_tui.tui.widgets.advisory_list import AdvisoryList
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable

@@ -44,10 +44,10 @@ from textual.worker import Worker, WorkerState
 
 from miles_tui.core.dump import ROW_COLUMNS
 from miles_tui.tui.app import MilesApp, make_app
-from miles_tui.tui.row_filter import ALIASES, STATUSES
 from miles_tui.tui.screens.compare_screen import CompareScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.screens.step_screen import StepScreen, _sort_value
+from miles_tui.tui.views.row_filter import ALIASES, STATUSES
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 from screenshots.scenes import EPOCH, GOLDEN, build_demo, build_golden

@@ -13,12 +13,12 @@ from textual.widgets import Input, Label, Static
 
 from miles_tui.core.analysis import OutlierKind, compare_steps, peak_position, step_outliers
 from miles_tui.core.dump import ROW_COLUMNS
-from miles_tui.tui.clipboard import sample_row_tsv
 from miles_tui.tui.screens import save_csv_screen
 from miles_tui.tui.screens.compare_screen import CompareScreen
 from miles_tui.tui.screens.outlier_screen import OutlierScreen
 from miles_tui.tui.screens.sample_screen import SampleScreen
 from miles_tui.tui.screens.save_csv_screen import SaveCsvScreen
+from miles_tui.tui.views.clipboard import sample_row_tsv
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 from tests.conftest import EPOCH
 from tests.harness import frozen_app, screen_text, settle

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
-from miles_tui.tui.recompute import Recompute
+from miles_tui.tui.runtime.recompute import Recompute
 
 
 class _Owner(Widget):

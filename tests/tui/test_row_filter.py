@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from miles_tui.core.dump import SampleRow
 from miles_tui.tui.formatting import version_span
-from miles_tui.tui.row_filter import FilterError, parse_filter
+from miles_tui.tui.views.row_filter import FilterError, parse_filter
 from tests.tui.test_monkey import TYPED
 
 BASE = SampleRow(

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from miles_tui.core.dump import Run
-from miles_tui.tui.run_watcher import RunWatcher
+from miles_tui.tui.runtime.run_watcher import RunWatcher
 
 
 async def test_a_cancelled_read_keeps_the_lock_until_its_thread_is_done(demo_run: Path) -> None:

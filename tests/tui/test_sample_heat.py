@@ -16,7 +16,7 @@ from miles_tui.core.analysis import MASKED, NO_VALUE, TOP, HeatStatistic
 from miles_tui.core.analysis.token_heat import token_heat
 from miles_tui.core.dump import SERIES, Run, read_sidecar
 from miles_tui.tui.screens.sample_screen import SampleScreen
-from miles_tui.tui.token_text_lines import HEAT_CYCLE
+from miles_tui.tui.views.token_text_lines import HEAT_CYCLE
 from miles_tui.tui.widgets.heat_lines import HeatLines
 from miles_tui.tui.widgets.token_text import TokenText
 

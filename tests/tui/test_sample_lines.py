@@ -9,10 +9,10 @@ import numpy as np
 
 from miles_tui.core.dump import Conversation
 from miles_tui.core.dump import Message as ChatMessage
-from miles_tui.tui.conversation_lines import header, message_lines
-from miles_tui.tui.sample_lines import Part, chip_lines, context, cursor_line, cursor_rows
-from miles_tui.tui.sample_tracks import SampleTracks
-from miles_tui.tui.token_window import TokenWindow
+from miles_tui.tui.views.conversation_lines import header, message_lines
+from miles_tui.tui.views.sample_lines import Part, chip_lines, context, cursor_line, cursor_rows
+from miles_tui.tui.views.sample_tracks import SampleTracks
+from miles_tui.tui.views.token_window import TokenWindow
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # bench/ is not a package: the 32k-token sample is the benchmark's

@@ -14,8 +14,8 @@ from rich.style import Style
 from textual.geometry import Region
 from textual.strip import Strip
 
-from miles_tui.tui.terminal_diff import TerminalDiff
-from miles_tui.tui.textual_private import ChopsUpdate, LayoutUpdate
+from miles_tui.tui.runtime.terminal_diff import TerminalDiff
+from miles_tui.tui.runtime.textual_private import ChopsUpdate, LayoutUpdate
 from tests.conftest import write_demo_run
 
 CONSOLE = Console(color_system="256", force_terminal=True, width=40)

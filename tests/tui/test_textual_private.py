@@ -1,4 +1,4 @@
-"""What miles-tui takes from Textual's private API still exists where tui/textual_private.py expects it.
+"""What miles-tui takes from Textual's private API still exists where tui/runtime/textual_private.py expects it.
 
 A Textual upgrade that renames or moves any of it fails here, not silently in the app (whose terminal
 output would then stop going through the diff, or break at the first frame).
@@ -14,7 +14,7 @@ from textual.app import App
 from textual.geometry import Region
 from textual.strip import Strip
 
-from miles_tui.tui.textual_private import ChopsUpdate, CompositorUpdate, FilteredDisplayApp, LayoutUpdate
+from miles_tui.tui.runtime.textual_private import ChopsUpdate, CompositorUpdate, FilteredDisplayApp, LayoutUpdate
 
 
 def test_compositor_update_types_are_where_terminal_diff_reads_them() -> None:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from miles_tui.core.analysis import MASKED, NO_VALUE, TOP, HeatStatistic, TokenHeat
 from miles_tui.core.dump import FieldState
-from miles_tui.tui.token_text_lines import (
+from miles_tui.tui.views.token_text_lines import (
     TokenSource,
     lay_out,
     legend,

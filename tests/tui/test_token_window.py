@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miles_tui.tui.token_window import TokenWindow
+from miles_tui.tui.views.token_window import TokenWindow
 
 NO_OUTLIERS = np.zeros(0, dtype=np.int64)
 

@@ -16,9 +16,9 @@ from miles_tui.core.analysis import (
     sample_outliers,
 )
 from miles_tui.core.dump import Run, StepSummary
-from miles_tui.tui.compare_rows import GROUP_COLUMNS, TRACE_COLUMNS, delta_text, group_cells, headline, trace_rows
 from miles_tui.tui.formatting import MISSING, UNREAD, duration
-from miles_tui.tui.outlier_rows import SAMPLE_COLUMNS, sample_cells
+from miles_tui.tui.views.compare_rows import GROUP_COLUMNS, TRACE_COLUMNS, delta_text, group_cells, headline, trace_rows
+from miles_tui.tui.views.outlier_rows import SAMPLE_COLUMNS, sample_cells
 from tests.conftest import EPOCH
 
 

@@ -7,8 +7,8 @@ from collections.abc import Hashable
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from miles_tui.tui.lazy_rows import TableRow
-from miles_tui.tui.table_layout import Column, narrowed
+from miles_tui.tui.views.lazy_rows import TableRow
+from miles_tui.tui.views.table_layout import Column, narrowed
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 
 
@@ -51,7 +51,7 @@ async def test_only_drawn_rows_are_formatted_and_the_cursor_follows_its_key() ->
 
 
 async def test_growing_columns_fit_their_widest_cell_and_the_placeholder_wraps() -> None:
-    from miles_tui.tui.table_layout import fitted
+    from miles_tui.tui.views.table_layout import fitted
 
     app = TableApp()
     async with app.run_test(size=(30, 8)) as pilot:
@@ -97,7 +97,7 @@ def test_a_pinned_text_gives_way_before_a_number_or_a_label_is_cut() -> None:
 
 
 def test_a_window_holds_whole_columns_only_with_the_pinned_ones_first() -> None:
-    from miles_tui.tui.table_layout import visible_window
+    from miles_tui.tui.views.table_layout import visible_window
 
     columns = [Column("id", "id", 4, pinned=True), *(Column(f"c{i}", f"c{i}", 5) for i in range(6))]
     # 4+1 pinned, then 5+1 per column: 20 cells hold the id, c0, c1 whole and a free cell for the mark

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from miles_tui.core.commands.report import build_report, render_report
-from miles_tui.tui.advisory_rows import LOG_COLUMNS
-from miles_tui.tui.compare_rows import GROUP_COLUMNS as COMPARE_COLUMNS
-from miles_tui.tui.compare_rows import TRACE_COLUMNS
-from miles_tui.tui.glossary import GLOSSARY
-from miles_tui.tui.outlier_rows import SAMPLE_COLUMNS as OUTLIER_SAMPLE_COLUMNS
-from miles_tui.tui.outlier_rows import TOKEN_COLUMNS
 from miles_tui.tui.screens.overview_screen import STEP_COLUMNS
-from miles_tui.tui.step_rows import GROUP_COLUMNS, SAMPLE_COLUMNS
+from miles_tui.tui.views.advisory_rows import LOG_COLUMNS
+from miles_tui.tui.views.compare_rows import GROUP_COLUMNS as COMPARE_COLUMNS
+from miles_tui.tui.views.compare_rows import TRACE_COLUMNS
+from miles_tui.tui.views.glossary import GLOSSARY
+from miles_tui.tui.views.outlier_rows import SAMPLE_COLUMNS as OUTLIER_SAMPLE_COLUMNS
+from miles_tui.tui.views.outlier_rows import TOKEN_COLUMNS
+from miles_tui.tui.views.step_rows import GROUP_COLUMNS, SAMPLE_COLUMNS
 from tests.conftest import EPOCH
 from tests.harness import frozen_app, screen_text, settle
 

@@ -30,6 +30,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from miles_tui.tui.formatting import fixed, significant
+
 FloatArray = npt.NDArray[np.float64]
 
 
@@ -53,7 +55,7 @@ def int_ticks(start: int, stop: int, count: int) -> list[int]:
 def step_tick(step: int) -> str:
     """An x tick label: 950, 12k, 1.5M."""
     scale, suffix = next(((s, x) for s, x in _SI if abs(step) >= s), (1, ""))
-    return f"{step / scale:.3g}{suffix}" if suffix else str(step)
+    return f"{significant(step / scale)}{suffix}" if suffix else str(step)
 
 
 _NICE = (1.0, 2.0, 2.5, 5.0)
@@ -100,7 +102,7 @@ def _decimals(ticks: list[float]) -> int | None:
 
 def _short(value: float) -> str:
     decimals = _decimals([value])
-    return f"{value:.3g}" if decimals is None else f"{value:.{decimals}f}"
+    return significant(value) if decimals is None else fixed(value, decimals)
 
 
 def tick_labels(ticks: list[float], log_y: bool) -> list[str]:
@@ -109,16 +111,16 @@ def tick_labels(ticks: list[float], log_y: bool) -> list[str]:
     largest = max(abs(v) for v in values)
     if largest >= 1e4:
         scale, suffix = next((s, x) for s, x in _SI if largest >= s)
-        return [f"{v / scale:.3g}{suffix}" if v else "0" for v in values]
+        return [f"{significant(v / scale)}{suffix}" if v else "0" for v in values]
     if 0 < largest < 1e-3:
-        return [f"{v:.3g}" for v in values]
+        return [significant(v) for v in values]
     if log_y:  # decades and round values: each written as short as it goes
         return [_short(v) for v in values]
     decimals = _decimals(values)
     if decimals is None:  # not round (the ends of the data): enough decimals for about 2 digits of the span
         span = max(values) - min(values)
         decimals = min(6, max(0, 1 - math.floor(math.log10(span)))) if span > 0 else 3
-    return [f"{v:.{decimals}f}" for v in values]
+    return [fixed(v, decimals) for v in values]
 
 
 def start(width: int, height: int, color: bool) -> Any:

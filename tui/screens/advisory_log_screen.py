@@ -1,7 +1,7 @@
 """The advisory log: every advisory the run has had, active or cleared, with its first and last step and time.
 
 Contract: the rows are the app model's ``advisory_log`` (core's fold of every step's rules and every
-poll), formatted by :mod:`miles_tui.tui.advisory_rows`; the screen refreshes when the model is
+poll), formatted by :mod:`miles_tui.tui.views.advisory_rows`; the screen refreshes when the model is
 published. Enter on an advisory that names a step opens that step (the one it was last seen at) and
 sample; on one about the telemetry it opens the view that shows it (engines, GPUs, metrics); otherwise
 it says why nothing opens.
@@ -18,10 +18,10 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis.advisory_log import LoggedAdvisory, key_of
-from miles_tui.tui.advisory_rows import LOG_COLUMNS, log_cells
-from miles_tui.tui.lazy_rows import TableRow
-from miles_tui.tui.run_model import RunModel
+from miles_tui.tui.model.run_model import RunModel
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.views.advisory_rows import LOG_COLUMNS, log_cells
+from miles_tui.tui.views.lazy_rows import TableRow
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 

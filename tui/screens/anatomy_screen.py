@@ -3,7 +3,7 @@ waiting, consumed) on one time axis, from ``dashboard/trajectories/``.
 
 Contract: the lanes come from :mod:`miles_tui.core.analysis.batch_anatomy` (computed in a thread: the events,
 the step's summary, the consume anchor from ``metrics.jsonl``); this screen formats rows
-(:mod:`miles_tui.tui.anatomy_rows`), sorts them (``s`` cycles miles' orders) and navigates: Enter on a row opens
+(:mod:`miles_tui.tui.views.anatomy_rows`), sorts them (``s`` cycles miles' orders) and navigates: Enter on a row opens
 that sample. The lane column's header is the axis; the legend sits under the table. New trajectory events or
 metrics recompute it (a live step fills in).
 """
@@ -29,9 +29,9 @@ from miles_tui.core.analysis.batch_anatomy import (
 )
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import StepKey, StepSummary
-from miles_tui.tui.anatomy_rows import anatomy_columns, anatomy_row, anatomy_title, legend_text
-from miles_tui.tui.messages import TelemetryAppended
+from miles_tui.tui.model.messages import TelemetryAppended
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.views.anatomy_rows import anatomy_columns, anatomy_row, anatomy_title, legend_text
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 

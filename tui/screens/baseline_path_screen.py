@@ -1,7 +1,7 @@
 """A small modal asking for a baseline run's folder (the palette's "Add baseline run…").
 
 Contract: :class:`BaselinePathScreen` takes a path, opens it as a baseline through
-the app (:meth:`~miles_tui.tui.baseline_watch.BaselineApp.follow_baseline`, in a
+the app (:meth:`~miles_tui.tui.runtime.baseline_watch.BaselineApp.follow_baseline`, in a
 thread) and dismisses with it; a folder that cannot be one is said in the
 modal as one line naming it, and the modal stays for another try. Esc cancels.
 """
@@ -21,7 +21,7 @@ from textual.widgets import Input, Static
 from miles_tui.core.base.errors import MilesTuiError
 
 if TYPE_CHECKING:
-    from miles_tui.tui.monitor_app import MonitorApp
+    from miles_tui.tui.model.monitor_app import MonitorApp
 
 
 class BaselinePathScreen(ModalScreen[str | None]):

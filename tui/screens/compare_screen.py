@@ -32,13 +32,20 @@ from miles_tui.core.analysis import (
 from miles_tui.core.base.errors import MilesTuiError
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import StepKey, StepSummary
-from miles_tui.tui.baseline_watch import NO_BASELINE, Baseline, BaselinesChanged
-from miles_tui.tui.compare_rows import GROUP_COLUMNS, SLOT_WARNING, TRACE_COLUMNS, group_cells, headline, trace_rows
 from miles_tui.tui.formatting import MISSING
-from miles_tui.tui.lazy_rows import TableRow
-from miles_tui.tui.messages import StepsSummarized
+from miles_tui.tui.model.messages import StepsSummarized
+from miles_tui.tui.runtime.baseline_watch import NO_BASELINE, Baseline, BaselinesChanged
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
-from miles_tui.tui.step_rows import group_rewards_unreadable
+from miles_tui.tui.views.compare_rows import (
+    GROUP_COLUMNS,
+    SLOT_WARNING,
+    TRACE_COLUMNS,
+    group_cells,
+    headline,
+    trace_rows,
+)
+from miles_tui.tui.views.lazy_rows import TableRow
+from miles_tui.tui.views.step_rows import group_rewards_unreadable
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 

@@ -7,7 +7,7 @@ records the app's poll added. The screen keeps the window
 (:class:`~miles_tui.core.telemetry.time_window.TimeWindow`: ``+``/``-`` zoom, ``←``/``→`` pan by
 half a window, ``0`` (or ``shift+→``) live again, ``shift+←`` the run's start, ``1``-``4`` the preset live
 windows; the zoom and pan rules are core's) and the lane picker, and turns the view into lines
-(:mod:`miles_tui.tui.compute_rows`); it reads no file itself. It redraws when the
+(:mod:`miles_tui.tui.views.compute_rows`); it reads no file itself. It redraws when the
 app forwards new gpu_util or phases records (TelemetryAppended), and on a
 run-status poll that finds the reader holding records not drawn yet or a view
 older than a few seconds, so ages keep moving while nothing arrives.
@@ -57,7 +57,12 @@ from miles_tui.core.telemetry.engine_hours import EngineHours
 from miles_tui.core.telemetry.stream_records import Snapshot
 from miles_tui.core.telemetry.telemetry_columns import CELL_WIDTHS
 from miles_tui.core.telemetry.time_bins import time_bins
-from miles_tui.tui.compute_rows import (
+from miles_tui.tui.model.messages import TelemetryAppended
+from miles_tui.tui.model.run_model import RunModel
+from miles_tui.tui.runtime.recompute import Recompute
+from miles_tui.tui.runtime.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
+from miles_tui.tui.screens.compute_straggler import StragglerTools
+from miles_tui.tui.views.compute_rows import (
     LANE_LINES,
     LaneRows,
     axis_row,
@@ -69,14 +74,9 @@ from miles_tui.tui.compute_rows import (
     title,
     window_name,
 )
-from miles_tui.tui.flight_rows import flight_rows
-from miles_tui.tui.messages import TelemetryAppended
-from miles_tui.tui.recompute import Recompute
-from miles_tui.tui.run_model import RunModel
-from miles_tui.tui.screens.compute_straggler import StragglerTools
-from miles_tui.tui.starvation_lines import starvation_heat_rows
-from miles_tui.tui.straggler_lines import cursor_cell, with_cursor
-from miles_tui.tui.stream_watch import METRIC_WORKER_NICE as PARSE_NICE
+from miles_tui.tui.views.flight_rows import flight_rows
+from miles_tui.tui.views.starvation_lines import starvation_heat_rows
+from miles_tui.tui.views.straggler_lines import cursor_cell, with_cursor
 from miles_tui.tui.widgets.heat_rows import HeatRows
 from miles_tui.tui.widgets.run_header import RunHeader
 

@@ -40,9 +40,10 @@ from miles_tui.core.analysis.slowest_phase import (
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import TelemetryColumns
 from miles_tui.core.telemetry.process_hours import NEAREST_SECONDS, LaneProcesses, ProcessHours
-from miles_tui.tui.compute_rows import LaneRows
+from miles_tui.tui.formatting import duration
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
-from miles_tui.tui.straggler_lines import PowerLaneRows, inspector_lines, pick_lines
+from miles_tui.tui.views.compute_rows import LaneRows
+from miles_tui.tui.views.straggler_lines import PowerLaneRows, inspector_lines, pick_lines
 
 LANE_HELP: Final = (
     "lanes: rank:0-7 g:0-31 node:<host> gpu:<host>:<i> engine:<addr> role:train|rollout every:<n>, "
@@ -58,7 +59,7 @@ HELP_TEXT: Final = (
     f"lane in the window, longest first, {PICK_COUNT} lanes; update_weights first, W again: the next phase. "
     "[ ] move a cursor along the time axis a bin ({ } ten): each listed lane's utilisation, memory, power and "
     "phase in that bin, and the processes holding its memory at the nearest gpu_processes snapshot "
-    f"(within {NEAREST_SECONDS / 60:.0f} min). p: a power row under each lane."
+    f"(within {duration(NEAREST_SECONDS, minutes=True)}). p: a power row under each lane."
 )
 
 BIG_STEP: Final = 10

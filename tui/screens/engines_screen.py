@@ -44,12 +44,12 @@ from miles_tui.core.analysis.engine_view import engine_view
 from miles_tui.core.telemetry import WINDOWS, bin_count, window_bounds
 from miles_tui.core.telemetry.engine_hours import EngineHours
 from miles_tui.core.telemetry.time_bins import time_bins
-from miles_tui.tui.engine_metric_rows import list_entry, list_heading
-from miles_tui.tui.engine_rows import table_lines, title
-from miles_tui.tui.messages import TelemetryAppended
-from miles_tui.tui.recompute import Recompute
-from miles_tui.tui.run_model import RunModel
+from miles_tui.tui.model.messages import TelemetryAppended
+from miles_tui.tui.model.run_model import RunModel
+from miles_tui.tui.runtime.recompute import Recompute
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.views.engine_metric_rows import list_entry, list_heading
+from miles_tui.tui.views.engine_rows import table_lines, title
 from miles_tui.tui.widgets.engine_chart import EngineChart, EngineChartData
 from miles_tui.tui.widgets.engine_metric_chart import EngineMetricChart, EngineMetricData
 from miles_tui.tui.widgets.run_header import RunHeader

@@ -17,8 +17,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from miles_tui.core.dump import ROW_COLUMNS
-from miles_tui.tui.glossary import glossary_text
-from miles_tui.tui.row_filter import ALIASES, STATUSES
+from miles_tui.tui.views.glossary import glossary_text
+from miles_tui.tui.views.row_filter import ALIASES, STATUSES
 
 FILTER_HELP = (
     "Filter (/): terms separated by spaces, all must hold. COLUMN OP VALUE with OP in = != > >= < <= ~ "

@@ -5,13 +5,13 @@ Data comes from the app: the metric store of the watcher's follower
 series core builds from the step summaries. Every derived value (groups,
 filter, smoothing, downsampling, value lookups, cursor moves) is core's
 (:mod:`miles_tui.core.analysis.metric_view`); this screen decides what is shown, and
-:mod:`miles_tui.tui.metric_lines` writes its status and inspector lines. New points (a
+:mod:`miles_tui.tui.views.metric_lines` writes its status and inspector lines. New points (a
 TelemetryAppended, or a poll's published run model after which the store's point
 counts moved) redraw only the charts whose key got some; a key seen for the
 first time rebuilds the grid. The grid's columns and chart heights follow
 the terminal size through breakpoint classes (metrics_screen.tcss).
 
-Series are read from the store in a thread (:func:`~miles_tui.tui.metric_reads.gather_series`; a
+Series are read from the store in a thread (:func:`~miles_tui.tui.views.metric_reads.gather_series`; a
 long run's 50 series of millions of points take a second): the screen shows
 at once, saying "loading…", and fills in; one read runs at a time, and what
 was asked meanwhile is read next, together.
@@ -46,15 +46,23 @@ from miles_tui.core.analysis import (
 )
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import MetricSeries
-from miles_tui.tui.baseline_series import OverlayReads
-from miles_tui.tui.baseline_watch import BaselinesChanged
-from miles_tui.tui.messages import StepsSummarized, TelemetryAppended
-from miles_tui.tui.metric_lines import NOTHING_YET_NOTE, Source, inspector_text, status_line, wandb_line
-from miles_tui.tui.metric_reads import Gathered, SeriesAsk, gather_series
-from miles_tui.tui.run_model import RunModel
+from miles_tui.tui.model.messages import StepsSummarized, TelemetryAppended
+from miles_tui.tui.model.run_model import RunModel
+from miles_tui.tui.runtime.baseline_watch import BaselinesChanged
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
-from miles_tui.tui.widgets.baseline_overlay import Overlay, baselines_note
-from miles_tui.tui.widgets.metric_chart import ChartView, MetricChart
+from miles_tui.tui.views.baseline_series import OverlayReads
+from miles_tui.tui.views.metric_lines import (
+    NOTHING_YET_NOTE,
+    ChartView,
+    Source,
+    inspector_text,
+    status_line,
+    wandb_line,
+)
+from miles_tui.tui.views.metric_reads import Gathered, SeriesAsk, gather_series
+from miles_tui.tui.views.overlay import Overlay
+from miles_tui.tui.widgets.baseline_overlay import baselines_note
+from miles_tui.tui.widgets.metric_chart import MetricChart
 from miles_tui.tui.widgets.run_header import RunHeader
 
 LOADING_NOTE = "loading…"

@@ -12,7 +12,7 @@ from textual.widgets import Input
 from miles_tui.tui.widgets.run_header import RunHeader
 
 if TYPE_CHECKING:
-    from miles_tui.tui.monitor_app import MonitorApp
+    from miles_tui.tui.model.monitor_app import MonitorApp
 
 
 class MonitorScreen(Screen[None]):

@@ -38,9 +38,10 @@ from miles_tui.core.analysis import (
 )
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import OpenStep, StepKey, StepSummary
-from miles_tui.tui.formatting import UNREAD_STYLE
-from miles_tui.tui.lazy_rows import TableRow
-from miles_tui.tui.outlier_rows import (
+from miles_tui.tui.formatting import UNREAD_STYLE, count_text
+from miles_tui.tui.screens.monitor_screen import MonitorScreen
+from miles_tui.tui.views.lazy_rows import TableRow
+from miles_tui.tui.views.outlier_rows import (
     KIND_LABELS,
     RANKED_BY,
     SAMPLE_COLUMNS,
@@ -51,8 +52,7 @@ from miles_tui.tui.outlier_rows import (
     sample_cells,
     token_cells,
 )
-from miles_tui.tui.screens.monitor_screen import MonitorScreen
-from miles_tui.tui.table_layout import Column
+from miles_tui.tui.views.table_layout import Column
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 
@@ -245,7 +245,7 @@ class OutlierScreen(MonitorScreen):
         text.append(f"· samples by {samples_by}" if self.samples_level else f"· {tokens_by}")
         if population:
             what = "samples" if self.samples_level else "trained tokens"
-            text.append(f" · top {shown} of {population:,} {what}")
+            text.append(f" · top {shown} of {count_text(population)} {what}")
         unread = self._unreadable(steps)
         if unread:
             text.append(f" · {unread} UNREADABLE sample{'s' if unread != 1 else ''} not ranked", style=UNREAD_STYLE)

@@ -14,19 +14,19 @@ from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis.advisory_log import AdvisoryLog
 from miles_tui.core.dump import StepKey, StepSummary
-from miles_tui.tui.baseline_lines import delta_lines
-from miles_tui.tui.baseline_watch import BaselinesChanged
 from miles_tui.tui.formatting import MISSING, number, percent
-from miles_tui.tui.lazy_rows import TableRow
-from miles_tui.tui.messages import (
+from miles_tui.tui.model.messages import (
     FollowToggled,
     StepsChanged,
     StepsSummarized,
 )
-from miles_tui.tui.run_model import RunModel
+from miles_tui.tui.model.run_model import RunModel
+from miles_tui.tui.runtime.baseline_watch import BaselinesChanged
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
-from miles_tui.tui.starvation_lines import has_any
-from miles_tui.tui.table_layout import Column
+from miles_tui.tui.views.baseline_lines import delta_lines
+from miles_tui.tui.views.lazy_rows import TableRow
+from miles_tui.tui.views.starvation_lines import has_any
+from miles_tui.tui.views.table_layout import Column
 from miles_tui.tui.widgets.advisory_list import AdvisoryList
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.starvation_rows import StarvationRows

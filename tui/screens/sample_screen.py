@@ -5,11 +5,11 @@ nothing itself: the step, the detokenizer and the conversation sidecar are
 handed in, and every per-token value comes from :func:`miles_tui.core.dump.token_view.token_view`
 (NaN at loss-masked positions, never 0; UNREADABLE series say so, NOT_DUMPED
 ones are listed on one line). All per-sample arrays are prepared once when a
-sample is shown (:class:`~miles_tui.tui.sample_tracks.SampleTracks`); a cursor
-key only moves the :class:`~miles_tui.tui.token_window.TokenWindow` and
+sample is shown (:class:`~miles_tui.tui.views.sample_tracks.SampleTracks`); a cursor
+key only moves the :class:`~miles_tui.tui.views.token_window.TokenWindow` and
 reactives on widgets that already exist, so a key costs the same on a
 32k-token response as on a short one. The screen composes and routes: its
-text lines come from :mod:`miles_tui.tui.sample_lines`, the conversation tab
+text lines come from :mod:`miles_tui.tui.views.sample_lines`, the conversation tab
 is a :class:`~miles_tui.tui.widgets.conversation_view.ConversationView`.
 ``h`` shows the token text coloured by |lpΔ|, entropy or advantage
 (deciles from :func:`miles_tui.core.analysis.token_heat.token_heat`, drawn
@@ -40,15 +40,15 @@ from miles_tui.core.analysis.token_heat import token_heat
 from miles_tui.core.base.errors import MilesTuiError
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import SERIES, Detokenizer, FieldState, OpenStep, Sidecar
-from miles_tui.tui.clipboard import copy_sample_row, copy_token_window
-from miles_tui.tui.sample_lines import LABELS, chip_lines, chips, cursor_line, cursor_rows
-from miles_tui.tui.sample_tracks import SampleTracks
-from miles_tui.tui.token_text_lines import HEAT_CYCLE, TokenSource
-from miles_tui.tui.token_window import TokenWindow
+from miles_tui.tui.views.clipboard import copy_sample_row, copy_token_window
+from miles_tui.tui.views.sample_lines import LABELS, chip_lines, chips, cursor_line, cursor_rows
+from miles_tui.tui.views.sample_tracks import SampleTracks, TokenSeries
+from miles_tui.tui.views.token_text_lines import HEAT_CYCLE, TokenSource
+from miles_tui.tui.views.token_window import TokenWindow
 from miles_tui.tui.widgets.conversation_view import ConversationView
 from miles_tui.tui.widgets.lifecycle_lane import LifecycleLane
 from miles_tui.tui.widgets.series_chart import ChartSeries, SeriesChart
-from miles_tui.tui.widgets.token_sparkline import TokenSeries, TokenSparkline
+from miles_tui.tui.widgets.token_sparkline import TokenSparkline
 from miles_tui.tui.widgets.token_text import TokenText
 
 

@@ -1,6 +1,6 @@
 """A small modal that saves the rows a table shows as CSV, outside the run directory.
 
-Contract: :class:`SaveCsvScreen` writes :func:`miles_tui.tui.clipboard.rows_csv_text`
+Contract: :class:`SaveCsvScreen` writes :func:`miles_tui.tui.views.clipboard.rows_csv_text`
 (the ROW columns, as ``export --format csv``) of exactly the rows it was given,
 in their order, to a path the user confirms. It never writes inside RUN_DIR
 (the monitor only reads a run), asks before replacing a file, and shows every
@@ -25,7 +25,7 @@ from textual.widgets import Input, Static
 
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import SampleRow
-from miles_tui.tui.clipboard import rows_csv_text
+from miles_tui.tui.views.clipboard import rows_csv_text
 
 
 class CsvPathError(ValueError):

@@ -21,7 +21,7 @@ from textual.widgets import Footer, Label
 from miles_tui.core.analysis import Scatter, step_cursor, step_scatter
 from miles_tui.core.dump import StepKey, StepSummary
 from miles_tui.tui.formatting import number
-from miles_tui.tui.messages import StepsSummarized
+from miles_tui.tui.model.messages import StepsSummarized
 from miles_tui.tui.renderers.scatter import LEGEND, legend, scatter_lines
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
 from miles_tui.tui.widgets.run_header import RunHeader

@@ -1,6 +1,6 @@
 """The step screen: the rollout table of one step, sortable, filterable, live.
 
-Rows are core's SampleRow values formatted by miles_tui.tui.step_rows; nothing is
+Rows are core's SampleRow values formatted by miles_tui.tui.views.step_rows; nothing is
 recomputed here (staleness and every statistic come from core). Sorting and
 filtering reorder rows by their raw values; row keys are sample indices, so
 the cursor stays on its sample when the step refreshes.
@@ -22,14 +22,14 @@ from textual.widgets import Footer, Input, Label
 from miles_tui.core.base.errors import StillWritingError
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import GroupRow, SampleRow, StepKey, StepSummary
-from miles_tui.tui.baseline_lines import delta_lines
-from miles_tui.tui.baseline_watch import BaselinesChanged
 from miles_tui.tui.formatting import number, percent
-from miles_tui.tui.lazy_rows import TableRow
-from miles_tui.tui.messages import StepsSummarized
-from miles_tui.tui.row_filter import RowFilter, parse_filter
+from miles_tui.tui.model.messages import StepsSummarized
+from miles_tui.tui.runtime.baseline_watch import BaselinesChanged
 from miles_tui.tui.screens.monitor_screen import MonitorScreen
-from miles_tui.tui.step_rows import (
+from miles_tui.tui.views.baseline_lines import delta_lines
+from miles_tui.tui.views.lazy_rows import TableRow
+from miles_tui.tui.views.row_filter import RowFilter, parse_filter
+from miles_tui.tui.views.step_rows import (
     GROUP_COLUMNS,
     SAMPLE_COLUMNS,
     UNKNOWN_STYLE,
@@ -41,7 +41,7 @@ from miles_tui.tui.step_rows import (
     unknown_format_count,
     zero_std_groups,
 )
-from miles_tui.tui.table_layout import Column, fitted
+from miles_tui.tui.views.table_layout import Column, fitted
 from miles_tui.tui.widgets.run_header import RunHeader
 from miles_tui.tui.widgets.virtual_table import VirtualTable
 
@@ -427,7 +427,7 @@ class StepScreen(MonitorScreen):
         return [by_index[cast(int, key)] for key in table.keys]
 
     def action_copy_row(self) -> None:
-        from miles_tui.tui.clipboard import copy_sample_row
+        from miles_tui.tui.views.clipboard import copy_sample_row
 
         table = self.query_one("#samples", VirtualTable)
         if self.summary is None or self.show_groups or table.cursor_key is None:

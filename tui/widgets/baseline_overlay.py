@@ -1,6 +1,6 @@
 """A baseline's series drawn on a metric chart beside the run's, and the chart's legend row.
 
-Contract: an :class:`Overlay` is one baseline's series of the chart's key
+Contract: an :class:`~miles_tui.tui.views.overlay.Overlay` is one baseline's series of the chart's key
 (against the same x key; None when the baseline never logged it). It is drawn
 under the run's line, dimmed, in its own colour, its mark letter at its last
 point; with NO_COLOR its points are drawn as its letter (lines of one colour
@@ -16,52 +16,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from rich.text import Text
 
-from miles_tui.core.analysis import ChartSeries, PlotData
-from miles_tui.core.analysis.baseline import AlignedSeries, value_exactly_at
+from miles_tui.core.analysis import PlotData
+from miles_tui.core.analysis.baseline import value_exactly_at
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import MetricSeries
 from miles_tui.tui.formatting import MISSING
 from miles_tui.tui.renderers import plot
-
-OVERLAY_COLORS = (180, 108, 146, 174, 109, 144, 139, 152)
-"""plotext colour numbers of the baselines in the order added: muted, unlike the run's bright line."""
-
-RICH_COLORS = ("color(180)", "color(108)", "color(146)", "color(174)", "color(109)", "color(144)", "color(139)")
-"""The same colours for the legend's marks."""
+from miles_tui.tui.views.overlay import OVERLAY_COLORS, RICH_COLORS, Overlay
 
 NO_COLOR_LETTERS = 24
 """Without colour, a baseline is drawn as at most about this many of its letters, evenly over its points."""
-
-
-@dataclass(frozen=True, eq=False)
-class Overlay:
-    """One baseline's series on one chart."""
-
-    index: int
-    """The baseline's place in the order added (its colour)."""
-    mark: str
-    """Its letter."""
-    name: str
-    """Its run name (from the run: made inert where drawn)."""
-    series: ChartSeries | None
-    """Its points of the chart's key against the chart's x key (None: it never logged them)."""
-    aligned: AlignedSeries | None = None
-    """Its whole series at exactly each of the run's kept steps (the legend's lookups; None: not read)."""
-
-    def value_at(self, step: float) -> float | None:
-        """Its value logged at exactly ``step`` (None: nothing logged there)."""
-        aligned = self.aligned
-        if aligned is not None:
-            where = int(np.searchsorted(aligned.step, step))
-            if where < len(aligned.step) and aligned.step[where] == step:
-                return None if aligned.missing[where] else float(aligned.baseline[where])
-        return value_exactly_at(None if self.series is None else self.series.series, step)
 
 
 def overlay_color(index: int) -> int:

@@ -3,7 +3,7 @@
 Contract: :meth:`ConversationView.show` replaces what the view shows with a
 :class:`~miles_tui.core.dump.trajectory.Conversation` (None: a note that the
 run recorded none for this sample). The text comes from
-:mod:`miles_tui.tui.conversation_lines`; the view only mounts it and
+:mod:`miles_tui.tui.views.conversation_lines`; the view only mounts it and
 scrolls. Each message is a Static with the class ``message`` and its role's
 class (``-user``, ``-assistant``, ...), styled by the screen's CSS.
 :meth:`ConversationView.toggle_fold` folds system and tool messages to one line
@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.dump import Conversation
-from miles_tui.tui.conversation_lines import FOLDABLE_ROLES, NO_CONVERSATION, header, message_lines
+from miles_tui.tui.views.conversation_lines import FOLDABLE_ROLES, NO_CONVERSATION, header, message_lines
 
 
 class ConversationView(VerticalScroll):

@@ -16,7 +16,7 @@ so drawing happens only on the UI thread.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 from rich.segment import Segment
@@ -28,11 +28,11 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from miles_tui.core.analysis import EnginePanel
-from miles_tui.core.telemetry import TimeBins
-from miles_tui.tui.engine_rows import FRACTIONS, RESTART_MARK, TITLES, value_text
-from miles_tui.tui.formatting import duration
+from miles_tui.core.telemetry import FloatArray, TimeBins
+from miles_tui.tui.formatting import duration, percent
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.renderers.plot import tick_labels, y_ticks
+from miles_tui.tui.views.engine_rows import FRACTIONS, RESTART_MARK, TITLES, value_text
 
 LINE_COLORS: Final = (12, 10, 14, 13, 6, 5, 4, 2)
 """plotext colour numbers of the lines, one per DP rank (cycled)."""
@@ -71,6 +71,30 @@ def time_ticks(span: float, width: int) -> list[float]:
     return sorted(ticks)
 
 
+def value_span(finite: FloatArray, fraction: bool) -> tuple[float, float]:
+    """The y range of a chart of ``finite`` values: from 0 (or below) to the top, a fraction at least to 1."""
+    if fraction:
+        return 0.0, max(1.0, float(finite.max()))
+    lo, hi = min(0.0, float(finite.min())), float(finite.max())
+    return lo, (hi if hi > lo else lo + 1.0)
+
+
+def window_axes(
+    figure: Any, bins: TimeBins, end_label: str, span: tuple[float, float], fraction: bool, size: tuple[int, int]
+) -> None:
+    """The x axis as offsets before the window's end (``-10m … now``) and the y axis over ``span``, on a
+    figure of ``size`` (width, height) cells."""
+    width, height = size
+    window = bins.until - bins.since
+    figure.ruler("x").lim(-window, 0.0)
+    ticks = time_ticks(window, width)
+    figure.ruler("x").ticks(ticks, [end_label if t == 0 else f"-{duration(-t, minutes=True)}" for t in ticks])
+    lo, hi = span
+    figure.ruler("y").lim(lo, hi)
+    y = y_ticks(lo, hi, max(height - _FRAME_ROWS, 2), False)
+    figure.ruler("y").ticks(y, [percent(t) for t in y] if fraction else tick_labels(y, False))
+
+
 def chart_title(data: EngineChartData, width: int) -> Text:
     """``name  value  ↺1 restart  dp0 12 dp1 3``: the engine's newest value first, the restarts, then each
     DP rank's newest value in its line's colour (the part a narrow chart cuts)."""
@@ -103,12 +127,7 @@ def chart_body(data: EngineChartData, width: int, height: int, color: bool, base
     finite = np.concatenate([v[np.isfinite(v)] for v in values])
     if not len(finite):
         return _note("no scrape in this window", width, base)
-    if panel.metric in FRACTIONS:
-        lo, hi = 0.0, max(1.0, float(finite.max()))
-    else:
-        lo, hi = min(0.0, float(finite.min())), float(finite.max())
-        if hi <= lo:
-            hi = lo + 1.0
+    lo, hi = value_span(finite, panel.metric in FRACTIONS)
     edges = bins.edges()
     xs = (edges[:-1] + edges[1:]) / 2 - bins.until
     figure = plot.start(width, height, color)
@@ -117,15 +136,7 @@ def chart_body(data: EngineChartData, width: int, height: int, color: bool, base
         plot.draw_line(figure, xs, np.clip(line.value, lo, hi), foreground, solid=True)
     for when in data.restarts:
         plot.draw_vline(figure, when - bins.until, lo, hi, RESTART_COLOR if color else None)
-    span = bins.until - bins.since
-    figure.ruler("x").lim(-span, 0.0)
-    ticks = time_ticks(span, width)
-    labels = [data.end_label if t == 0 else f"-{duration(-t, minutes=True)}" for t in ticks]
-    figure.ruler("x").ticks(ticks, labels)
-    figure.ruler("y").lim(lo, hi)
-    y = y_ticks(lo, hi, max(height - _FRAME_ROWS, 2), False)
-    labels_y = [f"{t:.0%}" for t in y] if panel.metric in FRACTIONS else tick_labels(y, False)
-    figure.ruler("y").ticks(y, labels_y)
+    window_axes(figure, bins, data.end_label, (lo, hi), panel.metric in FRACTIONS, (width, height))
     return plot.to_strips(figure, color, base)
 
 

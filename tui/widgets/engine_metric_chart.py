@@ -28,17 +28,13 @@ from textual.widget import Widget
 
 from miles_tui.core.analysis.engine_metrics import MetricChart
 from miles_tui.core.telemetry import FloatArray, TimeBins
-from miles_tui.tui.engine_metric_rows import LINE_COLORS, chart_title, legend, mark
-from miles_tui.tui.engine_rows import FRACTIONS
-from miles_tui.tui.formatting import duration
 from miles_tui.tui.renderers import plot
-from miles_tui.tui.renderers.plot import tick_labels, y_ticks
-from miles_tui.tui.widgets.engine_chart import time_ticks
+from miles_tui.tui.views.engine_metric_rows import LINE_COLORS, chart_title, legend, mark
+from miles_tui.tui.views.engine_rows import FRACTIONS
+from miles_tui.tui.widgets.engine_chart import value_span, window_axes
 
 NO_COLOR_MARKS = 24
 """Without colour, a line is drawn as at most about this many of its marks, evenly over its points."""
-
-_FRAME_ROWS = 3
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,10 +80,7 @@ def metric_body(data: EngineMetricData, width: int, height: int, color: bool, ba
     if not len(finite):
         return _note("no point in this window (a counter needs two scrapes, a mean a completion)", width, base)
     fraction = data.chart.metric.kind == "gauge" and data.chart.metric.name in FRACTIONS
-    lo = 0.0 if fraction else min(0.0, float(finite.min()))
-    hi = max(1.0, float(finite.max())) if fraction else float(finite.max())
-    if hi <= lo:
-        hi = lo + 1.0
+    lo, hi = value_span(finite, fraction)
     bins = data.bins
     edges = bins.edges()
     xs = (edges[:-1] + edges[1:]) / 2 - bins.until
@@ -97,13 +90,7 @@ def metric_body(data: EngineMetricData, width: int, height: int, color: bool, ba
         if color:
             plot.draw_line(figure, xs, ys, LINE_COLORS[index % len(LINE_COLORS)], solid=True)
         _draw_marks(figure, xs, ys, index, color)
-    span = bins.until - bins.since
-    figure.ruler("x").lim(-span, 0.0)
-    ticks = time_ticks(span, width)
-    figure.ruler("x").ticks(ticks, [data.end_label if t == 0 else f"-{duration(t, minutes=True)}" for t in ticks])
-    figure.ruler("y").lim(lo, hi)
-    y = y_ticks(lo, hi, max(height - _FRAME_ROWS, 2), False)
-    figure.ruler("y").ticks(y, [f"{t:.0%}" for t in y] if fraction else tick_labels(y, False))
+    window_axes(figure, bins, data.end_label, (lo, hi), fraction, (width, height))
     return plot.to_strips(figure, color, base)
 
 

@@ -1,9 +1,9 @@
 """Rows of token text, each token in the look its decile gives it: drawn line by line, cheap on every key.
 
 Contract: :meth:`HeatLines.show` takes lines of (text, look) pairs from
-:func:`miles_tui.tui.token_text_lines.page_cells` and repaints. Looks map to
+:func:`miles_tui.tui.views.token_text_lines.page_cells` and repaints. Looks map to
 styles here and nowhere else: ``decile-0`` … ``decile-9`` to the ramp of
-:data:`~miles_tui.tui.token_text_lines.RAMP` (white text on the dark half,
+:data:`~miles_tui.tui.views.token_text_lines.RAMP` (white text on the dark half,
 black on the light), ``decile-9`` also bold and underlined; ``prompt``,
 ``masked``, ``no-value`` and ``cursor`` come from the widget's component
 classes (so the theme and NO_COLOR apply): italic, struck, struck bold,
@@ -22,7 +22,7 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
-from miles_tui.tui.token_text_lines import RAMP, TOP_LOOK
+from miles_tui.tui.views.token_text_lines import RAMP, TOP_LOOK
 
 _COMPONENT_LOOKS = ("prompt", "masked", "no-value", "cursor")
 

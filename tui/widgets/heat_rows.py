@@ -12,12 +12,9 @@ the scroll position.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import ClassVar
 
-import numpy as np
-import numpy.typing as npt
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span, Text
@@ -27,9 +24,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from miles_tui.tui.renderers.heat_strip import band_strip, heat_strip, heat_styles
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+from miles_tui.tui.views.heat_row import HeatRow
 
 GAP = 1
 """Cells between the label, the strip and the suffix."""
@@ -56,30 +51,6 @@ def whole_words(text: Text, width: int) -> Text:
         if head.cell_len + 1 <= width:
             return Text.assemble(head, (OVERFLOW, "dim"))
     return Text(OVERFLOW if width >= 1 else "", style="dim")
-
-
-@dataclass(frozen=True, eq=False)
-class HeatRow:
-    """One line: a label, a strip of values (or categories, or plain text in the strip's place) and a suffix."""
-
-    key: Hashable
-    """Stable identity (a lane, a phase band)."""
-    label: Text
-    """Left column."""
-    values: FloatArray | None = None
-    """Binned values on ``[0, scale]`` (NaN: no data); None draws ``text`` instead."""
-    suffix: Text | None = None
-    """Right column."""
-    scale: float = 100.0
-    """The value drawn as a full cell."""
-    styles: tuple[Style, ...] = ()
-    """A style per level (one: all levels alike); empty: the heat palette."""
-    text: Text | None = None
-    """Drawn in the strip's place when there are no values (an axis, a message)."""
-    kinds: IntArray | None = None
-    """A category per bin (-1: none), drawn as ``marks[k]`` in ``styles[k]`` in the strip's place (a phase band)."""
-    marks: tuple[str, ...] = ()
-    """The character of each category."""
 
 
 class HeatRows(ScrollView, inherit_bindings=False):

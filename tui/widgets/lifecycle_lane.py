@@ -3,7 +3,7 @@ one line of totals, read from ``dashboard/trajectories/`` in a thread; "no traje
 
 The lane is the one its step's batch anatomy draws (:func:`~miles_tui.core.analysis.batch_anatomy.sample_lane`,
 the same window and consume anchor), drawn over the widget's width by
-:func:`~miles_tui.tui.anatomy_rows.sample_lane_lines`. An app with no telemetry follower (a test's bare app)
+:func:`~miles_tui.tui.views.anatomy_rows.sample_lane_lines`. An app with no telemetry follower (a test's bare app)
 shows the "no trajectory" line.
 """
 
@@ -18,7 +18,7 @@ from textual.widgets import Static
 from miles_tui.core.analysis.batch_anatomy import consume_time, event_window, sample_lane
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry.trajectory_lanes import SampleLane
-from miles_tui.tui.anatomy_rows import NO_TRAJECTORY, sample_lane_lines
+from miles_tui.tui.views.anatomy_rows import NO_TRAJECTORY, sample_lane_lines
 
 if TYPE_CHECKING:
     from miles_tui.core.follow import RunFollower

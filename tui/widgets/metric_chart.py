@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from rich.segment import Segment
@@ -38,7 +37,9 @@ from miles_tui.core.base.inert_text import inert
 from miles_tui.tui.formatting import MISSING, metric_value, step_label
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.renderers.plot import int_ticks, step_tick, tick_labels, y_ticks
-from miles_tui.tui.widgets.baseline_overlay import Overlay, draw_overlay, legend_line
+from miles_tui.tui.views.metric_lines import ChartView
+from miles_tui.tui.views.overlay import Overlay
+from miles_tui.tui.widgets.baseline_overlay import draw_overlay, legend_line
 from miles_tui.tui.widgets.series_chart import SETTLE_SECONDS
 
 TITLE_ROWS = 1
@@ -57,16 +58,6 @@ charts ~15 ms more per redraw for a picture that looks the same."""
 
 RAW, RAW_FAINT, SMOOTH, CURSOR = 12, 240, 12, 9
 """plotext colour numbers: the line, the raw line under a smoothed one, the smoothed line, the cursor."""
-
-
-@dataclass(frozen=True)
-class ChartView:
-    """How every chart of the view is drawn."""
-
-    smoothing: float = 0.0
-    """EMA smoothing weight (weight of the past; 0: off)."""
-    log_y: bool = False
-    """Log-scaled y axis (non-positive values are gaps)."""
 
 
 def plot_points(width: int) -> int:

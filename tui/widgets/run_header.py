@@ -25,12 +25,12 @@ from textual.widget import Widget
 
 from miles_tui.core.analysis import RunState
 from miles_tui.core.base.inert_text import inert
-from miles_tui.tui.formatting import date_time, duration
-from miles_tui.tui.run_model import RunModel
-from miles_tui.tui.starvation_lines import mfu_header
+from miles_tui.tui.formatting import count_text, date_time, duration
+from miles_tui.tui.model.run_model import RunModel
+from miles_tui.tui.views.starvation_lines import mfu_header
 
 if TYPE_CHECKING:
-    from miles_tui.tui.monitor_app import MonitorApp
+    from miles_tui.tui.model.monitor_app import MonitorApp
 
 
 def _merged(spans: list[Span]) -> list[Span]:
@@ -147,7 +147,7 @@ class RunHeader(Widget):
     def _badges(self) -> list[tuple[Text, int]]:
         out: list[tuple[Text, int]] = []
         if self.backlog:
-            label = f"  summarizing {self.backlog:,} step{'s' if self.backlog > 1 else ''}…"
+            label = f"  summarizing {count_text(self.backlog)} step{'s' if self.backlog > 1 else ''}…"
             out.append((Text.styled(label, "dim"), 4))
         if self.new_steps:
             badge = f" {self.new_steps} new step{'s' if self.new_steps > 1 else ''} (f: track) "

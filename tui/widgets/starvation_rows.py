@@ -1,7 +1,7 @@
 """The overview's starvation rows: MFU, the wait (bubble) strip and the data-buffer depth, one line each.
 
 Contract: laid out as the trends above them (name, line, the text beside it, newest value), from
-:func:`~miles_tui.tui.starvation_lines.starvation_rows`; the text beside every line gets the width of the
+:func:`~miles_tui.tui.views.starvation_lines.starvation_rows`; the text beside every line gets the width of the
 widest, so the lines end in one column and no number is cut. A figure the run does not write says so
 where its line would be. :meth:`StarvationRows.show` redraws only when given other figures.
 """
@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label
 
 from miles_tui.core.analysis.starvation import Starvation
-from miles_tui.tui.starvation_lines import starvation_rows
+from miles_tui.tui.views.starvation_lines import starvation_rows
 from miles_tui.tui.widgets.step_trends import TrendLine
 
 ROWS = ("mfu", "wait", "buffer")

@@ -2,7 +2,7 @@
 
 Contract: the screen sets the reactives (data down): the series ``title``,
 its :class:`~miles_tui.core.dump.resolve.FieldState` (with a ``note`` saying why when it is
-not OK), the whole series as a :class:`TokenSeries` (one value per token
+not OK), the whole series as a :class:`~miles_tui.tui.views.sample_tracks.TokenSeries` (one value per token
 position, NaN where there is none, plus bands), the visible ``window``, the
 ``cursor`` token position and the ``reading`` there (None: no value, shown
 as "masked"). The widget only draws: a left gutter with the title, the
@@ -33,20 +33,11 @@ from typing_extensions import Self  # typing.Self is 3.11+; the package supports
 
 from miles_tui.core.dump import FieldState
 from miles_tui.tui.formatting import MISSING, number, reading_text
-from miles_tui.tui.renderers.sparkline import BandArray, FloatArray, SparkFrame, SparkPicture, SparkStyles, spark_frame
+from miles_tui.tui.renderers.sparkline import SparkFrame, SparkPicture, SparkStyles, spark_frame
+from miles_tui.tui.views.sample_tracks import TokenSeries
 
 GUTTER = 18
 """Cells left of the bars: title, reading and range."""
-
-
-@dataclass(frozen=True, eq=False)
-class TokenSeries:
-    """A per-token series over every token position of a sample (compared by identity)."""
-
-    values: FloatArray
-    """One value per token position; NaN where there is none (prompt, loss-masked)."""
-    bands: BandArray
-    """One :class:`~miles_tui.tui.renderers.sparkline.Band` per token position."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,13 +1,13 @@
 """The token text around the cursor, coloured by a statistic, under its legend.
 
 Contract: the screen hands the widget a sample's tokens
-(:class:`~miles_tui.tui.token_text_lines.TokenSource`), its prompt length
+(:class:`~miles_tui.tui.views.token_text_lines.TokenSource`), its prompt length
 and a core :class:`~miles_tui.core.analysis.token_heat.TokenHeat` with
 :meth:`TokenText.show` (with the cursor's token position), a moved cursor
 with :meth:`TokenText.move`, and how many text rows to use with
 :meth:`TokenText.set_rows`. It keeps the page of text it shows (so the text
 stays put while the cursor moves inside it), lays it out with the pure
-functions of :mod:`miles_tui.tui.token_text_lines` and draws it with a
+functions of :mod:`miles_tui.tui.views.token_text_lines` and draws it with a
 :class:`~miles_tui.tui.widgets.heat_lines.HeatLines`; a cursor move repaints
 the text rows and never changes the widget's height. It never reads files
 or computes a statistic.
@@ -20,7 +20,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from miles_tui.core.analysis import TokenHeat
-from miles_tui.tui.token_text_lines import TextPage, TokenSource, legend, page_cells, page_for, shown_rows
+from miles_tui.tui.views.token_text_lines import TextPage, TokenSource, legend, page_cells, page_for, shown_rows
 from miles_tui.tui.widgets.heat_lines import HeatLines
 
 

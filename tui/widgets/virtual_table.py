@@ -36,8 +36,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from miles_tui.tui.formatting import OVERFLOW
-from miles_tui.tui.lazy_rows import LazyRows, TableRow
-from miles_tui.tui.table_layout import Column, Window, fitted, narrowed, pinned_count, visible_window
+from miles_tui.tui.views.lazy_rows import LazyRows, TableRow
+from miles_tui.tui.views.table_layout import Column, Window, fitted, narrowed, pinned_count, visible_window
 
 FIT_SAMPLE = 200
 """Lazy rows measured for growing columns when the rows are set (the newest, on screen first)."""

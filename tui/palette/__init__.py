@@ -1,0 +1,1 @@
+"""The command palette's own commands (ctrl+p): views, steps, follow, poll interval, baselines."""
