@@ -174,7 +174,44 @@ def build_demo_baseline(root: Path) -> Path:
     return root
 
 
-SYNTHETIC = {"engines_dp": build_engines, "fleet": build_fleet, "demo_baseline": build_demo_baseline}
+def build_spans(root: Path) -> Path:
+    """tp_dup with reasoning: every recorded assistant answer thinks inline (``<think>``) and calls its tool
+    as raw ``<tool_call>`` text, and the system prompt runs to 30 lines (what ``z`` folds)."""
+    build_golden("tp_dup", root)
+    system = "You are a careful assistant. Count the tokens of the prompt, then answer with the count.\n" * 30
+    for sidecar in (root / "trajectory").glob("*.jsonl"):
+        records = [json.loads(line) for line in sidecar.read_text().splitlines() if line.strip()]
+        for record in records:
+            for message in record["messages"]:
+                if message["role"] == "system":
+                    message["content"] = system
+                elif message["role"] == "assistant" and message.get("tool_calls"):
+                    call = json.dumps(message.pop("tool_calls")[0]["function"])
+                    message["content"] = (
+                        f"<think>The prompt is short;\nI will count it.</think><tool_call>{call}</tool_call>"
+                    )
+        sidecar.write_text("".join(json.dumps(r) + "\n" for r in records))
+    _stamp(root, EPOCH - 3600)
+    return root
+
+
+def build_drift(root: Path) -> Path:
+    """One step whose records use shapes this reader does not know (a future ``spec_info`` key set and
+    ``weight_versions`` entries that are neither versions nor span lists), ``schema_version`` 1."""
+    from tests.drift_runs import write_drift_run
+
+    write_drift_run(root, "unknown")
+    _stamp(root, EPOCH - 3600)
+    return root
+
+
+SYNTHETIC = {
+    "engines_dp": build_engines,
+    "fleet": build_fleet,
+    "demo_baseline": build_demo_baseline,
+    "spans": build_spans,
+    "drift": build_drift,
+}
 """Sources built here (beside ``demo`` and the golden cases)."""
 
 
@@ -271,6 +308,20 @@ SCENES = (
         shows=("mean 11.0% of 989 TFLOP/s", "11.6%", "57%–61% (1−train/step)", "buffer    not recorded by this run"),
         wide=("MFU 11.6% · mean 11.0% of 989 TFLOP/s", "starvation (bars 0–max; wait: share of each step"),
     ),
+    Scene(  # records in a shape this reader does not know: one advisory naming the file, the fields, the schema
+        "format_drift",
+        "drift",
+        (),
+        shows=("unknown_format",),
+        wide=("rollout_data/9.pt (step 9) has records in a shape", "update miles-tui"),
+    ),
+    Scene(  # ... and its cells read "unknown format", never "–"; the step's figures say what they leave out
+        "format_drift_step",
+        "drift",
+        ("enter", "~"),
+        shows=("unknown format", "6/6 samples"),
+        wide=("stale 3.50 · mixed 67% (of 3: 3 unknown format)",),
+    ),
     Scene("step", "demo", ("enter", "~"), shows=("step 5 train", "24/24 samples", "sample", "status", "version")),
     Scene(
         "step_groups",
@@ -303,6 +354,13 @@ SCENES = (
         "tp_dup",
         ("down", "enter", "~", "enter", "~", "t"),
         shows=("recorded conversation", "─ user", "─ assistant", "─ tool · count"),
+    ),
+    Scene(  # inline reasoning and raw tool calls labelled and styled apart; z folds the system prompt
+        "conversation_spans",
+        "spans",
+        ("down", "enter", "~", "enter", "~", "t", "z"),
+        shows=("[think] The prompt is short;", "[tool call] {", "[/tool call]", "▸ 30 lines", "(z: unfold)"),
+        hides=("<think>", "<tool_call>"),
     ),
     Scene(  # a sample with a loss-masked tool span: its tokens struck, never coloured as low
         "sample_colour",

@@ -60,7 +60,7 @@ async def test_z_folds_system_and_tool_messages_and_unfolds_them() -> None:
         await pilot.press("t", "z")
         await pilot.pause()
         system, user, assistant, tool = _bodies(app)
-        assert system == "▸ 41 lines, 1,040 characters (z: unfold)" and tool == "▸ 1 line, 1 character (z: unfold)"
+        assert system == "▸ 40 lines, 1,040 characters (z: unfold)" and tool == "▸ 1 line, 1 character (z: unfold)"
         assert user == "what is 2+2? [b]" and assistant.startswith("[think]")
         await pilot.press("z")
         await pilot.pause()

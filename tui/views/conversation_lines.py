@@ -87,7 +87,7 @@ def _content_parts(content: str) -> list[str | tuple[str, str]]:
 def _folded_text(message: ChatMessage) -> str:
     """``▸ 12 lines, 3,456 characters, 1 tool call (z: unfold)``."""
     text = message.content + (message.reasoning_content or "")
-    lines = text.count("\n") + 1 if text else 0
+    lines = text.count("\n") + (not text.endswith("\n")) if text else 0  # "a\n" is one line, as an editor counts
     count = len(message.tool_calls)
     calls = f", {count} tool call{'s' if count != 1 else ''}" if count else ""
     line_word = "line" if lines == 1 else "lines"
