@@ -22,10 +22,8 @@ import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Region
 from textual.reactive import reactive
 from textual.strip import Strip
-from textual.widget import Widget
 
 from miles_tui.core.analysis import EnginePanel
 from miles_tui.core.telemetry import FloatArray, TimeBins
@@ -33,6 +31,7 @@ from miles_tui.tui.formatting import duration, percent
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.renderers.plot import tick_labels, y_ticks
 from miles_tui.tui.views.engine_rows import FRACTIONS, RESTART_MARK, TITLES, value_text
+from miles_tui.tui.widgets.drawn_lines import DrawnLines
 
 LINE_COLORS: Final = (12, 10, 14, 13, 6, 5, 4, 2)
 """plotext colour numbers of the lines, one per DP rank (cycled)."""
@@ -140,7 +139,7 @@ def chart_body(data: EngineChartData, width: int, height: int, color: bool, base
     return plot.to_strips(figure, color, base)
 
 
-class EngineChart(Widget):
+class EngineChart(DrawnLines):
     """One engine metric over the window."""
 
     DEFAULT_CSS = """
@@ -153,36 +152,12 @@ class EngineChart(Widget):
     data: reactive[EngineChartData | None] = reactive(None, always_update=True)
     """What to draw (set a new object to redraw)."""
 
-    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(name=name, id=id, classes=classes)
-        self._drawn: tuple[object, ...] | None = None
-        self._lines: list[Strip] = []
+    def source(self) -> object:
+        return self.data
 
-    def lines(self) -> list[Strip]:
-        """The rows as drawn now (built again when data, size or colours changed)."""
-        width, height = self.content_size
-        base = self.rich_style
+    def draw(self, width: int, height: int, color: bool, base: Style) -> list[Strip]:
         data = self.data
-        key = (data, width, height, not self.app.no_color, base)
-        if key == self._drawn:
-            return self._lines
         if data is None:
-            self._lines = _note("no engine data", width, base)
-        else:
-            title = Strip(chart_title(data, width).render(self.app.console)).apply_style(base)
-            self._lines = [title, *chart_body(data, width, height - 1, not self.app.no_color, base)]
-        self._drawn = key
-        return self._lines
-
-    def drawn_text(self) -> str:
-        """The characters of every row (what tests read)."""
-        return "\n".join(strip.text for strip in self.lines())
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        self.lines()
-        return super().render_lines(crop)
-
-    def render_line(self, y: int) -> Strip:
-        if y < len(self._lines):
-            return self._lines[y]
-        return Strip.blank(self.content_size.width)
+            return _note("no engine data", width, base)
+        title = Strip(chart_title(data, width).render(self.app.console)).apply_style(base)
+        return [title, *chart_body(data, width, height - 1, color, base)]

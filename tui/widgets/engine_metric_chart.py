@@ -21,16 +21,15 @@ import numpy as np
 import plotext
 from rich.segment import Segment
 from rich.style import Style
-from textual.geometry import Region
 from textual.reactive import reactive
 from textual.strip import Strip
-from textual.widget import Widget
 
 from miles_tui.core.analysis.engine_metrics import MetricChart
 from miles_tui.core.telemetry import FloatArray, TimeBins
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.views.engine_metric_rows import LINE_COLORS, chart_title, legend, mark
 from miles_tui.tui.views.engine_rows import FRACTIONS
+from miles_tui.tui.widgets.drawn_lines import DrawnLines
 from miles_tui.tui.widgets.engine_chart import value_span, window_axes
 
 NO_COLOR_MARKS = 24
@@ -94,7 +93,7 @@ def metric_body(data: EngineMetricData, width: int, height: int, color: bool, ba
     return plot.to_strips(figure, color, base)
 
 
-class EngineMetricChart(Widget):
+class EngineMetricChart(DrawnLines):
     """One engine metric of every engine (or DP rank) over the window."""
 
     DEFAULT_CSS = """
@@ -107,42 +106,18 @@ class EngineMetricChart(Widget):
     data: reactive[EngineMetricData | None] = reactive(None, always_update=True)
     """What to draw (set a new object to redraw)."""
 
-    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(name=name, id=id, classes=classes)
-        self._drawn: tuple[object, ...] | None = None
-        self._lines: list[Strip] = []
+    def source(self) -> object:
+        return self.data
 
-    def lines(self) -> list[Strip]:
-        """The rows as drawn now (built again when data, size or colours changed)."""
-        width, height = self.content_size
-        base = self.rich_style
+    def draw(self, width: int, height: int, color: bool, base: Style) -> list[Strip]:
         data = self.data
-        key = (data, width, height, not self.app.no_color, base)
-        if key == self._drawn:
-            return self._lines
         if data is None:
-            self._lines = _note("choose a metric: l lists them", width, base)
-        else:
-            console = self.app.console
-            title = chart_title(data.chart, data.engines)
-            title.truncate(width, overflow="ellipsis")
-            head = [
-                Strip(title.render(console)).apply_style(base),
-                Strip(legend(data.chart, data.hidden, width).render(console)).apply_style(base),
-            ]
-            self._lines = [*head, *metric_body(data, width, height - 2, not self.app.no_color, base)]
-        self._drawn = key
-        return self._lines
-
-    def drawn_text(self) -> str:
-        """The characters of every row (what tests read)."""
-        return "\n".join(strip.text for strip in self.lines())
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        self.lines()
-        return super().render_lines(crop)
-
-    def render_line(self, y: int) -> Strip:
-        if y < len(self._lines):
-            return self._lines[y]
-        return Strip.blank(self.content_size.width)
+            return _note("choose a metric: l lists them", width, base)
+        console = self.app.console
+        title = chart_title(data.chart, data.engines)
+        title.truncate(width, overflow="ellipsis")
+        head = [
+            Strip(title.render(console)).apply_style(base),
+            Strip(legend(data.chart, data.hidden, width).render(console)).apply_style(base),
+        ]
+        return [*head, *metric_body(data, width, height - 2, color, base)]
