@@ -142,6 +142,8 @@ class RunFollower:
         self._newest_write: float | None = None
         self._markers_of: object = None
         """What the open markers were last joined from (phase records held, hours, attempt)."""
+        self._open_after_poll: tuple[Phase, ...] = ()
+        """The open phases as the last finished poll left them (read without the lock: see :meth:`open_phases`)."""
 
     @property
     def metrics(self) -> MetricStore:
@@ -181,6 +183,7 @@ class RunFollower:
             known = [self._newest_step_write, streams.newest_mtime, self._newest_write]
             writes = [t for t in (*known, *(s.newest_mtime() for s in stores)) if t is not None]
             self._newest_write = max(writes, default=None)
+            self._open_after_poll = self._open_phases()
             return RunDelta(
                 now=now,
                 metric_records=streams.metric_records,
@@ -191,7 +194,7 @@ class RunFollower:
                 meta=meta,
                 attempt_start=self._attempt_start,
                 attempt_changed=previous_attempt is not None and self._attempt_start != previous_attempt,
-                open_phases=self._open_phases(),
+                open_phases=self._open_after_poll,
                 problems=(*streams.problems, *phase_problems),
                 resets=streams.resets,
                 reset_streams=streams.reset_streams,
@@ -230,6 +233,12 @@ class RunFollower:
         return [
             Phase(name, t0, OPEN_T1, node, tuple(gpus or ()), rank, role) for name, t0, node, rank, role, gpus in rows
         ]
+
+    def open_phases(self) -> tuple[Phase, ...]:
+        """The phases still open as of the last finished poll (none before the first). Never waits: a view drawn
+        while a poll holds the follower (a cold start reads every phase hour for seconds) draws what the last poll
+        knew, and is drawn again when the poll's records arrive."""
+        return self._open_after_poll
 
     def has_hours(self, stream: str) -> bool:
         """Whether files of ``gpu_util`` or ``phases`` were found, when the follower (not its reader) reads them.

@@ -51,3 +51,25 @@ def test_before_any_answer_it_lists_the_folder(tmp_path: Path) -> None:
     follower = RunFollower(_run(tmp_path / "run"))
     with follower._lock:
         assert follower._hour_files_listed("gpu_util") and not follower._hour_files_listed("phases")
+
+
+def test_open_phases_answer_the_last_poll_while_a_poll_holds_the_follower(tmp_path: Path) -> None:
+    """The GPU view reads the open phases when it draws: it waited for the cold first poll (5.1 s for `u` on the
+    generated week, against 1.45 s now)."""
+    run = _run(tmp_path / "run")
+    phases = run / "dashboard" / "phases"
+    phases.mkdir()
+    marker = {"name": "actor_train", "t0": 5.0, "t1": -1.0, "node": "n", "gpus": [0], "rank": 0, "role": "train"}
+    (phases / "20260820_10.jsonl").write_text(json.dumps(marker) + "\n")
+    follower = RunFollower(run)
+    assert follower.open_phases() == ()  # before the first poll: nothing known, and nothing waited for
+    follower.poll(10.0)
+    [open_phase] = follower.open_phases()
+    assert open_phase.name == "actor_train" and open_phase.t0 == 5.0
+    answered: list[object] = []
+    with follower._lock:  # what a long poll does
+        asker = threading.Thread(target=lambda: answered.append(follower.open_phases()))
+        asker.start()
+        asker.join(2)
+        assert not asker.is_alive(), "open_phases waited for the poll"
+    assert answered == [(open_phase,)]

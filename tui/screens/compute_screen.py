@@ -41,6 +41,7 @@ from miles_tui.core.telemetry import (
     ZOOM_FACTOR,
     Frame,
     GpuSamples,
+    Phase,
     TelemetryColumns,
     TimeBins,
     TimeWindow,
@@ -142,6 +143,8 @@ class ComputeScreen(StragglerTools):
         """Positions (into the view's lanes) listed."""
         self.engines: tuple[EngineActivity, ...] = ()
         """Each engine the topology names in the window, with its running requests (a row over the lanes)."""
+        self._open_used: tuple[Phase, ...] = ()
+        """The open phases the last computation drew (a poll that changes them computes the view again)."""
         self._views: Recompute[Computed] = Recompute(self, "compute", self._job, self._show, self._failed)
         self._binned_width = -1
         self.flight: InFlight | None = None
@@ -193,7 +196,7 @@ class ComputeScreen(StragglerTools):
         shown = frame(window, now, first, newest)
         since, until = shown.since, shown.until
         samples, bins, interval = self._samples(since, until, width, newest)
-        open_phases = follower.state().open_phases
+        open_phases = self._open_used = follower.open_phases()  # never waits for a poll (a cold one takes seconds)
         if samples.cell is not None:  # zoomed out: the phase rows from the hours' covers too
             spans, time = self.columns.phase_cells(bins, samples.cell, open_phases, now)
         else:
@@ -353,6 +356,9 @@ class ComputeScreen(StragglerTools):
     def _run_changed(self, model: RunModel) -> None:
         """A poll ended: let ages move even when nothing new arrives."""
         if self.view is None or self.columns is None:
+            return
+        if self.miles.watcher.follower.open_phases() != self._open_used:  # drawn before a poll knew them
+            self.recompute()
             return
         age = self.miles.watcher.clock() - self.view.now
         if self.view.resolution is not None:
