@@ -42,6 +42,13 @@ FloatArray = npt.NDArray[np.float64]
 CATEGORIES: Final = ("train", "rollout", "perf", "eval", "dump", "other")
 """Category names in display order; a key's category is its prefix before ``/`` when listed here."""
 
+TRAINER_ROLLOUT_KEYS: Final = frozenset(
+    {"rollout/log_probs", "rollout/ref_log_probs", "rollout/rollout_log_probs", "rollout/teacher_log_probs"}
+)
+"""Keys miles logs under ``rollout/`` that the train step computes (the policy's, the reference's, the rollout
+engine's and a teacher's log-probs of the responses, averaged by the trainer): charted under train, as miles'
+dashboard shows them."""
+
 DUMP_X_KEY: Final = "rollout_id"
 """The x key of the series built from step aggregates."""
 
@@ -72,7 +79,10 @@ _MAX_CHUNK: Final = 1024
 
 
 def category(key: str) -> str:
-    """The category a key is grouped under: its prefix when it is a known one, else ``other``."""
+    """The category a key is grouped under: its prefix when it is a known one, else ``other`` (the trainer's
+    log-probs logged under ``rollout/`` are ``train``: :data:`TRAINER_ROLLOUT_KEYS`)."""
+    if key in TRAINER_ROLLOUT_KEYS:
+        return "train"
     prefix, slash, _rest = key.partition("/")
     return prefix if slash and prefix in CATEGORIES else "other"
 

@@ -72,6 +72,9 @@ def test_keys_group_by_prefix_in_category_order() -> None:
         ("other", ("loss", "trainer/x")),
     )
     assert category("dump/reward_mean") == "dump"
+    # the trainer's log-probs, logged under rollout/, are charted with the train step's figures (as miles shows them)
+    assert category("rollout/log_probs") == category("rollout/ref_log_probs") == "train"
+    assert category("rollout/log_probs_x") == "rollout"
     assert category("train") == "other"  # no slash: not a prefix
     assert group_keys([]) == ()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from textual.content import Content
 from textual.widgets import Static
 
 from miles_tui.core.dump import Conversation, Run, Sidecar
@@ -65,3 +66,14 @@ async def test_z_folds_system_and_tool_messages_and_unfolds_them() -> None:
         await pilot.press("z")
         await pilot.pause()
         assert _bodies(app)[0] == SYSTEM and _bodies(app)[3] == "4"
+
+
+async def test_each_message_is_numbered_from_0_as_miles_numbers_them() -> None:
+    app = _app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("t")
+        await pilot.pause()
+        widgets = app.screen.query("#messages .message").results(Static)
+        titles = [Content.from_markup(str(w.border_title)).plain for w in widgets]
+        assert titles == ["system #0", "user #1", "assistant #2", "tool · calc #3"]
+        assert "─ system #0 ─" in screen_text(app)

@@ -12,6 +12,7 @@ import pytest
 from textual import on
 from textual.app import App
 from textual.binding import Binding
+from textual.content import Content
 from textual.widgets import Static, TabbedContent
 
 from miles_tui.core.dump import SERIES, Conversation, FieldState, Run, Sidecar, TokenView, read_sidecar
@@ -195,8 +196,8 @@ async def test_conversation_tab_shows_the_recorded_messages() -> None:
         messages = [str(w.render()) for w in app.screen.query("#messages .message").results(Static)]
         assert messages[0] == "You are a careful assistant."
         assert any("→ count(" in m for m in messages)
-        titles = [w.border_title for w in app.screen.query("#messages .message")]
-        assert titles == ["system", "user", "assistant", "tool · count", "assistant"]
+        titles = [Content.from_markup(str(w.border_title)).plain for w in app.screen.query("#messages .message")]
+        assert titles == ["system #0", "user #1", "assistant #2", "tool · count #3", "assistant #4"]
         await pilot.press("right")  # cursor keys belong to the conversation now
         assert screen_of(app).cursor == 0
         await pilot.press("t")

@@ -52,10 +52,13 @@ def header(conversation: Conversation) -> Content:
     )
 
 
-def message_lines(message: ChatMessage, *, folded: bool = False) -> MessageLines:
-    """A message's title, body and role class (``folded``: the body is one line saying what it holds)."""
+def message_lines(message: ChatMessage, *, folded: bool = False, number: int | None = None) -> MessageLines:
+    """A message's title, body and role class (``folded``: the body is one line saying what it holds; ``number``:
+    its place in the conversation from 0, as miles' dashboard numbers them, shown muted after the role)."""
     role_class = "-" + "".join(c if c.isalnum() else "-" for c in message.role.lower())
     title = Content(inert(message.role + (f" · {message.name}" if message.name else "")))  # not markup
+    if number is not None:
+        title = Content.assemble(title, (f" #{number}", "$text-muted"))
     if folded:
         return MessageLines(title, Content.styled(_folded_text(message), "$text-muted"), role_class)
     parts: list[str | tuple[str, str]] = []

@@ -47,8 +47,8 @@ def _widgets(conversation: Conversation | None, problem: str | None, folded: boo
     if conversation is None:
         return [Static(Content(inert(problem)) if problem else NO_CONVERSATION, classes="no-conversation")]
     widgets = [Static(header(conversation), classes="conversation-header")]
-    for message in conversation.messages:
-        lines = message_lines(message, folded=folded and message.role in FOLDABLE_ROLES)
+    for number, message in enumerate(conversation.messages):
+        lines = message_lines(message, folded=folded and message.role in FOLDABLE_ROLES, number=number)
         widget = Static(lines.body, classes=f"message {lines.role_class}")
         widget.border_title = lines.title
         widgets.append(widget)
