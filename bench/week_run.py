@@ -254,16 +254,20 @@ def status_kb(pid: int, key: str) -> int:
 
 
 def tree_cpu(pid: int) -> float:
-    """CPU seconds of ``pid``, its live descendants and the children it reaped."""
+    """CPU seconds of ``pid``, its live descendants and the children each of them reaped (a helper process that
+    exits is counted in its parent's: the tree's figure never goes down)."""
     fields = _stat(pid)
     total = sum(int(x) for x in fields[11:15]) / CLOCK_TICKS
     for child in descendants(pid):
         try:
-            total += sum(int(x) for x in _stat(child)[11:13]) / CLOCK_TICKS
+            total += sum(int(x) for x in _stat(child)[11:15]) / CLOCK_TICKS
         except (OSError, IndexError):
             continue
     return total
 
+
+SETTLED_CORES = 0.1
+"""The tree's CPU (cores) under which a second counts as settled before idle CPU is measured."""
 
 LANE = re.compile(r"^\s*10\.0\.\d+\.\d+:\d", re.MULTILINE)
 
@@ -329,9 +333,21 @@ class Monitor:
         self.tmux("send-keys", "-t", "week", key)
         return sent
 
+    def settle(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until a second passes with the tree under a tenth of a core: a view drawn
+        while the first load still runs in the background is drawn, not idle."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.alive():
+            before, at = tree_cpu(self.pid), time.monotonic()
+            time.sleep(1.0)
+            self._watch()
+            if (tree_cpu(self.pid) - before) / (time.monotonic() - at) < SETTLED_CORES:
+                return
+
     def idle_cpu(self, seconds: float) -> float | None:
-        """Percent of one core the app and its helpers used over ``seconds``."""
+        """Percent of one core the app and its helpers used over ``seconds``, once the tree has settled."""
         try:
+            self.settle(seconds * 4)
             first, at = tree_cpu(self.pid), time.monotonic()
             end = at + seconds
             while time.monotonic() < end and self.alive():
