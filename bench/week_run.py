@@ -32,54 +32,30 @@ is killed (the box is shared) and its figures say so. `u` is sent once the heade
 name, `4` once the 15 min view is drawn and its idle CPU measured ("drawn": the title names the window,
 ``GPUs on`` and lane labels are on screen); every wait gives up after --timeout s ("not settled after N s").
 
-Today: `miles-tui` at main fd445d6, 2026-12-02, 2 cores shared with another engineer's test suite
-(load 5-7 throughout, so every figure carries that load); `--repeat 5 --monitor-repeat 3`.
+Today: `miles-tui` at main 0383e2f (headless at 856b0ef: the same reading code), 2026-12-04, 2 cores,
+nothing else running (load 0.9-1.4); headless `--repeat 5`, monitor `--repeat 3 --monitor-repeat 3 --idle 30`.
 
-The week run (8 x 8 GPUs, 7 days, 10,078 steps, 5.7 GB, generated in 106 s):
-gpu_util 35,066,880 records / 3,382 MB in 167 hourly files plus the legacy gpu_util.jsonl (460,800 /
-47 MB) (issue: 38.7M / 3.2 GB; 3.2M fewer here because the dropped node is silent for 4.6 days);
-phases 3,572,149 / 426 MB (issue 1.9M / 210 MB: an open marker and a closing record per phase
-double it); engine_series 2,072,224 / 247 MB (7 metrics a scrape, the issue counts 6);
-gpu_processes 14,026,752 / 1,588 MB; metrics.jsonl 20,156 records / 19 MB (telemetry_gen's records
-are ~940 B, the issue's ~180 B).
+The week run (8 x 8 GPUs, 7 days, 10,078 steps, 5.7 GB, generated in 75 s): gpu_util 35,066,880 records /
+3,382 MB in 167 hourly files plus the legacy gpu_util.jsonl (460,800 / 47 MB) (issue: 38.7M / 3.2 GB; 3.2M
+fewer here because the dropped node is silent for 4.6 days); phases 3,572,149 / 426 MB (an open marker and a
+closing record per phase double the issue's 1.9M); engine_series 2,072,224 / 247 MB (7 metrics a scrape, the
+issue counts 6); gpu_processes 14,026,752 / 1,588 MB; metrics.jsonl 20,156 records / 19 MB.
 
-    report --json, cold            21.8 s median, 30.2 s worst        goal 3 s     MISSED
-    report --json, warm            1.87 s median, 19.1 s worst        goal 1 s     MISSED (one of five at 19.1 s)
-    report peak RSS                580 MB median, 1,225 MB worst      goal 500 MB  MISSED (2 of 5 cold runs over 750 MB)
-    export --metrics               cold 0.45 s / 83 MB, warm 0.28 s / 45 MB       goal 1 s, 300 MB: ok
-    monitor header (meta's name)   cold 12.8 s (11.9-20.0), warm 18.9 s (17.2-20.9)   goal 1 s  MISSED
-                                   (the folder's name is painted at 1.1-2.0 s; one later cold session: 1.6 s)
-    monitor `u`, 15 min drawn      cold 5.7 s (4.7-7.1), warm 5.2 s (4.7-6.3)    goal 1.5 s   MISSED
-                                   (the later session whose header came at 1.6 s: 23.6 s)
-    monitor `4`, whole run         not settled after 120 s in all 6 sessions; one cold session with
-                                   --timeout 600: 157.6 s                         goal 10 s / 1.5 s  MISSED
-    monitor VmHWM                  cold 1,047 MB (872-1,134), warm 879 MB (851-929); 1,135 MB with
-                                   the whole run drawn                            goal 1 GB    MISSED (cold)
-    idle CPU                       7.25 % with the 15 min view drawn, 70.1 % with the whole run drawn
-                                   (the one session with --timeout 600)           goal 1 %     MISSED
-    export --metrics, 2M lines     (1,889 MB; reference json.loads loop 33.2 s median)
-      beside 24 h of gpu_util      cold 0.528x (0.551x worst)  goal 0.3x  MISSED; warm 0.185x (0.230x) goal 0.05x
-                                   MISSED; 17.2 s / 6.2 s wall, 882 / 655 MB peak RSS
-                                   (bench/metrics_load.py had 0.21-0.27x cold on an idle box)
+    report --json, cold            5.85 s median (4.93-7.21)           goal 3 s     MISSED (5 of 5 over 4.5 s)
+    report --json, warm            0.77 s median (0.70-0.98)           goal 1 s     ok
+    report peak RSS                237 MB cold, 166 MB warm            goal 500 MB  ok
+    export --metrics               cold 0.58 s / 84 MB, warm 0.31 s / 44 MB        goal 1 s, 300 MB: ok
+    monitor header (meta's name)   cold 0.68 s (0.61-0.74), warm 0.61 s (0.61-0.67)   goal 1 s  ok
+    monitor `u`, 15 min drawn      cold 1.09 s (1.04-1.26), warm 0.39 s (0.38-0.49)   goal 1.5 s  ok
+    monitor `4`, whole run         cold 7.39 s (6.68-7.82), warm 0.49 s (0.44-0.49)   goal 10 s / 1.5 s  ok
+    monitor VmHWM                  cold 470 MB (468-485), warm 452 MB (440-455)       goal 1 GB  ok
+    idle CPU, once settled         15 min view 1.10 % cold (0.97-1.50), 1.03 % warm (1.00-1.26): MISSED by a
+                                   hair; whole run 0.73 % cold, 0.93 % warm            goal 1 %
 
-14 days at 64 GPUs (`--days 14 --repeat 1 --monitor-repeat 1 --monitor-kinds cold --timeout 600`;
-11.2 GB, 68,935,680 gpu_util records, 6,980,967 phases, generated in 267 s): what grows with length:
-report cold 95.7 s (4.4x the week's median for 2x the days), warm 2.60 s, peak RSS 238 / 174 MB (less
-than the week's: the week's 580-1,225 MB is bimodal and not explained here); export --metrics cold
-1.25 s (40,326 records, 38 MB) MISSED, warm 0.93 s; monitor header 2.0 s, `u` 3.6 s, `4` 163.5 s,
-VmHWM 1,943 MB, idle CPU 64.5 % with the 15 min view drawn (the first load still running behind it)
-and 86.8 % with the whole run drawn.
-
-Odd in the monitor: the header with meta.json's name waited 12-21 s in the six sessions of the main
-run (the box at load 6-7, another process reading the same run) but 1.6-2.0 s in the two later
-sessions; launch to the week's 15 min view drawn was 17-27 s either way (the later session's `u`
-took 23.6 s), 5.6 s on the 14-day run, whose first load went on behind the drawn view. The whole-run
-view, once drawn, keeps a core busy (70-87 %); likely cause (from reading compute_screen.py): it
-recomputes on a poll once its view is 5 s old (REFRESH_AGES_SECONDS), and a whole-run recompute
-takes seconds. The 15 min title said "ends at the last sample, 12m33s ago" while the header said
-"data 10m26s old" (probably the header's age follows the files' mtimes, written up to 100 s after
-the last sample by the generator, the title the samples' ts). Month scale (16 x 8 GPUs, 30 days,
-~27 GB of gpu_util) was not run here.
+A cold `report` is CPU spent decoding every phases and engine_series hour once (in two processes) for the
+per-hour digests its rules join; the cache makes every later run sub-second. The monitor draws `u` before
+that first load ends (the GPU view reads the open phases the last finished poll left, never waiting for
+one), and idle CPU is measured once the tree has settled.
 """
 
 from __future__ import annotations
