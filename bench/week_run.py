@@ -52,6 +52,14 @@ issue counts 6); gpu_processes 14,026,752 / 1,588 MB; metrics.jsonl 20,156 recor
     idle CPU, once settled         15 min view 1.10 % cold (0.97-1.50), 1.03 % warm (1.00-1.26): MISSED by a
                                    hair; whole run 0.73 % cold, 0.93 % warm            goal 1 %
 
+14 days at 64 GPUs (`--days 14`, headless `--repeat 3`, one cold and one warm monitor session; 11.2 GB,
+68,935,680 gpu_util records, 6,980,967 phases, 4,047,904 engine scrapes): what grows with the run's length.
+report cold 8.38 s (7.79-9.07; 1.4x the week's), warm 0.99 s (1.3x), peak RSS 349 / 286 MB (1.5x / 1.7x:
+the per-hour digests and summaries held); export --metrics 0.48 s cold, 0.23 s warm, 117 / 51 MB; monitor
+header 0.61 s, `u` 1.36 s cold / 0.51 s warm, `4` 17.2 s cold (2.3x the week's: over the 2x asked) / 1.36 s
+warm, VmHWM 749 / 744 MB (1.6x), idle CPU 3.0 % / 3.2 % with the 15 min view (2.7x: a poll's cost grows with
+the number of hour files) and 1.0 % / 1.1 % with the whole run.
+
 A cold `report` is CPU spent decoding every phases and engine_series hour once (in two processes) for the
 per-hour digests its rules join; the cache makes every later run sub-second. The monitor draws `u` before
 that first load ends (the GPU view reads the open phases the last finished poll left, never waiting for

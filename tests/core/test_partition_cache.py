@@ -434,3 +434,26 @@ def test_hundreds_of_line_shapes_are_all_read_by_the_scanner() -> None:
     fields = SPECS["phases"].fields
     assert same([{f: scanned.columns.value_of(f, r) for f in fields} for r in range(general.size)],
                 [{f: general.value_of(f, r) for f in fields} for r in range(general.size)])  # fmt: skip
+
+
+def test_a_flat_gpu_file_joins_only_the_windows_its_samples_fall_in(tmp_path: Path) -> None:
+    """A legacy flat ``gpu_util.jsonl`` spans every window by name; its samples' span decides (its 460k rows
+    were joined to every 15 min view of the week's run). What a window's caller keeps is unchanged."""
+    folder = tmp_path / "gpu_util"
+    folder.mkdir()
+    (tmp_path / "gpu_util.jsonl").write_text(
+        "".join(json.dumps({"ts": HOUR - 7200 + i, "node": "old", "gpu": 0, "util": 1}) + "\n" for i in range(50))
+    )
+    (folder / "20260820_10.jsonl").write_text(
+        "".join(json.dumps({"ts": HOUR + i, "node": "a", "gpu": 0, "util": 9}) + "\n" for i in range(30))
+    )
+    store = HourStore(tmp_path, "gpu_util")
+    store.refresh()
+    in_hour = store.columns(HOUR + 5, HOUR + 20)
+    assert set(in_hour.column("node")) == {"a"} and in_hour.size == 30  # the flat file's rows are not joined
+    both = store.columns(HOUR - 7200 + 10, HOUR + 20)
+    assert both.column("node").count("old") == 50 and both.size == 80
+    assert store.columns().size == 80
+    phases = HourStore(tmp_path, "phases")  # intervals: kept by name (a phase may straddle the window)
+    phases.refresh()
+    assert phases.columns(HOUR + 5, HOUR + 20).size == 0

@@ -359,8 +359,17 @@ class HourStore:
         """The records of the partitions refreshed so far that the window touches (the whole of each: filter
         by time yourself), in partition order."""
         parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
-        chosen = [p for p in parts if p.restored and p.overlaps(since, until)]
+        chosen = [p for p in parts if p.restored and p.overlaps(since, until) and self._samples_in(p, since, until)]
         return concat([self._columns(p) for p in chosen], self.stream)
+
+    def _samples_in(self, part: _Part, since: float | None, until: float | None) -> bool:
+        """Whether a ``gpu_util`` file read so far holds a sample of [since, until], by its records' span: a flat
+        legacy file spans every window by name, and its 460k rows were joined to every 15 min view. Point samples
+        only: a phase (an interval) or a process snapshot (the nearest one is asked for) is kept by name."""
+        if self.stream != "gpu_util" or part.span is None:
+            return True
+        first, last = part.span
+        return (since is None or last >= since) and (until is None or first <= until)
 
     def buckets(self, width: float, since: float | None = None, until: float | None = None) -> GpuBuckets:
         """``gpu_util``'s bucket summaries of the partitions refreshed so far that the window touches."""
