@@ -25,7 +25,8 @@ from textual.pilot import Pilot
 from miles_tui.tui.app import MilesApp
 from tests.harness import EPOCH, frozen_app, screen_text, settle
 
-GOLDEN = Path(__file__).resolve().parents[1].parent / "shared" / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden"
+"""The golden runs, as data in the repository (tests/golden/README.md says where they come from)."""
 SIZES = ((80, 24), (160, 48))
 
 
@@ -251,7 +252,7 @@ class Scene:
 
     @property
     def needs_golden(self) -> bool:
-        """Whether the scene is built from ../shared/golden."""
+        """Whether the scene is built from a golden run (tests/golden)."""
         return self.source != "demo" and self.source not in SYNTHETIC
 
     def app(self, workdir: Path) -> MilesApp:

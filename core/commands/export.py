@@ -1,6 +1,6 @@
 """The headless ``export`` output: plain JSON-ready dicts and CSV text.
 
-Contract: the shapes of ``../shared/spec/cli.md``, exactly; keys may be added,
+Contract: the shapes of ``docs/cli.md``, exactly; keys may be added,
 never renamed or dropped. Values are raw (None for a value that does not
 exist, never 0 or NaN). Reading goes through :class:`miles_tui.core.dump.run.Run`, and the
 metric series through :class:`miles_tui.core.telemetry.streams.DashboardReader`.
