@@ -83,6 +83,11 @@ def read_window(run_dir: Path, stream: str, since: TimeBound | None, until: Time
         newest = None if span is None else span[1]
     start = None if since is None else since.at(newest)
     end = None if until is None else until.at(newest)
+    if start is not None and end is not None and start > end:
+        raise MilesTuiError(
+            f"--since/--until give an empty window of {stream} (it would start {_utc(start)} and end {_utc(end)}):"
+            " --until must be later than --since"
+        )
     problems += store.refresh(start, end)
     columns = store.columns(start, end)
     times = columns.time()
@@ -93,6 +98,13 @@ def read_window(run_dir: Path, stream: str, since: TimeBound | None, until: Time
         keep &= times <= end
     files = tuple(path for path, _hour, read in store.partitions() if read)
     return StreamWindow(stream, start, end, newest, columns.take(keep), tuple(problems), files)
+
+
+def _utc(ts: float) -> str:
+    """``2026-08-20 11:40:10 UTC``."""
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def field_values(columns: Columns, field: str) -> list[Any]:

@@ -206,3 +206,13 @@ def test_odd_numbers_stay_exact_or_null(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 0
     columns = json.loads(out)["columns"]
     assert columns["util"] == [None, 5] and columns["power_w"] == [None, 3.5] and columns["mem_mb"] == [huge, 2]
+
+
+@pytest.mark.parametrize("stream", ["phases", "gpu_util", "engine_series"])
+def test_a_window_that_ends_before_it_starts_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stream: str
+) -> None:
+    """``--since 2h --until 1d`` printed an empty export and exited 0, as if the run had no records then."""
+    code, out, err = _export(capsys, str(_run(tmp_path)), FLAGS[stream], "--since", "2h", "--until", "1d")
+    assert code == 1 and out == ""
+    assert "--since/--until give an empty window" in err and "--until must be later than --since" in err

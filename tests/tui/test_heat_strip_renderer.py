@@ -4,6 +4,7 @@ bands a character per category; time axes counted back from the window end or fr
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from rich.style import Style
 
 from miles_tui.tui.renderers.heat_strip import (
@@ -66,3 +67,10 @@ def test_a_panned_axis_counts_back_from_now() -> None:
     axis = time_axis(0, 900, 90, "-15m", ref=1800)
     assert axis.endswith("-15m╵") and "╵-20m" in axis and "╵-28m" in axis and "-14m" not in axis
     assert time_axis(0, 900, 90, ref=900) == time_axis(0, 900, 90)
+
+
+@pytest.mark.parametrize("span", [120.0, 225.0, 600.0, 900.0, 3600.0])
+def test_time_axis_labels_are_distinct_at_every_zoom(span: float) -> None:
+    """Ticks 30 s apart were rounded to the minute: a 3m45s window read ``-4m -3m -2m -2m -2m -1m``."""
+    labels = [part for part in time_axis(0.0, span, 100).split() if part.startswith("╵-")]
+    assert len(labels) >= 3 and len(set(labels)) == len(labels), labels

@@ -139,7 +139,7 @@ def time_axis(since: float, until: float, width: int, end_label: str = "now", re
     offset = (math.floor(max(ref - until, 0.0) / step) + 1) * step  # the first round offset inside the window
     while ref - offset > since:
         column = round((ref - offset - since) / span * (width - 1))
-        label = f"╵-{duration(offset, minutes=True)}"
+        label = f"╵-{duration(offset, minutes=step % 60 == 0)}"  # 30 s apart: -1m30s -2m, never -2m -2m
         if column + len(label) <= free_until:
             cells[column : column + len(label)] = label
             free_until = column - 1

@@ -87,7 +87,8 @@ def window_axes(
     window = bins.until - bins.since
     figure.ruler("x").lim(-window, 0.0)
     ticks = time_ticks(window, width)
-    figure.ruler("x").ticks(ticks, [end_label if t == 0 else f"-{duration(-t, minutes=True)}" for t in ticks])
+    whole = all(t % 60 == 0 for t in ticks)  # ticks under a minute apart keep their seconds (never -2m -2m)
+    figure.ruler("x").ticks(ticks, [end_label if t == 0 else f"-{duration(-t, minutes=whole)}" for t in ticks])
     lo, hi = span
     figure.ruler("y").lim(lo, hi)
     y = y_ticks(lo, hi, max(height - _FRAME_ROWS, 2), False)
