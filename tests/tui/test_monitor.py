@@ -74,6 +74,26 @@ async def test_new_steps_appear_without_moving_the_cursor(demo_run: Path) -> Non
         assert app.screen.query_one(RunHeader).new_steps == 0
 
 
+async def test_f_on_the_new_steps_badge_goes_to_the_newest_and_keeps_tracking(demo_run: Path) -> None:
+    """The badge says "N new steps (f: track)": f turned tracking off (PAUSED) and took a second f to track."""
+    app = frozen_app(demo_run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#steps", VirtualTable)
+        await pilot.press("down")
+        write_demo_run(demo_run, 2, start=4)
+        stamp(demo_run, EPOCH - 600)
+        app.poll_now()
+        await settle(pilot)
+        header = app.screen.query_one(RunHeader)
+        assert "(f: track)" in str(header.render())
+        await pilot.press("f")
+        await settle(pilot)
+        assert app.follow_latest and header.new_steps == 0
+        assert table.cursor_key == _keys(app, "#steps")[0]
+        assert "PAUSED" not in str(header.render())
+
+
 async def test_follow_latest_moves_to_new_steps_when_on_the_newest(demo_run: Path) -> None:
     app = frozen_app(demo_run)
     async with app.run_test(size=(120, 40)) as pilot:
