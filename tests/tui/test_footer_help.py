@@ -85,3 +85,21 @@ def test_the_key_list_aligns_its_columns_and_wraps_a_long_action_under_itself() 
     continued = [line for line in narrow if not line[:action_at].strip()]
     assert continued and all(line[action_at] != " " for line in continued), narrow
     assert " ".join(" ".join(line[action_at:].split()) for line in narrow[2:]).startswith("Keys of a step's view")
+
+
+def test_a_long_glossary_meaning_wraps_under_itself_never_under_the_terms() -> None:
+    """At 80x24 almost every meaning wrapped back to column 0, under the terms a reader scans."""
+    from rich.console import Console
+
+    from miles_tui.tui.screens.help_screen import GlossaryList
+    from miles_tui.tui.views.glossary import GLOSSARY
+
+    glossary = GlossaryList(GLOSSARY)
+    console = Console(width=60, record=True, color_system=None)
+    console.print(glossary)
+    lines = console.export_text().splitlines()
+    terms = {term for term, _meaning in GLOSSARY}
+    assert len(lines) > len(GLOSSARY)  # some meanings did wrap at 60 columns
+    for line in lines:
+        head = line[: glossary.width].rstrip()
+        assert head in terms or head == "", line

@@ -17,7 +17,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from miles_tui.core.dump import ROW_COLUMNS
-from miles_tui.tui.views.glossary import glossary_text
+from miles_tui.tui.views.glossary import GLOSSARY
 from miles_tui.tui.views.row_filter import ALIASES, STATUSES
 
 FILTER_HELP = (
@@ -107,6 +107,25 @@ class KeyList:
                 yield line
 
 
+class GlossaryList:
+    """The glossary in two columns, term · meaning; a meaning too long for the width wraps under itself (a
+    plain text wrapped under the terms, where a reader looks for the next term)."""
+
+    def __init__(self, entries: tuple[tuple[str, str], ...]) -> None:
+        self.entries = entries
+        self.width = max(cell_len(term) for term, _meaning in entries)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widest = max(self.width + GAP + cell_len(meaning) for _term, meaning in self.entries)
+        return Measurement(min(widest, options.max_width), min(widest, options.max_width))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        room = max(MIN_ACTION, options.max_width - self.width - GAP)
+        for term, meaning in self.entries:
+            for number, part in enumerate(textwrap.wrap(meaning, room) or [""]):
+                yield Text.assemble((_pad(term if number == 0 else "", self.width), "bold cyan"), " " * GAP, part)
+
+
 def _pad(text: str, width: int) -> str:
     return text + " " * max(0, width - cell_len(text))
 
@@ -155,7 +174,7 @@ class HelpScreen(ModalScreen[None]):
             if isinstance(more, str):
                 yield Static(Text("\n" + more, style="dim"))
             yield Static(Text("\nwords and marks on screen", style="bold"))
-            yield Static(Text(glossary_text()))
+            yield Static(GlossaryList(GLOSSARY))
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
         self.dismiss(None)

@@ -51,9 +51,3 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("[CRIT] [WARN] [INFO]", "advisory levels; 'cleared at step N': an advisory that no longer holds"),
 )
 """(term as shown, meaning)."""
-
-
-def glossary_text() -> str:
-    """The glossary as aligned lines."""
-    width = max(len(term) for term, _meaning in GLOSSARY)
-    return "\n".join(f"{term.ljust(width)}  {meaning}" for term, meaning in GLOSSARY)
