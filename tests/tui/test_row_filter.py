@@ -136,3 +136,17 @@ def test_a_filter_that_does_not_parse_says_what_to_type(text: str, said: str) ->
     with pytest.raises(FilterError) as raised:
         parse_filter(text)
     assert said in str(raised.value)
+
+
+def test_every_one_word_header_of_the_table_is_a_name_the_filter_takes() -> None:
+    """``/resp>50`` said "unknown column 'resp'" while ``stale>=2`` worked: a user types what the header says."""
+    import re
+
+    from miles_tui.tui.views.row_filter import ALIASES
+    from miles_tui.tui.views.step_rows import SAMPLE_COLUMNS
+
+    for column in SAMPLE_COLUMNS:
+        word = column.label.lower()
+        if re.fullmatch(r"[a-z_]+", word):
+            assert ALIASES.get(word, word) == column.key, (column.label, column.key)
+            assert parse_filter(f"{word}=1") is not None

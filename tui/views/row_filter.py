@@ -52,7 +52,15 @@ ALIASES = {
     "adv": "adv_mean",
     "rank": "dumped_rank",
     "tools": "tool_calls",
+    "resp": "response_length",
+    "maxh": "max_entropy",
+    "return": "return_mean",
+    "spec": "spec_accept_rate",
+    "cache": "prefix_cache_hit_rate",
+    "ngen": "non_generation_time",
 }
+"""Short names a filter takes for a column: every one-word header of the rollout table among them
+(``tests/tui/test_row_filter.py`` holds the table's headers to it)."""
 STATUSES = ("pending", "completed", "truncated", "aborted", "failed")
 _OP = r"(>=|<=|!=|==|=|>|<|~)"
 _TERM = re.compile(rf"^([a-z_]+){_OP}(.*)$")
