@@ -79,11 +79,20 @@ def _pace(config: DemoConfig, rid: int) -> tuple[float, int]:
 
 
 def _telemetry(
-    run_dir: Path, rid: int, config: DemoConfig, batch: DemoBatch, rng: np.random.Generator, now: float
+    run_dir: Path,
+    rid: int,
+    config: DemoConfig,
+    batch: DemoBatch,
+    rng: np.random.Generator,
+    now: float,
+    since: float | None = None,
 ) -> None:
-    """Append this step's metrics, phases and GPU samples to ``dashboard/``."""
+    """Append this step's metrics, phases and GPU samples to ``dashboard/``: a step's length, or from ``since``
+    (the step before's end) when that is closer, so steps never overlap in time (the live demo writes one
+    every few seconds: overlapping steps scraped the same times twice, their counters read as engine
+    restarts and their phases summed past 100 %)."""
     dash = run_dir / "dashboard"
-    d = config.step_seconds
+    d = config.step_seconds if since is None else min(config.step_seconds, max(now - since, 1.0))
     t0 = now - d
     starved, buffered = _pace(config, rid)
     rollout_end = t0 + (0.45 + starved) * d
@@ -228,8 +237,10 @@ def write_demo_step(
     config: DemoConfig,
     rng: np.random.Generator,
     now: float | None = None,
+    since: float | None = None,
 ) -> DemoStep:
-    """Write step ``rid`` of the demo run (train files, eval, sidecars, telemetry) ending at ``now``."""
+    """Write step ``rid`` of the demo run (train files, eval, sidecars, telemetry) ending at ``now`` (its
+    telemetry starting at ``since``, the step before's end, when that is closer than a step's length)."""
     run_dir = Path(run_dir)
     now = time.time() if now is None else now
     batch = generate_batch(rid, config, rng, base=rid * config.samples_per_step, count=config.samples_per_step)
@@ -245,7 +256,7 @@ def write_demo_step(
         evals = generate_batch(rid, config, rng, base=base, count=count)
         save_rollout(run_dir, rid, evals.samples, evaluation=True)
         write_trajectory(run_dir, rid, evals.conversations, evaluation=True)
-    _telemetry(run_dir, rid, config, batch, rng, now)
+    _telemetry(run_dir, rid, config, batch, rng, now, since)
     return DemoStep(
         rollout_id=rid,
         sample_indices=tuple(s["index"] for s in batch.samples),
@@ -285,18 +296,20 @@ def run_demo(
     initial = steps_initial if max_steps is None else min(steps_initial, max_steps)
     start = clock()
     written = 0
+    previous: float | None = None
     for k in range(initial):
         rid = first + written
         now = start - (initial - 1 - k) * config.step_seconds
-        write_demo_step(run_dir, rid, config, np.random.default_rng([config.seed, rid]), now)
-        written += 1
+        write_demo_step(run_dir, rid, config, np.random.default_rng([config.seed, rid]), now, previous)
+        written, previous = written + 1, now
     while (max_steps is None or written < max_steps) and keep_going():
         sleep(interval_s)
         if not keep_going():
             break
         rid = first + written
-        write_demo_step(run_dir, rid, config, np.random.default_rng([config.seed, rid]), clock())
-        written += 1
+        now = clock()
+        write_demo_step(run_dir, rid, config, np.random.default_rng([config.seed, rid]), now, previous)
+        written, previous = written + 1, now
     return written
 
 
