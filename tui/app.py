@@ -456,18 +456,13 @@ class MilesApp(BaselineApp, FilteredDisplayApp):
         self.notify(f"polling every {significant(seconds, 6)} s", timeout=2)
 
     def action_toggle_follow(self) -> None:
-        if self.model.following and getattr(self.screen, "new_steps", 0):
-            # Tracking is on, but the cursor was moved off the newest step while steps came: the badge says
-            # "N new steps (f: track)", so f takes the cursor back to the newest, never turns tracking off.
-            self._forward(FollowToggled(True))
-            self.notify("tracking the newest step", timeout=2)
-            return
-        self.model.following = not self.model.following
+        # On "N new steps (f: track)" (tracking on, the cursor moved off the newest step) f goes to the newest.
+        away = isinstance(self.screen, OverviewScreen) and self.screen.new_steps > 0
+        self.model.following = away or not self.model.following
         self._forward(FollowToggled(self.follow_latest))
         self._publish()
-        self.notify(
-            "tracking the newest step" if self.follow_latest else "tracking off: staying where you are", timeout=2
-        )
+        said = "tracking the newest step" if self.follow_latest else "tracking off: staying where you are"
+        self.notify(said, timeout=2)
 
 
 def _identity(advisory: Advisory) -> tuple[object, ...]:
