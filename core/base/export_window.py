@@ -65,3 +65,8 @@ def parse_time(text: str) -> TimeBound:
     if not math.isfinite(seconds):
         raise ValueError(f"{text[:40]!r} is not a time: give {ACCEPTED}")
     return TimeBound(seconds=seconds)
+
+
+def utc_text(ts: float) -> str:
+    """An epoch time as the headless commands print it: ``2026-08-20 11:40:10 UTC``."""
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from miles_tui.core.analysis.engine_advisories import engine_figures, figures_fr
 from miles_tui.core.analysis.phase_markers import open_phase_count
 from miles_tui.core.analysis.stream_advisories import TelemetryFacts, step_times, telemetry_advisories
 from miles_tui.core.base.errors import StreamError
+from miles_tui.core.base.export_window import utc_text
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.base.tail import StreamReset
 from miles_tui.core.commands.baseline_report import BaselineEntry, baseline_lines
@@ -224,10 +224,6 @@ def read_telemetry(dashboard: Path) -> TelemetryRead:
     return TelemetryRead(meta, facts, tuple(problems), delta.resets)
 
 
-def _date(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
-
-
 def _state_line(report: Report) -> str:
     """The run's state on its one clock, as the monitor's header says it."""
     clock = report.health.clock
@@ -239,7 +235,7 @@ def _state_line(report: Report) -> str:
     head = word.get(clock.state, clock.state.value)
     if clock.state is RunState.ENDED:
         head = f"ended (step {clock.final_step} of num_rollout {(clock.final_step or 0) + 1}), last data"
-    return f"state: {head} {_date(clock.last_data)} ({age}, {source})"
+    return f"state: {head} {utc_text(clock.last_data)} ({age}, {source})"
 
 
 def _percent(value: float | None) -> str:

@@ -33,7 +33,7 @@ from typing import Any, Final
 import numpy as np
 
 from miles_tui.core.base.errors import MilesTuiError
-from miles_tui.core.base.export_window import TimeBound
+from miles_tui.core.base.export_window import TimeBound, utc_text
 from miles_tui.core.base.json_out import clean
 from miles_tui.core.commands.export import csv_cell
 from miles_tui.core.dump import RunDir
@@ -85,8 +85,8 @@ def read_window(run_dir: Path, stream: str, since: TimeBound | None, until: Time
     end = None if until is None else until.at(newest)
     if start is not None and end is not None and start > end:
         raise MilesTuiError(
-            f"--since/--until give an empty window of {stream} (it would start {_utc(start)} and end {_utc(end)}):"
-            " --until must be later than --since"
+            f"--since/--until give an empty window of {stream} (it would start {utc_text(start)}"
+            f" and end {utc_text(end)}): --until must be later than --since"
         )
     problems += store.refresh(start, end)
     columns = store.columns(start, end)
@@ -98,13 +98,6 @@ def read_window(run_dir: Path, stream: str, since: TimeBound | None, until: Time
         keep &= times <= end
     files = tuple(path for path, _hour, read in store.partitions() if read)
     return StreamWindow(stream, start, end, newest, columns.take(keep), tuple(problems), files)
-
-
-def _utc(ts: float) -> str:
-    """``2026-08-20 11:40:10 UTC``."""
-    import datetime
-
-    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def field_values(columns: Columns, field: str) -> list[Any]:

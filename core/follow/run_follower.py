@@ -183,7 +183,7 @@ class RunFollower:
             known = [self._newest_step_write, streams.newest_mtime, self._newest_write]
             writes = [t for t in (*known, *(s.newest_mtime() for s in stores)) if t is not None]
             self._newest_write = max(writes, default=None)
-            self._open_after_poll = self._open_phases()
+            self._open_after_poll = tuple(sorted(self._open.values(), key=lambda p: p.t0))
             return RunDelta(
                 now=now,
                 metric_records=streams.metric_records,
@@ -213,7 +213,7 @@ class RunFollower:
             return RunState(
                 meta=self.dashboard.meta,
                 attempt_start=self._attempt_start,
-                open_phases=self._open_phases(),
+                open_phases=self._open_after_poll,
                 record_counts=self.dashboard.record_counts(),
                 time_range=self._time_range(),
                 newest_write=self._newest_write,
@@ -275,6 +275,3 @@ class RunFollower:
                     self._open[record.key] = record
                 else:
                     self._open.pop(record.key, None)
-
-    def _open_phases(self) -> tuple[Phase, ...]:
-        return tuple(sorted(self._open.values(), key=lambda p: p.t0))
