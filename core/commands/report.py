@@ -50,7 +50,7 @@ from miles_tui.core.dump import Run, StepSummary
 from miles_tui.core.follow import StepFollower
 from miles_tui.core.telemetry import DashboardReader, RunMeta
 from miles_tui.core.telemetry.hours.engine_columns import engine_table
-from miles_tui.core.telemetry.hours.store import HourStore
+from miles_tui.core.telemetry.hours.store import HourStore, refreshing_together
 
 
 @dataclass(frozen=True)
@@ -201,12 +201,13 @@ def read_telemetry(dashboard: Path) -> TelemetryRead:
     covers the file: a settled hour is parsed once), and the newest GPU hour only (for the newest data time).
     The GPU stream's older hours, trajectories, processes and snapshots are never opened: no rule reads them."""
     reader = DashboardReader(dashboard, streams=(), headless=True)
-    delta = reader.poll()
-    workers = os.cpu_count() or 1
-    phases = HourStore(dashboard, "phases", keep_columns=False, workers=workers)
-    engines = HourStore(dashboard, "engine_series", keep_columns=False, workers=workers)
+    phases = HourStore(dashboard, "phases", keep_columns=False, save_columns=False)
+    engines = HourStore(dashboard, "engine_series", keep_columns=False, save_columns=False)
     gpus = HourStore(dashboard, "gpu_util", keep_columns=False)
-    problems = [*delta.problems, *phases.refresh(), *engines.refresh(), *gpus.refresh(newest=True)]
+    with refreshing_together((phases, engines), os.cpu_count() or 1) as hour_problems:
+        delta = reader.poll()  # while the workers read the hours no cache entry covers
+        gpu_problems = gpus.refresh(newest=True)
+    problems = [*delta.problems, *hour_problems, *gpu_problems]
     spans = [s for s in (reader.time_range(), phases.span(), engines.span(), gpus.span()) if s is not None]
     writes = [t for t in (delta.newest_mtime, phases.newest_mtime(), engines.newest_mtime(), gpus.newest_mtime()) if t]
     meta = reader.meta

@@ -368,6 +368,47 @@ def test_hours_no_entry_covers_are_read_by_workers_and_come_back_from_the_cache(
     assert len(summaries) == 4, "each worker saved its hour"
 
 
+def test_report_reads_phases_and_engines_in_one_pool_and_saves_their_summaries_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    phase = '{{"name": "{name}", "t0": {t0}, "t1": {t1}, "node": "a", "rank": {rank}, "role": "train"}}\n'
+    scrape = '{{"ts": {ts}, "addr": "http://e{e}", "metric": "{m}", "labels": {{}}, "value": {v}}}\n'
+    for hour in range(10, 14):
+        t0 = HOUR + (hour - 10) * 3600
+        lines = [phase.format(name=n, t0=t0 + i, t1=t0 + i + 0.5, rank=i % 3) for i in range(60) for n in ("a", "b")]
+        lines.append(phase.format(name="a", t0=t0 + 3599, t1=-1.0, rank=hour))  # open past the hour
+        if hour > 10:
+            lines.append(phase.format(name="a", t0=t0 - 1, t1=t0 + 5, rank=hour - 1))  # closes the hour before's
+        for stream, body in (("phases", lines), ("engine_series", [
+            scrape.format(ts=t0 + 15 * i, e=e, m=m, v=i + e)
+            for i in range(40) for e in range(2) for m in ("sglang_num_running_reqs", "sglang_num_requests_total")
+        ])):  # fmt: skip
+            (tmp_path / stream).mkdir(exist_ok=True)
+            (tmp_path / stream / f"20260820_{hour}.jsonl").write_text("".join(body))
+    monkeypatch.setattr(store_module, "PARALLEL_BYTES", 1)
+    phases = HourStore(tmp_path, "phases", keep_columns=False, save_columns=False)
+    engines = HourStore(tmp_path, "engine_series", keep_columns=False, save_columns=False)
+    with store_module.refreshing_together((phases, engines), 2) as problems:
+        pass
+    assert problems == []
+    with cache_dir.configured(off=True):
+        fresh_phases, fresh_engines = HourStore(tmp_path, "phases"), HourStore(tmp_path, "engine_series")
+        fresh_phases.refresh()
+        fresh_engines.refresh()
+    assert [(d.opens, d.closes) for d in phases.phase_digests()] == [
+        (d.opens, d.closes) for d in fresh_phases.phase_digests()
+    ]
+    assert len(phases.phase_digests()) == 4 and sum(len(d.opens) for d in phases.phase_digests()) == 4
+    assert _close(figures_from_digests(engines.engine_digests()), figures_from_digests(fresh_engines.engine_digests()))
+    root = cache_dir.cache_root()
+    assert len(list((root / "partition-summaries").glob("*/manifest.json"))) == 8, "every hour a worker read"
+    assert not list((root / "partitions").glob("*/manifest.json")), "and no columns: report reads none"
+    viewer = HourStore(tmp_path, "phases")  # a view that reads columns reads the files once more, then keeps them
+    viewer.refresh()
+    assert same(rows(viewer), rows(fresh_phases))
+    assert len(list((root / "partitions").glob("*/manifest.json"))) == 3
+
+
 def _close(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return a == b or math.isclose(a, b, rel_tol=1e-12) or (math.isnan(a) and math.isnan(b))

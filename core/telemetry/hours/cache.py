@@ -4,10 +4,12 @@ Contract:
 
 - An hour has two entries under :func:`miles_tui.core.base.cache_dir.cache_root`
   (never in the run), each a folder with a ``manifest.json``: ``partitions/KEY/``
-  its columns (one ``.npy`` per array) and ``partition-summaries/KEY/`` its
-  summaries (one packed file): the cap trims the columns of hours no window
+  its columns and ``partition-summaries/KEY/`` its summaries, each one packed
+  file of arrays (:func:`_packed`): the cap trims the columns of hours no window
   reads and keeps the summaries a whole-run view reads. KEY hashes the file's
-  identity (absolute path, ``st_dev``, ``st_ino``) and the format.
+  identity (absolute path, ``st_dev``, ``st_ino``) and the format. A caller
+  that reads summaries only (``report``) may save the summaries' entry alone;
+  the columns are then read from the file by the first view that asks.
 - An entry covers the bytes ``[0, end)`` of its file (``end`` just after a
   newline): their records as :class:`~.columns.Columns`, the malformed lines
   among them (at most :data:`KEPT_MALFORMED`, and their count), and any extra
@@ -46,7 +48,7 @@ from miles_tui.core.telemetry.hours.columns import SPECS, Columns
 from miles_tui.core.telemetry.metrics.metric_workers import WINDOW, Fingerprint
 from miles_tui.core.telemetry.record_table import TAG_OTHER
 
-FORMAT: Final = 7
+FORMAT: Final = 8
 """Bump when the layout or a decoding rule changes: entries of another format are misses."""
 
 SUMMARY_KIND: Final = "partition-summaries"
@@ -136,13 +138,6 @@ def _load(path: Path, stream: str, kind: str, *, with_columns: bool) -> Entry | 
     return entry
 
 
-def _array(folder: Path, name: str) -> npt.NDArray[Any]:
-    array: npt.NDArray[Any] = np.load(folder / f"{name}.npy", allow_pickle=False)
-    if array.dtype.kind not in "biuf" or array.dtype.hasobject:
-        raise ValueError(f"{name}: unexpected array")
-    return array
-
-
 def _read(folder: Path, manifest: dict[str, Any], stream: str, st: os.stat_result, with_columns: bool) -> Entry:
     if manifest["format"] != FORMAT or manifest["stream"] != stream:
         raise ValueError("another format")
@@ -158,11 +153,12 @@ def _read(folder: Path, manifest: dict[str, Any], stream: str, st: os.stat_resul
         return Entry(None, size, span, end, st.st_ino, malformed, count, extra, manifest["extra_meta"])
     spec = SPECS[stream]
     values = tuple(manifest["values"])
+    arrays = _read_packed(folder / "columns.bin", manifest["columns"])
     numbers, tags, other, codes = {}, {}, {}, {}
     for name in spec.numbers:
-        column = _array(folder, f"n.{name}")
+        column = arrays[f"n.{name}"]
         tag = manifest["tags"][name]
-        tag_array = np.full(size, int(tag), np.uint8) if isinstance(tag, int) else _array(folder, f"t.{name}")
+        tag_array = np.full(size, int(tag), np.uint8) if isinstance(tag, int) else arrays[f"t.{name}"].copy()
         if column.shape != (size,) or tag_array.shape != (size,) or tag_array.dtype != np.uint8:
             raise ValueError(f"{name}: wrong shape")
         numbers[name], tags[name] = column.astype(np.float64), tag_array
@@ -170,7 +166,7 @@ def _read(folder: Path, manifest: dict[str, Any], stream: str, st: os.stat_resul
         if any(not 0 <= r < size or tag_array[r] != TAG_OTHER for r in other[name]):
             raise ValueError(f"{name}: stray value")
     for name in spec.shared:
-        code = _array(folder, f"c.{name}")
+        code = arrays[f"c.{name}"]
         if (
             code.shape != (size,)
             or code.dtype.kind not in "iu"
@@ -182,8 +178,8 @@ def _read(folder: Path, manifest: dict[str, Any], stream: str, st: os.stat_resul
     return Entry(columns, size, span, end, st.st_ino, malformed, count, extra, manifest["extra_meta"])
 
 
-PACKED_TYPES: Final = frozenset({"<f8", "<i8", "<i4", "<u2", "<u1", "|u1", "|b1"})
-"""The array types the packed file of an entry's summaries may hold."""
+PACKED_TYPES: Final = frozenset({"<f8", "<f4", "<i8", "<i4", "<i2", "|i1", "<u2", "<u1", "|u1", "|b1"})
+"""The array types an entry's packed file may hold (a column narrowed by :func:`_narrow`, a code, a summary)."""
 
 
 def _packed(arrays: Mapping[str, npt.NDArray[Any]]) -> tuple[dict[str, list[Any]], bytes]:
@@ -244,8 +240,11 @@ def save(
     *,
     extra: Mapping[str, npt.NDArray[Any]] | None = None,
     extra_meta: Mapping[str, Any] | None = None,
+    columns: bool = True,
 ) -> bool:
-    """Write ``entry`` for ``path`` (whose bytes ``[0, entry.end)`` it holds); False when it could not be."""
+    """Write ``entry`` for ``path`` (whose bytes ``[0, entry.end)`` it holds); False when it could not be.
+    Without ``columns`` only the summaries' entry is written (a columns entry of the file is left as it is:
+    :func:`load` with columns checks both cover the same bytes)."""
     if not cache_dir.enabled():
         return False
     try:
@@ -257,7 +256,7 @@ def save(
         return False
     # The hour's columns and its summaries are two entries: the cap's least-recently-used trimming drops the
     # columns of hours no window reads, and keeps the summaries every whole-run view reads.
-    raw = _save(path, st, KIND, lambda temp: _write(temp, path, entry, mark, {}, {}, columns=True))
+    raw = not columns or _save(path, st, KIND, lambda temp: _write(temp, path, entry, mark, {}, {}, columns=True))
     return raw and _save(
         path,
         st,
@@ -300,29 +299,27 @@ def _write(
     data = entry.columns
     if data is None:
         raise ValueError("an entry is saved with its columns")
-    written = 0
-
-    def put(name: str, array: npt.NDArray[Any]) -> None:
-        nonlocal written
-        if columns:
-            np.save(temp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
-            written += array.nbytes
-
+    arrays: dict[str, npt.NDArray[Any]] = {}
     tags: dict[str, Any] = {}
-    for name, column in data.numbers.items():
-        tag = data.tags[name]
-        put(f"n.{name}", _narrow(column, tag))
-        if len(tag) and (tag == tag[0]).all():
-            tags[name] = int(tag[0])
-        else:
-            tags[name] = None
-            put(f"t.{name}", tag)
-    for name, code in data.codes.items():
-        top = int(code.max()) if len(code) else 0
-        put(f"c.{name}", code.astype(np.uint8 if top < 256 else np.uint16 if top < 65536 else np.int32))
+    if columns:  # the summaries' entry holds none of them: nothing to narrow
+        for name, column in data.numbers.items():
+            tag = data.tags[name]
+            arrays[f"n.{name}"] = _narrow(column, tag)
+            if len(tag) and (tag == tag[0]).all():
+                tags[name] = int(tag[0])
+            else:
+                tags[name] = None
+                arrays[f"t.{name}"] = tag
+        for name, code in data.codes.items():
+            top = int(code.max()) if len(code) else 0
+            arrays[f"c.{name}"] = code.astype(np.uint8 if top < 256 else np.uint16 if top < 65536 else np.int32)
+    column_index, column_blob = _packed(arrays)
     index, blob = _packed(extra)
-    (temp / "extra.bin").write_bytes(blob)
-    written += len(blob)
+    written = 0
+    for name, data_bytes in (("columns.bin", column_blob), ("extra.bin", blob)):
+        if columns or name == "extra.bin":
+            (temp / name).write_bytes(data_bytes)
+            written += len(data_bytes)
     manifest = {
         "format": FORMAT,
         "stream": data.stream,
@@ -333,10 +330,11 @@ def _write(
         "head": mark.head,
         "tail": mark.tail,
         "tags": tags,
-        "values": list(data.values),
-        "other": {name: sorted(rows.items()) for name, rows in data.other.items()},
+        "values": list(data.values) if columns else [],
+        "other": {name: sorted(rows.items()) for name, rows in data.other.items()} if columns else {},
         "malformed": [list(m) for m in entry.malformed[:KEPT_MALFORMED]],
         "malformed_count": entry.malformed_count,
+        "columns": column_index,
         "extra": index,
         "extra_meta": dict(extra_meta),
     }

@@ -68,10 +68,27 @@ def from_cache(arrays: Mapping[str, npt.NDArray[Any]], meta: Mapping[str, Any]) 
     return PhaseDigest(opens, closes, names, name, t0, t1)
 
 
-def _rows(columns: Columns) -> npt.NDArray[np.int64]:
-    """Each record's (name, host, rank, start) as one comparable int (ranks are ints or null: one code each)."""
-    codes = columns.codes
-    return dense_keys(codes["name"], codes["node"], codes["rank"], columns.numbers["t0"])
+def _unpaired(columns: Columns, is_open: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """Per record: whether no record of the other kind (open marker or closing record) has its (name, host, rank,
+    start). One sort of the records by that key (codes, and the start's float value as ``==`` compares it)."""
+    codes, t0 = columns.codes, columns.numbers["t0"]
+    width = len(columns.values) + 1
+    if width**3 < 1 << 62:
+        names, nodes, ranks = (codes[k].astype(np.int64) for k in ("name", "node", "rank"))
+        key = (names * width + nodes) * width + ranks
+    else:  # more values than three codes fit in one int: number the triples densely first
+        key = dense_keys(codes["name"], codes["node"], codes["rank"])
+    order = np.lexsort((key, t0))
+    key, start, opened = key[order], t0[order], is_open[order]
+    first = np.ones(len(order), bool)
+    first[1:] = (key[1:] != key[:-1]) | (start[1:] != start[:-1])
+    group = np.cumsum(first) - 1
+    opens = np.bincount(group, weights=opened)
+    closes = np.bincount(group, weights=~opened)
+    lone = np.where(opened, closes[group] == 0, opens[group] == 0)
+    out = np.empty(len(order), bool)
+    out[order] = lone
+    return out
 
 
 def phase_digest(columns: Columns) -> PhaseDigest:
@@ -81,10 +98,10 @@ def phase_digest(columns: Columns) -> PhaseDigest:
         return PhaseDigest((), (), (), np.zeros(0, np.int32), empty, empty)
     t0, t1 = columns.numbers["t0"], columns.numbers["t1"]
     is_open = t1 == -1
-    rows = _rows(columns)
-    opened, closed = np.flatnonzero(is_open), np.flatnonzero(~is_open)
-    lone_opens = opened[~np.isin(rows[opened], rows[closed])]
-    lone_closes = closed[~np.isin(rows[closed], rows[opened])]
+    lone = _unpaired(columns, is_open)
+    closed = np.flatnonzero(~is_open)
+    lone_opens = np.flatnonzero(is_open & lone)
+    lone_closes = np.flatnonzero(~is_open & lone)
     value = columns.value_of
     opens = tuple(
         (value("name", r), float(t0[r]), value("node", r), value("rank", r), value("role", r), value("gpus", r))
@@ -92,9 +109,11 @@ def phase_digest(columns: Columns) -> PhaseDigest:
     )
     closes = tuple((value("name", r), value("node", r), value("rank", r), float(t0[r])) for r in lone_closes.tolist())
     codes = columns.codes["name"][closed]
-    used, local = np.unique(codes, return_inverse=True)
+    used = np.flatnonzero(np.bincount(codes, minlength=1))  # the names closed records have, in code order
+    local = np.zeros(max(len(columns.values), 1), np.int32)
+    local[used] = np.arange(len(used), dtype=np.int32)
     names = tuple(columns.values[int(c)] for c in used.tolist())
-    return PhaseDigest(opens, closes, names, local.ravel().astype(np.int32), t0[closed].copy(), t1[closed].copy())
+    return PhaseDigest(opens, closes, names, local[codes], t0[closed].copy(), t1[closed].copy())
 
 
 def key_part(value: Any) -> Any:

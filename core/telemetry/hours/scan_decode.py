@@ -30,7 +30,7 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property
 from typing import Any, Final
 
 import numpy as np
@@ -83,11 +83,13 @@ class Template:
         return self.slots.index(name) if name in self.slots else -1
 
     def key_of(self, name: str) -> tuple[Any, Any]:
-        """(interner key, value) of the constant ``name`` (None when the shape lacks it)."""
-        for (field, key), (_, value) in zip(self.keys, self.constants, strict=True):
-            if field == name:
-                return key, value
-        return None, None
+        """(interner key, value) of the constant ``name`` ((None, None) when the shape lacks it)."""
+        return self.by_name.get(name, (None, None))
+
+    @cached_property
+    def by_name(self) -> dict[str, tuple[Any, Any]]:
+        """Field -> (interner key, value) of each constant (a block asks each template for each field)."""
+        return {field: (key, value) for (field, key), (_, value) in zip(self.keys, self.constants, strict=True)}
 
 
 class Templates:
@@ -357,7 +359,10 @@ def _assemble(
     interner = Interner()
     codes: dict[str, CodeArray] = {}
     for name in (*spec.names, *spec.raw):  # literal in every template: a code per template
-        codes[name] = table(partial(_constant_code, interner, name))[kind].astype(np.int32)
+        per_template = np.zeros(max(len(known), 1), np.int32)
+        for t in used:
+            per_template[t] = interner.code(*known[t].by_name.get(name, (None, None)))
+        codes[name] = per_template[kind]
     for name in spec.indices:
         got, flag = field(name)
         null = flag == 2
@@ -373,10 +378,6 @@ def _assemble(
     if not keep.all():
         columns, offsets = columns.take(keep), offsets[keep]
     return Scanned(columns, offsets, refused, unmatched)
-
-
-def _constant_code(interner: Interner, name: str, template: Template) -> int:
-    return interner.code(*template.key_of(name))
 
 
 SMALL_INDEX: Final = 1 << 16

@@ -30,7 +30,7 @@ import multiprocessing
 import multiprocessing.context
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -114,10 +114,14 @@ class HourStore:
         read_hook: ReadHook | None = None,
         workers: int = 0,
         nice: int = 0,
+        save_columns: bool = True,
     ) -> None:
         self.dashboard = Path(dashboard)
         self.stream = stream
         self.keep_columns = keep_columns
+        self.save_columns = save_columns
+        """Whether an hour's cache entry holds its columns beside its summaries (``report``, which reads only the
+        summaries, saves those alone: a view that reads an hour's columns reads the file once more)."""
         self.workers = workers
         """Processes that read hours no cache entry covers, when there are many (0: this process alone)."""
         self.nice = nice
@@ -206,8 +210,11 @@ class HourStore:
     def _read_ahead(self, wanted: Sequence[_Part]) -> None:
         """Hours not read yet that no cache entry covers, when they are many bytes: read by worker processes,
         each saving its hour's entry, which the caller then restores like any other."""
-        if self.workers < 2 or not cache.enabled():
-            return
+        if self.workers >= 2 and cache.enabled():
+            read_in_workers([(self, self._unread(wanted))], self.workers, self.nice)
+
+    def _unread(self, wanted: Sequence[_Part]) -> list[_Part]:
+        """Of ``wanted``, restore those not restored yet; the ones no cache entry covered."""
         fresh = []
         for part in wanted:
             if not part.restored:
@@ -215,23 +222,12 @@ class HourStore:
                 self._restore(part)
                 if part.end == 0:
                     fresh.append(part)
-        try:
-            sizes = {p.path: os.stat(p.path).st_size for p in fresh}
-        except OSError:
-            return
-        if len(fresh) < 2 or sum(sizes.values()) < PARALLEL_BYTES:
-            return
-        try:
-            with ProcessPoolExecutor(
-                self.workers, mp_context=_context(), initializer=_start, initargs=(self.nice, _cache_settings())
-            ) as pool:
-                order = sorted(fresh, key=lambda p: -sizes[p.path])  # the biggest first: the workers finish together
-                list(pool.map(_read_to_cache, [str(self.dashboard)] * len(order), [self.stream] * len(order),
-                              [str(p.path) for p in order]))  # fmt: skip
-        except (OSError, RuntimeError, ValueError, BrokenProcessPool):
-            return  # this process reads them itself
-        for part in fresh:
-            self._restore(part)
+        return fresh
+
+    def unread_parts(self) -> list[_Part]:
+        """Every partition listed now, restored from the cache where an entry covers it; those none covered (for
+        :func:`refresh_together`)."""
+        return self._unread(self._list([]))
 
     def _sync(self, part: _Part, problems: list[StreamError], *, settled: bool) -> None:
         if not part.restored:
@@ -328,7 +324,7 @@ class HourStore:
         if self.stream == ENGINE_STREAM and part.engines is not None:
             arrays, meta["engines"] = part.engines.to_cache()
             extra.update({f"e:{k}": v for k, v in arrays.items()})
-        if cache.save(part.path, entry, extra=extra, extra_meta=meta):
+        if cache.save(part.path, entry, extra=extra, extra_meta=meta, columns=self.save_columns):
             part.saved_end = part.end
 
     def _columns(self, part: _Part) -> Columns:
@@ -441,6 +437,65 @@ PARALLEL_BYTES: Final = 64 << 20
 """Hours to read from scratch are read by worker processes once they hold this many bytes together."""
 
 
+def read_in_workers(work: Sequence[tuple[HourStore, Sequence[_Part]]], workers: int, nice: int = 0) -> None:
+    """Read the given partitions of the given stores by one pool of ``workers`` processes, each saving its hour's
+    cache entry; then restore them into their stores. Nothing when they are few bytes (this process reads them)."""
+    with _reading(work, workers, nice):
+        pass
+
+
+@contextlib.contextmanager
+def _reading(work: Sequence[tuple[HourStore, Sequence[_Part]]], workers: int, nice: int = 0) -> Iterator[None]:
+    """:func:`read_in_workers`, the caller's block running while the workers read."""
+    jobs = [(store, part) for store, parts in work for part in parts]
+    try:
+        sizes = {part.path: os.stat(part.path).st_size for _, part in jobs}
+    except OSError:
+        sizes = {}
+    if len(jobs) < 2 or len(sizes) < len(jobs) or sum(sizes.values()) < PARALLEL_BYTES:
+        yield
+        return
+    order = sorted(jobs, key=lambda job: -sizes[job[1].path])  # the biggest first: the workers finish together
+    pool = None
+    try:
+        pool = ProcessPoolExecutor(
+            workers, mp_context=_context(), initializer=_start, initargs=(nice, _cache_settings())
+        )
+        futures = [
+            pool.submit(_read_to_cache, str(store.dashboard), store.stream, str(part.path), store.save_columns)
+            for store, part in order
+        ]
+    except (OSError, RuntimeError, ValueError, BrokenProcessPool):
+        futures = []  # the stores read them themselves
+    try:
+        yield
+    finally:
+        try:
+            for future in futures:
+                future.result()
+        except (OSError, RuntimeError, ValueError, BrokenProcessPool):
+            pass  # what a worker did not save, its store reads itself
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+    for store, part in jobs:
+        store._restore(part)
+
+
+@contextlib.contextmanager
+def refreshing_together(stores: Sequence[HourStore], workers: int) -> Iterator[list[StreamError]]:
+    """:meth:`HourStore.refresh` of every partition of each store, the hours no cache entry covers read first by
+    one pool of workers for all the stores (one pool's start; no store waits on another's last hour) while the
+    caller's block runs. The list it gives is filled with the stores' problems when the block ends."""
+    problems: list[StreamError] = []
+    if workers >= 2 and cache.enabled():
+        with _reading([(store, store.unread_parts()) for store in stores], workers):
+            yield problems
+    else:
+        yield problems
+    problems.extend(problem for store in stores for problem in store.refresh())
+
+
 def _context() -> multiprocessing.context.BaseContext:
     """forkserver where there is one, else spawn; never fork (the monitor has threads)."""
     return start_context()
@@ -470,9 +525,9 @@ def _start(nice: int, settings: Mapping[str, str | None]) -> None:
         os.close(devnull)
 
 
-def _read_to_cache(dashboard: str, stream: str, path: str) -> bool:
+def _read_to_cache(dashboard: str, stream: str, path: str, save_columns: bool = True) -> bool:
     """A worker: read one hour whole, summarise it and save its cache entry (what the parent restores)."""
-    store = HourStore(Path(dashboard), stream, keep_columns=False)
+    store = HourStore(Path(dashboard), stream, keep_columns=False, save_columns=save_columns)
     part = store._part(Path(path), hour_of(Path(path).name))
     store._sync(part, [], settled=True)
     return part.end > 0
