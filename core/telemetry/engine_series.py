@@ -130,17 +130,22 @@ class EngineTable:
                 columns = raw[key] = ([], [])
             columns[0].append(sample.ts)
             columns[1].append(value)
-        self._group(raw, odd)
+        self._group(
+            {key: ([_floats(ts)], [_floats(values)]) for key, (ts, values) in raw.items()},
+            [(sample, value) for sample, value in odd],
+        )
 
     @classmethod
     def from_groups(
-        cls, groups: Iterable[tuple[str, str | None, Mapping[str, Any] | None, list[float], list[float]]], skipped: int
+        cls,
+        groups: Iterable[tuple[str, str | None, Mapping[str, Any] | None, FloatArray, FloatArray]],
+        skipped: int,
     ) -> EngineTable:
         """A table from samples already grouped by (metric, addr, labels) as logged, each group's times and
         finite values in file order (what a columnar reader has), equal to one built from the records."""
         table = cls(())
         table.skipped = skipped
-        raw: dict[Any, tuple[list[float], list[float]]] = {}
+        raw: dict[Any, tuple[list[FloatArray], list[FloatArray]]] = {}
         odd: list[tuple[EngineSample, float]] = []
         for metric, addr, labels, ts, values in groups:
             try:
@@ -148,18 +153,23 @@ class EngineTable:
                 into = raw.setdefault(key, ([], []))
             except (TypeError, AttributeError):
                 odd += [
-                    (EngineSample(t, addr, metric, labels or {}, v), float(v)) for t, v in zip(ts, values, strict=True)
+                    (EngineSample(t, addr, metric, labels or {}, v), float(v))
+                    for t, v in zip(ts.tolist(), values.tolist(), strict=True)
                 ]
                 continue
-            into[0].extend(ts)
-            into[1].extend(values)
+            into[0].append(ts)
+            into[1].append(values)
         table._group(raw, odd)
         return table
 
-    def _group(self, raw: dict[Any, tuple[list[float], list[float]]], odd: list[tuple[EngineSample, float]]) -> None:
-        groups: dict[str, dict[_Key, tuple[list[float], list[float]]]] = {}
+    def _group(
+        self, raw: dict[Any, tuple[list[FloatArray], list[FloatArray]]], odd: list[tuple[EngineSample, float]]
+    ) -> None:
+        """Samples into (normalized metric) -> (engine, labels, DP rank) -> (time chunks, value chunks), each
+        group's chunks in the order the samples came (a group is built by concatenating them, once)."""
+        groups: dict[str, dict[_Key, tuple[list[FloatArray], list[FloatArray]]]] = {}
 
-        def add(metric: str, addr: str | None, labels: Any, ts: list[float], values: list[float]) -> None:
+        def add(metric: str, addr: str | None, labels: Any, ts: list[FloatArray], values: list[FloatArray]) -> None:
             label_key, rank = _label_key(labels)
             into = groups.setdefault(normalize(metric), {}).setdefault((addr, label_key, rank), ([], []))
             into[0].extend(ts)
@@ -168,7 +178,7 @@ class EngineTable:
         for (metric, addr, pairs), (ts, values) in raw.items():
             add(metric, addr, dict(pairs), ts, values)
         for sample, value in odd:
-            add(sample.metric, sample.addr, sample.labels, [sample.ts], [value])
+            add(sample.metric, sample.addr, sample.labels, [_floats([sample.ts])], [_floats([value])])
         self._groups = groups
         self._series: dict[tuple[str, bool], tuple[EngineSeries, ...]] = {}
         self._by_addr: dict[tuple[str, bool], dict[str | None, tuple[EngineSeries, ...]]] = {}
@@ -208,7 +218,7 @@ class EngineTable:
 
     def time_range(self) -> tuple[float, float] | None:
         """Earliest and latest scrape time held."""
-        times = [t for parts in self._groups.values() for ts, _ in parts.values() for t in (min(ts), max(ts))]
+        times = [t for parts in self._groups.values() for ts, _ in parts.values() for t in _extremes(ts)]
         return (min(times), max(times)) if times else None
 
     def first_present(self, names: Iterable[str]) -> str | None:
@@ -239,25 +249,38 @@ class EngineTable:
         out: list[EngineSeries] = []
         if per_dp_rank:
             for (addr, labels, rank), (ts, values) in parts.items():
-                t, v = np.asarray(ts, dtype=np.float64), np.asarray(values, dtype=np.float64)
+                t, v = _joined(ts), _joined(values)
                 order = np.argsort(t, kind="stable")
                 out.append(EngineSeries(addr, labels, rank, t[order], v[order]))
         else:
-            folded: dict[tuple[str | None, LabelKey], tuple[list[float], list[float]]] = {}
+            folded: dict[tuple[str | None, LabelKey], tuple[list[FloatArray], list[FloatArray]]] = {}
             for (addr, labels, _), (ts, values) in parts.items():
                 into = folded.setdefault((addr, labels), ([], []))
                 into[0].extend(ts)
                 into[1].extend(values)
             mean = metric in MEAN_AGGREGATED
             for (addr, labels), (ts, values) in folded.items():
-                times, inverse = np.unique(np.asarray(ts, dtype=np.float64), return_inverse=True)
-                weights = np.asarray(values, dtype=np.float64)
-                sums = np.bincount(inverse, weights=weights, minlength=len(times)).astype(np.float64)
+                times, inverse = np.unique(_joined(ts), return_inverse=True)
+                sums = np.bincount(inverse.ravel(), weights=_joined(values), minlength=len(times)).astype(np.float64)
                 if mean:
-                    sums = sums / np.bincount(inverse, minlength=len(times))
+                    sums = sums / np.bincount(inverse.ravel(), minlength=len(times))
                 out.append(EngineSeries(addr, labels, None, times.astype(np.float64), sums))
         out.sort(key=lambda s: (natural_key(s.addr or ""), s.labels, natural_key(s.dp_rank or "")))
         return tuple(out)
+
+
+def _floats(values: Any) -> FloatArray:
+    return np.asarray(values, dtype=np.float64)
+
+
+def _joined(chunks: list[FloatArray]) -> FloatArray:
+    """Chunks end to end (no copy for one)."""
+    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks) if chunks else np.empty(0)
+
+
+def _extremes(chunks: list[FloatArray]) -> tuple[float, ...]:
+    joined = _joined(chunks)
+    return (float(joined.min()), float(joined.max())) if len(joined) else ()
 
 
 def _kept_intervals(series: EngineSeries, since: float) -> tuple[FloatArray, FloatArray, FloatArray]:

@@ -32,15 +32,13 @@ def engine_table(columns: Columns) -> EngineTable:
     order = np.argsort(inverse, kind="stable")
     cuts = np.r_[0, np.cumsum(np.bincount(inverse, minlength=len(first)))]
     ts = columns.numbers["ts"][rows]
-    ints = tags[rows] == TAG_INT
     values = columns.numbers["value"][rows]
     groups = []
     names = columns.values
     for group in np.argsort(first, kind="stable").tolist():
         picked = order[cuts[group] : cuts[group + 1]]
         row = int(picked[0])
-        group_values = [int(v) if i else v for v, i in zip(values[picked].tolist(), ints[picked].tolist(), strict=True)]
         groups.append(
-            (names[int(metric[row])], names[int(addr[row])], names[int(labels[row])], ts[picked].tolist(), group_values)
+            (names[int(metric[row])], names[int(addr[row])], names[int(labels[row])], ts[picked], values[picked])
         )
     return EngineTable.from_groups(groups, skipped)
