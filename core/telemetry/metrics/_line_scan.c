@@ -47,6 +47,7 @@ Contract (the Python side, core/telemetry/metrics/line_templates.py, is the only
 #define SLOT_MARK 0xFF
 #define FNV_OFFSET 1469598103934665603ULL
 #define FNV_PRIME 1099511628211ULL
+#define WORD_PRIME 0x9E3779B97F4A7C15ULL
 #define MAX_INT_DIGITS 15
 
 typedef struct {
@@ -201,7 +202,48 @@ static const char *number(const char *p, const char *end, double *value, unsigne
     return p;
 }
 
-static inline uint64_t mix(uint64_t h, unsigned char c) { return (h ^ c) * FNV_PRIME; }
+/* The skeleton hash: the bytes taken eight at a time into one 64-bit word, each full word folded into the state
+   with one multiply (a byte-at-a-time FNV was a multiply per byte, the scan's largest cost on lines no last
+   template matches). Lines and templates feed it the same byte sequence, so they hash alike. */
+typedef struct {
+    uint64_t h, word;
+    unsigned n;
+} Hash;
+
+static inline void fold(Hash *s, uint64_t word) {
+    s->h = (s->h ^ word) * WORD_PRIME;
+    s->h ^= s->h >> 32;
+}
+
+static inline void mix(Hash *s, unsigned char c) {
+    s->word |= (uint64_t)c << (8 * s->n);
+    if (++s->n == 8) {
+        fold(s, s->word);
+        s->word = 0;
+        s->n = 0;
+    }
+}
+
+/* n bytes at p, as n calls of mix() would take them (whole words at once while the word is empty). */
+static inline void mix_bytes(Hash *s, const char *p, Py_ssize_t n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (n > 0 && s->n) {
+        mix(s, (unsigned char)*p++);
+        n--;
+    }
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8); /* little-endian: byte i lands at bits 8i, as mix() puts it */
+        fold(s, word);
+    }
+#endif
+    while (n-- > 0) mix(s, (unsigned char)*p++);
+}
+
+static inline uint64_t hash_done(const Hash *s) {
+    uint64_t h = (s->h ^ s->word ^ ((uint64_t)s->n << 59)) * WORD_PRIME;
+    return h ^ (h >> 29);
+}
 
 static inline int is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
@@ -210,16 +252,23 @@ static inline int is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; 
    values are bytes of the skeleton. A template whose slots are exactly those values has the same hash; any
    other line or template just misses (match() decides, never the hash). */
 static uint64_t line_skeleton(const char *p, const char *end) {
-    uint64_t h = FNV_OFFSET;
+    Hash h = {FNV_OFFSET, 0, 0};
     int depth = 0, in_string = 0;
     char previous = 0; /* the last byte outside a string that is not whitespace */
     while (p < end) {
         char c = *p;
         if (in_string) {
-            h = mix(h, (unsigned char)c);
+            const char *run = p; /* the string's plain bytes up to its quote or next escape, hashed at once */
+            while (run < end && *run != '"' && *run != '\\') run++;
+            if (run > p) {
+                mix_bytes(&h, p, run - p);
+                p = run;
+                continue;
+            }
+            mix(&h, (unsigned char)c);
             if (c == '\\' && p + 1 < end) {
                 p++;
-                h = mix(h, (unsigned char)*p);
+                mix(&h, (unsigned char)*p);
             } else if (c == '"') {
                 in_string = 0;
                 previous = c;
@@ -229,7 +278,7 @@ static uint64_t line_skeleton(const char *p, const char *end) {
         }
         if (depth == 1 && previous == ':' && (c == '-' || is_digit(c) || c == 'N' || c == 'I' || c == 'n')) {
             while (p < end && *p != ',' && *p != '}' && !is_space(*p)) p++;
-            h = mix(h, SLOT_MARK);
+            mix(&h, SLOT_MARK);
             previous = '0';
             continue;
         }
@@ -237,19 +286,19 @@ static uint64_t line_skeleton(const char *p, const char *end) {
         else if (c == '{' || c == '[') depth++;
         else if (c == '}' || c == ']') depth--;
         if (!is_space(c)) previous = c;
-        h = mix(h, (unsigned char)c);
+        mix(&h, (unsigned char)c);
         p++;
     }
-    return h;
+    return hash_done(&h);
 }
 
 static uint64_t template_skeleton(const Template *t) {
-    uint64_t h = FNV_OFFSET;
+    Hash h = {FNV_OFFSET, 0, 0};
     for (Py_ssize_t i = 0; i < t->count; i++) {
-        for (Py_ssize_t j = 0; j < t->size[i]; j++) h = mix(h, (unsigned char)t->data[i][j]);
-        if (i + 1 < t->count) h = mix(h, SLOT_MARK);
+        for (Py_ssize_t j = 0; j < t->size[i]; j++) mix(&h, (unsigned char)t->data[i][j]);
+        if (i + 1 < t->count) mix(&h, SLOT_MARK);
     }
-    return h;
+    return hash_done(&h);
 }
 
 /* Open addressing over the templates' skeletons: slots hold template index + 1 (0: empty). */
@@ -395,6 +444,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         Py_ssize_t pos = lo;
         Py_BEGIN_ALLOW_THREADS;
         Py_ssize_t last = 0;
+        int misses = 0; /* lines in a row whose template was not the line before's (at most 2) */
         while (scanned < lines) {
             const char *line = base + pos;
             const char *newline = memchr(line, '\n', (size_t)(hi - pos));
@@ -402,18 +452,22 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             int32_t kind = -1;
             int full = 0;
             if (ntemplates > 0) {
-                kind = try_template(line, end, parsed, last, room, &written, value_out, flag_out, &full);
+                /* the last template first, unless two lines in a row had another: lines that change shape line
+                   after line (a phase per rank) then go straight to their skeleton */
+                Py_ssize_t tried = misses < 2 ? last : -1;
+                if (tried >= 0) kind = try_template(line, end, parsed, last, room, &written, value_out, flag_out, &full);
                 if (kind < 0 && !full) {
                     uint64_t skeleton = line_skeleton(line, end);
                     for (uint64_t at = skeleton & index.mask; index.slots[at] && kind < 0 && !full;
                          at = (at + 1) & index.mask) {
                         Py_ssize_t t = index.slots[at] - 1;
-                        if (t != last && parsed[t].skeleton == skeleton)
+                        if (t != tried && parsed[t].skeleton == skeleton)
                             kind = try_template(line, end, parsed, t, room, &written, value_out, flag_out, &full);
                     }
                 }
                 for (Py_ssize_t t = 0; kind < 0 && !full && ntemplates <= LINEAR_TEMPLATES && t < ntemplates; t++)
-                    if (t != last) kind = try_template(line, end, parsed, t, room, &written, value_out, flag_out, &full);
+                    if (t != tried) kind = try_template(line, end, parsed, t, room, &written, value_out, flag_out, &full);
+                misses = kind >= 0 && kind == last ? 0 : misses < 2 ? misses + 1 : 2;
                 if (kind >= 0) last = kind;
             }
             if (full) break;
