@@ -31,7 +31,7 @@ import multiprocessing.context
 import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -457,29 +457,34 @@ def _reading(work: Sequence[tuple[HourStore, Sequence[_Part]]], workers: int, ni
         return
     order = sorted(jobs, key=lambda job: -sizes[job[1].path])  # the biggest first: the workers finish together
     pool = None
+    futures: dict[Future[bool], tuple[HourStore, _Part]] = {}
     try:
         pool = ProcessPoolExecutor(
             workers, mp_context=_context(), initializer=_start, initargs=(nice, _cache_settings())
         )
-        futures = [
-            pool.submit(_read_to_cache, str(store.dashboard), store.stream, str(part.path), store.save_columns)
-            for store, part in order
-        ]
+        for store, part in order:
+            future = pool.submit(_read_to_cache, str(store.dashboard), store.stream, str(part.path), store.save_columns)
+            futures[future] = (store, part)
     except (OSError, RuntimeError, ValueError, BrokenProcessPool):
-        futures = []  # the stores read them themselves
+        pass  # the stores read what no worker took themselves
+    restored: set[int] = set()
     try:
         yield
     finally:
         try:
-            for future in futures:
+            for future in as_completed(futures):  # each hour restored as soon as its worker is done
                 future.result()
+                store, part = futures[future]
+                store._restore(part)
+                restored.add(id(part))
         except (OSError, RuntimeError, ValueError, BrokenProcessPool):
             pass  # what a worker did not save, its store reads itself
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
     for store, part in jobs:
-        store._restore(part)
+        if id(part) not in restored:
+            store._restore(part)
 
 
 @contextlib.contextmanager
