@@ -165,7 +165,7 @@ class RunFollower:
                 key = (
                     self.phases.records(),
                     self.phases.newest_mtime(),
-                    len(self.phases.partitions()),
+                    self.phases.count(),
                     self._attempt_start,
                 )
                 if key != self._markers_of:  # the digests changed: join them again (20k markers a week)

@@ -9,6 +9,7 @@ around it. Reads no file itself (its tail does, when the reader polls it).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -94,8 +95,10 @@ def hour_overlaps(hour: float | None, since: float | None, until: float | None) 
     return (since is None or hour + HOUR_SECONDS > since) and (until is None or hour <= until)
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def hour_of(name: str) -> float | None:
-    """``20260820_10.jsonl`` -> the epoch second 2026-08-20T10:00Z; None for any other name."""
+    """``20260820_10.jsonl`` -> the epoch second 2026-08-20T10:00Z; None for any other name (remembered: every
+    refresh lists every hour file of a stream, a month of them)."""
     stem, ext = name[:11], name[11:]
     digits = stem[:8] + stem[9:]
     if ext != ".jsonl" or stem[8:9] != "_" or not (digits.isascii() and digits.isdigit()):

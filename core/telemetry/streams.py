@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
 
+from miles_tui.core.base.dir_listing import FolderListing
 from miles_tui.core.base.errors import StreamError, UnreadableFileError
 from miles_tui.core.base.run_files import META_MAX_BYTES, os_error_message, read_json
 from miles_tui.core.base.tail import ReadHook, StreamReset, TailFile, TailRead
@@ -179,6 +180,9 @@ class DashboardReader:
         self._meta_mtime: float | None = None
         self._polls = 0
         self._unlistable: set[str] = set()  # folders (and entries) already reported as unusable
+        self._listing = FolderListing()
+        self._listed: dict[str, tuple[list[os.DirEntry[str]], set[str]]] = {}
+        """stream -> (its folder's listing as last read, the paths in it)."""
         self._pending: list[StreamError] = []  # problems found by a window query, reported by the next poll
 
     @property
@@ -411,8 +415,7 @@ class DashboardReader:
     def _list(self, directory: Path, problems: list[StreamError]) -> list[os.DirEntry[str]] | None:
         """The folder's entries; a missing folder is empty, an unlistable one None and a problem (said once)."""
         try:
-            with os.scandir(directory) as entries:
-                listed = list(entries)
+            listed = self._listing.entries(directory)  # listed again only when the folder changed
         except (FileNotFoundError, NotADirectoryError):
             return []
         except PermissionError:
@@ -455,9 +458,15 @@ class DashboardReader:
             if files is None:
                 present.update(p.key for p in self._parts[stream] if p.hour is not None)
                 continue
+            seen = self._listed.get(stream)
+            if seen is not None and seen[0] is files:  # the same listing as last poll: nothing came or went
+                present |= seen[1]
+                continue
             new = []
+            paths = {file.path for file in files}
+            self._listed[stream] = (files, paths)
+            present |= paths
             for file in files:
-                present.add(file.path)
                 if file.path not in self._known:
                     self._known.add(file.path)  # an hourly file, or a name to ignore from now on
                     if (hour := hour_of(file.name)) is not None:

@@ -73,7 +73,7 @@ class TelemetryColumns:
 
     @staticmethod
     def _signature(store: HourStore) -> tuple[int, int]:
-        return store.records(), len(store.partitions())
+        return store.records(), store.count()
 
     def has_news(self) -> bool:
         """Whether the newest hours grew (or hours came or went) since the calls that last handed out samples

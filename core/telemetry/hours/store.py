@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from miles_tui.core.base import cache_dir
+from miles_tui.core.base.dir_listing import FolderListing
 from miles_tui.core.base.errors import StreamError
 from miles_tui.core.base.run_files import os_error_message
 from miles_tui.core.base.tail import MalformedLineError, ReadHook, TailFile
@@ -128,6 +129,9 @@ class HourStore:
         """Their niceness (the monitor's keys come first)."""
         self._read_hook = read_hook
         self._parts: dict[str, _Part] = {}
+        self._ordered: list[_Part] = []
+        """:attr:`_parts` with the flat file first, then by hour (sorted again only when the files change)."""
+        self._listing = FolderListing()
         self._said: set[str] = set()
         self._refreshes = 0
         self._hot: dict[Path, tuple[int, Columns]] = {}
@@ -142,23 +146,24 @@ class HourStore:
             found[str(flat)] = None
         folder = self.dashboard / self.stream
         try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    hour = hour_of(entry.name)
-                    if hour is not None:
-                        found[entry.path] = hour
+            for entry in self._listing.entries(folder):  # listed again only when the folder changed
+                hour = hour_of(entry.name)
+                if hour is not None:
+                    found[entry.path] = hour
         except (FileNotFoundError, NotADirectoryError):
             pass
         except OSError as err:
             if str(folder) not in self._said:
                 self._said.add(str(folder))
                 problems.append(StreamError(f"{os_error_message(folder, err)}; the stream is skipped", folder))
-        for gone in set(self._parts) - set(found):
-            del self._parts[gone]
-        for path, hour in found.items():
-            if path not in self._parts:
-                self._parts[path] = self._part(Path(path), hour)
-        return sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        if found.keys() != self._parts.keys():
+            for gone in set(self._parts) - set(found):
+                del self._parts[gone]
+            for path, hour in found.items():
+                if path not in self._parts:
+                    self._parts[path] = self._part(Path(path), hour)
+            self._ordered = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        return list(self._ordered)
 
     def _part(self, path: Path, hour: float | None) -> _Part:
         tail: TailFile[Columns] = TailFile(path, _unused, read_hook=self._read_hook, decode_block=self._decoder(path))
@@ -175,8 +180,11 @@ class HourStore:
 
     def partitions(self) -> list[tuple[Path, float | None, bool]]:
         """(file, hour, read) of every partition known, flat file first, then by hour."""
-        parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
-        return [(p.path, p.hour, p.restored) for p in parts]
+        return [(p.path, p.hour, p.restored) for p in self._ordered]
+
+    def count(self) -> int:
+        """Partitions known (as :meth:`partitions` lists them)."""
+        return len(self._parts)
 
     # -- reading ---------------------------------------------------------------------------------------------
 
@@ -354,7 +362,7 @@ class HourStore:
     def columns(self, since: float | None = None, until: float | None = None) -> Columns:
         """The records of the partitions refreshed so far that the window touches (the whole of each: filter
         by time yourself), in partition order."""
-        parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        parts = self._ordered
         chosen = [p for p in parts if p.restored and p.overlaps(since, until) and self._samples_in(p, since, until)]
         return concat([self._columns(p) for p in chosen], self.stream)
 
@@ -369,7 +377,7 @@ class HourStore:
 
     def buckets(self, width: float, since: float | None = None, until: float | None = None) -> GpuBuckets:
         """``gpu_util``'s bucket summaries of the partitions refreshed so far that the window touches."""
-        parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        parts = self._ordered
         return merge([p.buckets[width] for p in parts if p.restored and p.buckets and p.overlaps(since, until)], width)
 
     def lane_last_seen(self) -> dict[tuple[Any, Any], float]:
@@ -388,17 +396,17 @@ class HourStore:
     def phase_covers(self, width: float, since: float | None = None) -> list[PhaseCover]:
         """``phases``' covers of ``width`` of the partitions refreshed so far that may hold time after ``since``
         (a phase is filed by its end hour)."""
-        parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        parts = self._ordered
         return [p.covers[width] for p in parts if p.covers and p.overlaps(since, None)]
 
     def engine_digests(self) -> list[EngineDigest]:
         """``engine_series``' digests of the partitions refreshed so far, in partition order."""
-        parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        parts = self._ordered
         return [p.engines for p in parts if p.engines is not None]
 
     def phase_digests(self) -> list[PhaseDigest]:
         """``phases``' digests of the partitions refreshed so far, in partition order."""
-        parts = sorted(self._parts.values(), key=lambda p: -1.0 if p.hour is None else p.hour)
+        parts = self._ordered
         return [p.digest for p in parts if p.digest is not None]
 
     def earliest(self) -> float | None:
