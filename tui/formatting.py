@@ -227,6 +227,19 @@ def duration(seconds: float | None, *, padded: bool = False, minutes: bool = Fal
     return _two_units(days, "d", rest, "h", padded)
 
 
+def cadence(seconds: float | None) -> str:
+    """How often something is sampled: rounded, not floored as :func:`duration` counts time gone by (a 0.9998 s
+    sampler is ``1s``, never ``0s``); under a second to one significant digit (``0.5s``); from a minute up as
+    :func:`duration` with ``minutes``."""
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        return MISSING
+    if seconds < 0.95:
+        return f"{significant(seconds, 1)}s"
+    if seconds < 59.5:
+        return f"{round(seconds)}s"
+    return duration(seconds, minutes=True)
+
+
 def _two_units(large: int, large_unit: str, small: int, small_unit: str, padded: bool) -> str:
     return f"{large}{large_unit}{small:02d}{small_unit}" if small or padded else f"{large}{large_unit}"
 

@@ -16,7 +16,7 @@ from miles_tui.core.analysis import (
     sample_outliers,
 )
 from miles_tui.core.dump import Run, StepSummary
-from miles_tui.tui.formatting import MISSING, UNREAD, duration
+from miles_tui.tui.formatting import MISSING, UNREAD, cadence, duration
 from miles_tui.tui.views.compare_rows import GROUP_COLUMNS, TRACE_COLUMNS, delta_text, group_cells, headline, trace_rows
 from miles_tui.tui.views.outlier_rows import SAMPLE_COLUMNS, sample_cells
 from tests.conftest import EPOCH
@@ -141,3 +141,13 @@ def test_one_duration_formatter_for_ages_windows_and_ticks(
 ) -> None:
     """Ages pad the smaller unit (columns hold still), window lengths are exact, tick labels round to minutes."""
     assert duration(seconds, padded=padded, minutes=minutes) == shown
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(0.9998, "1s"), (1.0004, "1s"), (0.5, "0.5s"), (14.7, "15s"), (59.6, "1m"), (600.2, "10m"), (0, MISSING),
+     (None, MISSING), (float("inf"), MISSING)],
+)  # fmt: skip
+def test_a_sampling_cadence_is_rounded_never_floored_to_every_0s(seconds: float | None, shown: str) -> None:
+    """The GPU view's title said ``every 0s`` for a 1 s sampler whose median gap was 0.9998 s."""
+    assert cadence(seconds) == shown

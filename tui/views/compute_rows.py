@@ -25,7 +25,7 @@ from miles_tui.core.analysis import ComputeView, FleetSummary, LaneHealth, Liven
 from miles_tui.core.analysis.engine_lanes import EngineActivity
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import BandKey, Frame, Lane, PhaseBand
-from miles_tui.tui.formatting import MISSING, duration, fixed, memory, share_text, util_text
+from miles_tui.tui.formatting import MISSING, cadence, duration, fixed, memory, share_text, util_text
 from miles_tui.tui.renderers.heat_strip import time_axis
 from miles_tui.tui.views.heat_row import HeatRow
 
@@ -301,7 +301,7 @@ def title(view: ComputeView, picked: str) -> Text:
     nodes = len({lane[0] for lane in grid.lanes})
     text.append(f" · {len(grid.lanes)} GPUs on {nodes} node{'s' if nodes != 1 else ''}")
     if view.interval:
-        text.append(f" · every {duration(view.interval, minutes=True)}")
+        text.append(f" · every {cadence(view.interval)}")
     if view.resolution:
         text.append(f" · {duration(view.resolution, minutes=True)} buckets", style="dim")
     text.append(f" · {inert(picked)}", style="dim")

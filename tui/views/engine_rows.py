@@ -15,7 +15,7 @@ from rich.text import Text
 from miles_tui.core.analysis import ABORT_RATE, EngineBlock, EngineView
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import CACHE_HIT_RATE, GEN_THROUGHPUT, QUEUED, RUNNING, TOKEN_USAGE
-from miles_tui.tui.formatting import MISSING, OVERFLOW, duration, fixed, magnitude, percent_fine
+from miles_tui.tui.formatting import MISSING, OVERFLOW, cadence, duration, fixed, magnitude, percent_fine
 
 TITLES: Final = {
     RUNNING: "running reqs",
@@ -168,7 +168,7 @@ def title(view: EngineView, selected: int) -> Text:
     count = len(view.engines)
     text.append(f" · {count} engine{'s' if count != 1 else ''}")
     if view.interval:
-        text.append(f" · every {duration(view.interval, minutes=True)}")
+        text.append(f" · every {cadence(view.interval)}")
     if view.engines:
         block = view.engines[selected]
         ranks = f", {len(block.dp_ranks)} DP ranks" if block.dp_ranks else ""
