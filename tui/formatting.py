@@ -237,7 +237,7 @@ def cadence(seconds: float | None) -> str:
         return f"{significant(seconds, 1)}s"
     if seconds < 59.5:
         return f"{round(seconds)}s"
-    return duration(seconds, minutes=True)
+    return duration(max(60.0, seconds), minutes=True)
 
 
 def _two_units(large: int, large_unit: str, small: int, small_unit: str, padded: bool) -> str:
