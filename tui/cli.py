@@ -375,7 +375,14 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     from miles_tui.core.commands.report import build_report, render_report
+    from miles_tui.core.dump.run_dir import RunDir
 
+    for other in args.baseline:  # a mistyped --baseline is a command-line error, not a report without deltas
+        try:
+            RunDir(other).require_dump_folder()
+        except RunDirError as err:
+            print(inert(f"miles-tui: --baseline {err}"), file=sys.stderr)
+            return 2
     try:
         report = build_report(
             Path(args.run_dir), time.time(), low_mfu_threshold=_low_mfu_threshold(args), quiet_ok=args.quiet_ok

@@ -206,13 +206,24 @@ def test_report_baseline_of_a_demo_run_against_its_copy_is_zero(
     assert "step 3 (run vs baseline): reward " in text and "(Δ +0.000)" in text and "(Δ +0pt)" in text
 
 
-def test_report_with_an_unusable_baseline_says_so_and_reports_the_run(
+def test_report_refuses_a_baseline_that_is_not_a_run_as_a_command_line_error(
     demo_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A mistyped --baseline exits 2 (a command line naming an unusable path), printing no report: a script
+    reading exit 0 would take a report without its deltas for one with them."""
     (tmp_path / "plain").mkdir()
-    status, out, err = _report([str(demo_run), "--baseline", str(tmp_path / "plain"), "--json"], capsys)
+    for other in (tmp_path / "plain", tmp_path / "nonexistent"):
+        status, out, err = _report([str(demo_run), "--baseline", str(other), "--json"], capsys)
+        assert status == 2 and out == ""
+        assert err.count("\n") == 1 and err.startswith(f"miles-tui: --baseline {other}: ")
+        assert "Traceback" not in err
+
+
+def test_a_baseline_run_without_train_steps_is_reported_as_such(
+    demo_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "young" / "rollout_data").mkdir(parents=True)
+    status, out, _ = _report([str(demo_run), "--baseline", str(tmp_path / "young"), "--json"], capsys)
     (entry,) = json.loads(out)["baselines"]
     assert status == _report([str(demo_run)], capsys)[0]
-    assert entry["error"].startswith(f"{tmp_path / 'plain'}: not usable as a baseline: not a --dump-details folder")
-    assert err.count("\n") == 1 and err.startswith(f"miles-tui: --baseline {tmp_path / 'plain'}: not usable")
-    assert "Traceback" not in err
+    assert entry["error"] is None and entry["latest"] is None and entry["steps_in_common"] == 0
