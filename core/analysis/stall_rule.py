@@ -36,11 +36,19 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def duration_text(seconds: float) -> str:
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f}h"
-    if seconds >= 60:
-        return f"{seconds / 60:.0f}min"
-    return f"{seconds:.0f}s"
+    """An advisory's duration in its two largest units, as the monitor writes ages: ``45s``, ``7min``,
+    ``3h20m``, ``106d06h`` (a stopped run's ``9181595s`` and ``2550.4h`` read as nothing)."""
+    total = max(0, round(seconds)) if math.isfinite(seconds) else 0
+    if total < 60:
+        return f"{total}s"
+    minutes = round(total / 60)
+    if minutes < 60:
+        return f"{minutes}min"
+    if minutes < 48 * 60:
+        hours, rest = divmod(minutes, 60)
+        return f"{hours}h{rest:02d}m" if rest else f"{hours}h"
+    days, rest = divmod(round(total / 3600), 24)
+    return f"{days}d{rest:02d}h" if rest else f"{days}d"
 
 
 STALL_FACTOR: Final = 6.0

@@ -40,6 +40,7 @@ from miles_tui.core.analysis import (
 from miles_tui.core.analysis.advisories import worst_level
 from miles_tui.core.analysis.engine_advisories import engine_figures, figures_from_digests
 from miles_tui.core.analysis.phase_markers import open_phase_count
+from miles_tui.core.analysis.stall_rule import duration_text
 from miles_tui.core.analysis.stream_advisories import TelemetryFacts, step_times, telemetry_advisories
 from miles_tui.core.base.errors import StreamError
 from miles_tui.core.base.export_window import utc_text
@@ -231,7 +232,7 @@ def _state_line(report: Report) -> str:
     if clock.last_data is None:
         return f"state: {clock.state.value}, no data yet"
     source = "newest record" if clock.from_records else "newest file write"
-    age = f"{report.data_age:.0f}s ago" if report.data_age is not None else ""
+    age = f"{duration_text(report.data_age)} ago" if report.data_age is not None else ""
     word = {RunState.ENDED: "ended", RunState.QUIET: "quiet since", RunState.LIVE: "live, last data"}
     head = word.get(clock.state, clock.state.value)
     if clock.state is RunState.ENDED:
@@ -259,7 +260,7 @@ def render_report(report: Report) -> str:
     if report.latest is not None:
         steps += f", latest {report.latest}"
     if report.data_age is not None:
-        steps += f", newest data {report.data_age:.0f}s old"
+        steps += f", newest data {duration_text(report.data_age)} old"
     lines.append(steps)
     lines.append(_state_line(report))
     summary = report.latest_summary
