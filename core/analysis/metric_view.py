@@ -427,6 +427,10 @@ class PlotData:
     """The smoothing weight applied (0: none)."""
     points: int
     """Points of the full series (before downsampling)."""
+    window: tuple[float, float] | None = None
+    """The step window drawn (None: the whole series); :attr:`x_lo` and :attr:`x_hi` are its ends then."""
+    hidden: int = 0
+    """Points of the window that are not drawn: not positive on a log axis (a log axis has no place for them)."""
 
 
 def _finite_range(arrays: Sequence[FloatArray]) -> tuple[float | None, float | None]:
@@ -438,9 +442,14 @@ def _finite_range(arrays: Sequence[FloatArray]) -> tuple[float | None, float | N
 
 
 def plot_data(
-    series: MetricSeries | ChartSeries, max_points: int, smoothing: float = 0.0, log_y: bool = False
+    series: MetricSeries | ChartSeries,
+    max_points: int,
+    smoothing: float = 0.0,
+    log_y: bool = False,
+    steps: tuple[float, float] | None = None,
 ) -> PlotData:
-    """What one chart draws: step order, smoothing (on the linear values), log safety, then downsampling.
+    """What one chart draws: step order, smoothing (on the linear values, over the whole series), log safety, the
+    step window (``steps``: first and last step shown, None for all), then downsampling.
 
     A reduced :class:`ChartSeries` brings its smoothed line (computed on the whole series) and its count.
     """
@@ -451,6 +460,11 @@ def plot_data(
     if smoothing > 0 and len(raw):
         given = chart.smooth.get(smoothing)
         smooth = given if given is not None else ema(raw, smoothing_alpha(smoothing))
+    if steps is not None:
+        keep = (x >= steps[0]) & (x <= steps[1])
+        x, raw = x[keep], raw[keep]
+        smooth = smooth[keep] if len(smooth) else smooth
+    hidden = int((np.isfinite(raw) & (raw <= 0)).sum()) if log_y else 0
     if log_y:
         with np.errstate(divide="ignore"):
             raw = np.log10(log_safe(raw))
@@ -460,6 +474,7 @@ def plot_data(
     half = max(2, max_points // 2)
     smooth_x, drawn_smooth = downsample(x, smooth, half) if len(smooth) else (np.zeros(0), np.zeros(0))
     lo, hi = _finite_range([drawn_raw, drawn_smooth])
+    x_lo, x_hi = (float(x[0]), float(x[-1])) if len(x) else (None, None)
     return PlotData(
         key=ordered.key,
         x_key=ordered.x_key,
@@ -469,9 +484,11 @@ def plot_data(
         smooth=drawn_smooth,
         lo=lo,
         hi=hi,
-        x_lo=float(x[0]) if len(x) else None,
-        x_hi=float(x[-1]) if len(x) else None,
+        x_lo=steps[0] if steps is not None else x_lo,
+        x_hi=steps[1] if steps is not None else x_hi,
         log_y=log_y,
         smoothing=smoothing,
         points=chart.total,
+        window=steps,
+        hidden=hidden,
     )

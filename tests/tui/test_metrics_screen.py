@@ -21,6 +21,7 @@ from textual.widgets import Input, Label, Static
 from miles_tui.core.analysis import chart_keys, chart_series, group_keys, plot_data
 from miles_tui.core.analysis.metric_view import ema
 from miles_tui.core.telemetry import MetricStore
+from miles_tui.core.telemetry.metrics.metric_store import MetricSeries
 from miles_tui.tui.app import MilesApp
 from miles_tui.tui.formatting import metric_value
 from miles_tui.tui.model.messages import TelemetryAppended
@@ -28,7 +29,7 @@ from miles_tui.tui.renderers.plot import ansi_strips, step_tick, tick_labels, y_
 from miles_tui.tui.screens.metrics_screen import LOADING_NOTE, MetricsScreen
 from miles_tui.tui.screens.overview_screen import OverviewScreen
 from miles_tui.tui.views.metric_lines import NO_METRICS_NOTE, NOTHING_YET_NOTE
-from miles_tui.tui.widgets.metric_chart import MetricChart, chart_body
+from miles_tui.tui.widgets.metric_chart import MetricChart, chart_body, chart_title
 from miles_tui.tui.widgets.run_header import RunHeader
 from tests.conftest import EPOCH, GOLDEN, stamp, write_demo_run
 from tests.harness import frozen_app, settle
@@ -204,6 +205,58 @@ async def test_inspector_shows_the_store_values_at_the_cursor(golden_copy: Any) 
         await pilot.press("c")
         assert screen.cursor is None and screen.inspected() == {}
         assert all(chart.cursor is None for chart in screen.charts.values())
+
+
+async def test_zoom_narrows_every_chart_to_a_step_window_around_the_cursor(golden_copy: Any) -> None:
+    """The web dashboard's drag-zoom, from the keyboard: + halves the steps shown around the cursor (else keeping
+    the newest), - doubles them, 0 shows every step; a cursor moved out of the window slides it."""
+    app = frozen_app(golden_copy("live_streams"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open(app, pilot)
+        status = screen.query_one("#metrics-status", Label)
+        loss = screen.charts["train/loss"]
+        assert loss.series is not None
+        steps = loss.series.series.step
+        first, last = float(screen._cursor_stops()[0]), float(screen._cursor_stops()[-1])
+        await pilot.press("plus")
+        await pilot.pause()
+        half = (first + last) / 2
+        assert screen.view.steps == (half, last) and loss.view.steps == (half, last)
+        assert f"steps {round(half)}–{round(last)}" in _text(status)
+        data = loss.plot_data(loss.content_size.width)
+        assert data is not None and (data.x_lo, data.x_hi) == (half, last)
+        inside = steps[(steps >= half) & (steps <= last)]
+        assert data.x.min() == inside.min() and data.x.max() == inside.max(), "only the window's points"
+        values = loss.series.series.value[(steps >= half) & (steps <= last)]
+        assert (data.lo, data.hi) == (values.min(), values.max()), "the y axis fits the window"
+        await pilot.press("right", "left", "left")  # the cursor: the newest step, then two back
+        await pilot.press("plus")
+        await pilot.pause()
+        lo, hi = screen.view.steps or (0, 0)
+        assert lo <= 177 <= hi and hi - lo == pytest.approx((last - half) / 2), "zoomed around the cursor"
+        for _ in range(int(hi - lo) + 5):
+            await pilot.press("shift+left")
+        await pilot.pause()
+        assert screen.cursor is not None and screen.view.steps is not None
+        assert screen.view.steps[0] <= screen.cursor <= screen.view.steps[1], "the window follows the cursor"
+        await pilot.press("minus")
+        await pilot.press("0")
+        await pilot.pause()
+        assert screen.view.steps is None and "steps " not in _text(status)
+        await pilot.press("minus")
+        await pilot.pause()
+        assert screen.view.steps is None
+
+
+def test_a_log_axis_counts_the_points_it_cannot_draw() -> None:
+    """Log-y used to leave out losses <= 0 without a word: the chart's title counts them."""
+    values = np.array([0.5, -0.2, 0.0, 0.3, 0.1, np.nan])
+    series = MetricSeries("train/loss", "rollout_id", np.arange(6), np.arange(6.0), values, np.zeros(6))
+    data = plot_data(series, 100, log_y=True)
+    assert data.hidden == 2, "NaN is a gap on any axis; only -0.2 and 0.0 have no place on a log one"
+    assert "2 ≤0 not drawn" in chart_title("train/loss", "rollout_id", None, None, 80, data.hidden).plain
+    assert "not drawn" not in chart_title("train/loss", "rollout_id", None, None, 80, 0).plain
+    assert plot_data(series, 100, log_y=True, steps=(3.0, 5.0)).hidden == 0, "counted in the window only"
 
 
 async def test_a_costly_read_spaces_out_the_next_live_update(tmp_path: Path) -> None:

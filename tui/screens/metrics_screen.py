@@ -44,6 +44,7 @@ from miles_tui.core.analysis import (
     step_union,
     values_at,
 )
+from miles_tui.core.analysis.step_window import window_holding, zoom_steps
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import MetricSeries
 from miles_tui.tui.model.messages import StepsSummarized, TelemetryAppended
@@ -96,6 +97,9 @@ class MetricsScreen(MonitorScreen):
         Binding("shift+left", "cursor(-10)", "Cursor 10 steps back", show=False),
         Binding("shift+right", "cursor(10)", "Cursor 10 steps on", show=False),
         Binding("c", "clear_cursor", "Cursor off", show=False),
+        Binding("plus,equals_sign", "zoom(-1)", "Zoom in", key_display="+"),
+        Binding("minus", "zoom(1)", "Zoom out", key_display="-", show=False),
+        Binding("0", "whole_run", "Every step", show=False),
         Binding("tab", "select_chart(1)", "Select a chart: the inspector says what it means", show=False),
         Binding("shift+tab", "select_chart(-1)", "Previous chart", show=False),
         Binding("W", "app.copy_wandb", "Copy the W&B run URL", key_display="W", show=False),
@@ -470,9 +474,29 @@ class MetricsScreen(MonitorScreen):
     def action_clear_cursor(self) -> None:
         self.set_cursor(None)
 
+    def action_zoom(self, direction: int) -> None:
+        """Halve (-1) or double (1) the steps every chart shows, around the step cursor (else keeping the newest
+        step); out to the whole run."""
+        stops = self._cursor_stops()
+        extent = (float(stops[0]), float(stops[-1])) if len(stops) else None
+        window = zoom_steps(self.view.steps, extent, direction, self.cursor)
+        if window == self.view.steps:
+            self.notify("the charts show every step already" if window is None else "zoomed in as far as it goes",
+                        timeout=3)  # fmt: skip
+            return
+        self._set_view(replace(self.view, steps=window))
+
+    def action_whole_run(self) -> None:
+        if self.view.steps is not None:
+            self._set_view(replace(self.view, steps=None))
+
     def set_cursor(self, step: float | None) -> None:
-        """Put the step cursor on every chart (None: remove it)."""
+        """Put the step cursor on every chart (None: remove it); a zoomed view slides to keep it in sight."""
         self.cursor = step
+        if step is not None and self.view.steps is not None:
+            held = window_holding(self.view.steps, step)
+            if held != self.view.steps:
+                self._set_view(replace(self.view, steps=held))
         for chart in self.charts.values():
             chart.cursor = step
         self._refresh_inspector()

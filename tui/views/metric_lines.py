@@ -25,7 +25,9 @@ class ChartView:
     smoothing: float = 0.0
     """EMA smoothing weight (weight of the past; 0: off)."""
     log_y: bool = False
-    """Log-scaled y axis (non-positive values are gaps)."""
+    """Log-scaled y axis (non-positive values are gaps, counted in each chart's title)."""
+    steps: tuple[float, float] | None = None
+    """The step window every chart shows (None: the whole run): ``+``/``-`` zoom, ``0`` the whole run."""
 
 
 Source = Literal["metrics", "dump", "none"]
@@ -49,6 +51,10 @@ def status_line(source: Source, shown: int, total: int, pattern: str, view: Char
     if pattern:
         text.append(" · filter ")
         text.append(repr(pattern), style="bold")
+    if view.steps is not None:
+        text.append(" · steps ")
+        text.append(f"{step_label(round(view.steps[0]))}–{step_label(round(view.steps[1]))}", style="bold")
+        text.append(" (0: all)", style="dim")
     text.append(" · y: ")
     text.append("log" if view.log_y else "linear", style="bold" if view.log_y else "")
     text.append(" · smoothing: ")

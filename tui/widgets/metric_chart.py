@@ -34,7 +34,7 @@ from textual.widget import Widget
 
 from miles_tui.core.analysis import ChartSeries, PlotData, PointAt, plot_data, value_at
 from miles_tui.core.base.inert_text import inert
-from miles_tui.tui.formatting import MISSING, metric_value, step_label
+from miles_tui.tui.formatting import MISSING, count_text, metric_value, step_label
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.renderers.plot import int_ticks, step_tick, tick_labels, y_ticks
 from miles_tui.tui.views.metric_lines import ChartView
@@ -90,6 +90,8 @@ def chart_body(
         return _note("(too small for a chart)", width, base)
     if data.lo is None or data.hi is None or data.x_lo is None or data.x_hi is None:
         why = "no positive values to draw on a log axis" if data.log_y and data.points else "no numeric values yet"
+        if data.window is not None and data.points and not data.hidden:
+            why = f"no value in steps {step_label(round(data.window[0]))}–{step_label(round(data.window[1]))}"
         return _note(why, width, base)
     drawn = [(d, o) for d, o in overlays if d.lo is not None and d.hi is not None]
     lo, hi = _span([data.lo, *(d.lo for d, _ in drawn)])[0], _span([data.hi, *(d.hi for d, _ in drawn)])[1]
@@ -120,8 +122,9 @@ def chart_body(
     return plot.to_strips(figure, color, base)
 
 
-def chart_title(key: str, x_key: str, point: PointAt | None, cursor: float | None, width: int) -> Text:
-    """``key  x: x_key`` and, right-aligned, ``@step value``: the point at the cursor, or the last one.
+def chart_title(key: str, x_key: str, point: PointAt | None, cursor: float | None, width: int, hidden: int = 0) -> Text:
+    """``key  x: x_key`` and, right-aligned, ``@step value``: the point at the cursor, or the last one; on a log
+    axis, ``N ≤0 not drawn`` after the key when points are left out.
 
     When ``width`` is short the x key is cut first, then the key.
     """
@@ -130,6 +133,8 @@ def chart_title(key: str, x_key: str, point: PointAt | None, cursor: float | Non
     else:
         value = Text.assemble((f"@{step_label(point.step)} ", "dim"), (metric_value(point.value), "bold"))
     text = Text(inert(key), style="bold", no_wrap=True, overflow="ellipsis")
+    if hidden:
+        text.append(f"  {count_text(hidden)} ≤0 not drawn", style="yellow")
     room = width - text.cell_len - value.cell_len - 2
     if room > 6:
         x_text = Text(f"  x: {inert(x_key)}", style="dim")
@@ -200,7 +205,7 @@ class MetricChart(Widget, can_focus=True):
     def _overlay_data(self, width: int) -> list[tuple[PlotData, Overlay]]:
         points = plot_points(width)
         return [
-            (plot_data(o.series, points, self.view.smoothing, self.view.log_y), o)
+            (plot_data(o.series, points, self.view.smoothing, self.view.log_y, self.view.steps), o)
             for o in self.overlays
             if o.series is not None
         ]
@@ -222,7 +227,7 @@ class MetricChart(Widget, can_focus=True):
         cached = self._data
         if cached is not None and cached[0] is series and cached[1] == self.view and cached[2] == points:
             return cached[3]
-        data = plot_data(series, points, self.view.smoothing, self.view.log_y)
+        data = plot_data(series, points, self.view.smoothing, self.view.log_y, self.view.steps)
         self._data = (series, self.view, points, data)
         return data
 
@@ -242,7 +247,7 @@ class MetricChart(Widget, can_focus=True):
             assert data is not None
             kept = series.series
             point = value_at(kept, math.inf if self.cursor is None else self.cursor)
-            title = chart_title(kept.key, kept.x_key, point, self.cursor, width)
+            title = chart_title(kept.key, kept.x_key, point, self.cursor, width, data.hidden)
             rows = [Strip(title.render(self.app.console)).apply_style(base)]
             if overlays:
                 legend = legend_line(kept, overlays, self.cursor, width, metric_value, step_label)
