@@ -117,6 +117,10 @@ async def test_compare_shows_deltas_moves_steps_and_traces_a_group(golden_copy: 
         await pilot.press("right_curly_bracket")  # A: step 1
         await settle(pilot)
         assert (screen.a, screen.b) == (1, 2)
+        await pilot.press("right_curly_bracket", "left_square_bracket")  # neither passes the other: said, not done
+        await settle(pilot)
+        assert (screen.a, screen.b) == (1, 2)
+        assert any("A stays before B" in n.message for n in app._notifications)
         await pilot.press("down", "enter")  # group 1 across the steps
         await settle(pilot)
         keys = [row.key for row in table.rows]

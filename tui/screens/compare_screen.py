@@ -239,6 +239,14 @@ class CompareScreen(MonitorScreen):
             self.notify(f"no {'later' if delta > 0 else 'earlier'} step for {which.upper()}", timeout=2)
             return
         target = min(candidates) if delta > 0 else max(candidates)
+        crossing = (which == "a" and target >= self.b) or (which == "b" and target <= self.a)
+        if self.baseline is None and crossing:  # A is the earlier step: deltas read B − A, older to newer
+            self.notify(
+                f"A stays before B (A is step {self.a}, B step {self.b}): move {'B' if which == 'a' else 'A'} "
+                "first, or x to swap them",
+                timeout=3,
+            )
+            return
         if which == "a" or self.baseline is not None:  # against a baseline, B is always A's step
             self.a = target
         else:
