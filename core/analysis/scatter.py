@@ -2,13 +2,16 @@
 
 Contract: pure functions of a :class:`StepSummary`; nothing here reads a file or draws. A sample
 without a scalar reward is not a point (it is counted in :attr:`Scatter.without_reward`).
-Points are placed on a grid of ``2 × cols`` by ``4 × rows`` dots (a braille cell holds 2 × 4), row
-0 at the top (highest reward). The cursor walks points in length order (left/right) and to the
-nearest point above or below (up/down), so every point is reachable from every other.
+:func:`within_lengths` keeps the points of a length window (a zoom: the axes fit what is kept,
+and the points left out are counted). Points are placed on a grid of ``2 × cols`` by ``4 × rows``
+dots (a braille cell holds 2 × 4), row 0 at the top (highest reward). The cursor walks points in
+length order (left/right) and to the nearest point above or below (up/down), so every point is
+reachable from every other.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from miles_tui.core.dump import StepSummary
@@ -40,6 +43,8 @@ class Scatter:
     """Smallest and largest length (0, 0 when there is no point)."""
     reward_range: tuple[float, float]
     """Smallest and largest reward (0.0, 0.0 when there is no point)."""
+    outside: int = 0
+    """Points of the step left out by a length window (:func:`within_lengths`)."""
 
 
 def step_scatter(summary: StepSummary) -> Scatter:
@@ -61,6 +66,23 @@ def step_scatter(summary: StepSummary) -> Scatter:
         len(summary.rows) - len(points),
         (min(lengths), max(lengths)),
         (min(rewards), max(rewards)),
+    )
+
+
+def within_lengths(scatter: Scatter, window: tuple[float, float] | None) -> Scatter:
+    """The points whose length is in ``window`` (both ends kept; None: all), the length axis spanning the window
+    and the reward axis fitting the points kept."""
+    if window is None:
+        return scatter
+    lo, hi = window
+    kept = tuple(p for p in scatter.points if lo <= p.length <= hi)
+    rewards = [p.reward for p in kept]
+    return Scatter(
+        kept,
+        scatter.without_reward,
+        (math.floor(lo), math.ceil(hi)),
+        (min(rewards), max(rewards)) if rewards else (0.0, 0.0),
+        scatter.outside + len(scatter.points) - len(kept),
     )
 
 

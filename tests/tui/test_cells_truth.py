@@ -77,7 +77,7 @@ def _group_cell(key: str, cell: str, group: dict[str, Any], where: str) -> None:
     elif key == "truncated_frac":
         percent(cell, group[key], where)
     elif key == "zero_std":
-        first_int(cell, "zero-std" if group["zero_std"] else "–", where)
+        first_int(cell, "zero-std" if group["zero_std"] else "no", where)
     elif key != "unreadable":  # a count of the group's unreadable samples, checked per sample above
         close(cell, group[key], where)
 

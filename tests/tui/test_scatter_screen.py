@@ -74,3 +74,36 @@ def test_every_point_is_counted_where_several_share_a_cell(golden_copy: object) 
         assert shown >= truncated, (width, height, [line.plain for line in lines])  # every truncated one counted
         assert total >= len(scatter.points) - sum(ch == "+" for line in lines for ch in line.plain) * 9
     assert legend(scatter).startswith("16 samples, 6 truncated")
+
+
+async def test_zoom_keeps_the_lengths_around_the_cursor_and_counts_the_rest(demo_run: Path) -> None:
+    """+ halves the response lengths shown around the cursor's sample (the web scatter's zoom), the reward axis
+    fits what is kept, the points left out are counted; - and 0 go back."""
+    app = frozen_app(demo_run)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ScatterScreen) and screen.full is not None and screen.scatter is not None
+        everything = screen.full.points
+        sample = screen.scatter.points[screen.cursor].sample_index
+        await pilot.press("plus")
+        await settle(pilot)
+        assert screen.lengths is not None
+        low, high = screen.lengths
+        kept = [p for p in everything if low <= p.length <= high]
+        assert list(screen.scatter.points) == kept and screen.scatter.outside == len(everything) - len(kept)
+        assert screen.scatter.points[screen.cursor].sample_index == sample, "the cursor stays on its sample"
+        assert screen.scatter.reward_range == (min(p.reward for p in kept), max(p.reward for p in kept))
+        title = str(screen.query_one("#title").render())
+        assert f"{len(kept)} samples · lengths" in title and f"{screen.scatter.outside} outside" in title
+        await pilot.press("right")  # the walk stays among the points shown
+        assert low <= screen.scatter.points[screen.cursor].length <= high
+        await pilot.press("0")
+        await settle(pilot)
+        assert screen.lengths is None and screen.scatter.points == everything
+        await pilot.press("minus")
+        assert screen.lengths is None

@@ -19,6 +19,8 @@ from textual.widget import Widget
 from textual.widgets import Footer, Label
 
 from miles_tui.core.analysis import Scatter, step_cursor, step_scatter
+from miles_tui.core.analysis.scatter import within_lengths
+from miles_tui.core.analysis.step_window import zoom_steps
 from miles_tui.core.dump import StepKey, StepSummary
 from miles_tui.tui.formatting import number
 from miles_tui.tui.model.messages import StepsSummarized
@@ -61,6 +63,9 @@ class ScatterScreen(MonitorScreen):
         Binding("up,k", "walk('up')", "Higher reward", key_display="↑", show=False),
         Binding("down,j", "walk('down')", "Lower reward", key_display="↓", show=False),
         Binding("enter", "open", "Open sample"),
+        Binding("plus,equals_sign", "zoom(-1)", "Zoom in", key_display="+"),
+        Binding("minus", "zoom(1)", "Zoom out", key_display="-", show=False),
+        Binding("0", "all_lengths", "Every length", show=False),
     ]
 
     def __init__(self, rollout_id: int, evaluation: bool = False) -> None:
@@ -68,6 +73,11 @@ class ScatterScreen(MonitorScreen):
         self.rollout_id = rollout_id
         self.evaluation = evaluation
         self.scatter: Scatter | None = None
+        """The points drawn (the step's, within :attr:`lengths`)."""
+        self.full: Scatter | None = None
+        """Every point of the step."""
+        self.lengths: tuple[float, float] | None = None
+        """The response lengths shown (None: all): ``+``/``-`` zoom around the cursor's point, ``0`` all."""
         self.cursor = 0
 
     def compose(self) -> ComposeResult:
@@ -93,10 +103,23 @@ class ScatterScreen(MonitorScreen):
             self._take(summary)
 
     def _take(self, summary: StepSummary) -> None:
+        self.full = step_scatter(summary)
+        self._view()
+
+    def _view(self, center: float | None = None) -> None:
+        """Draw the step's points within :attr:`lengths`, the cursor kept on its sample (else on the point nearest
+        ``center``, else the middle one)."""
+        assert self.full is not None
         kept = self._point_sample()
-        self.scatter = step_scatter(summary)
-        ids = [p.sample_index for p in self.scatter.points]
-        self.cursor = ids.index(kept) if kept in ids else len(ids) // 2
+        self.scatter = within_lengths(self.full, self.lengths)
+        points = self.scatter.points
+        ids = [p.sample_index for p in points]
+        if kept in ids:
+            self.cursor = ids.index(kept)
+        elif center is not None and points:
+            self.cursor = min(range(len(points)), key=lambda i: abs(points[i].length - center))
+        else:
+            self.cursor = len(ids) // 2
         self._show()
 
     def _point_sample(self) -> int | None:
@@ -110,6 +133,10 @@ class ScatterScreen(MonitorScreen):
         scatter = self.scatter
         if scatter is not None:
             title.append(f" · {len(scatter.points)} samples", style="")
+            if self.lengths is not None:
+                low, high = scatter.length_range
+                title.append(f" · lengths {low}–{high}", style="bold")
+                title.append(f", {scatter.outside} outside (0: all)", style="dim")
             if scatter.without_reward:
                 title.append(f" · {scatter.without_reward} without a scalar reward (not drawn)", style="dim")
         self.query_one("#title", Label).update(title)
@@ -133,6 +160,27 @@ class ScatterScreen(MonitorScreen):
             return
         self.cursor = step_cursor(self.scatter, self.cursor, direction)
         self._show()
+
+    def action_zoom(self, direction: int) -> None:
+        """Halve (-1) or double (1) the response lengths shown, around the cursor's point; out to every length."""
+        full = self.full
+        if full is None or not full.points:
+            return
+        center = None
+        if self.scatter is not None and self.scatter.points:
+            center = float(self.scatter.points[self.cursor].length)
+        low, high = full.length_range
+        window = zoom_steps(self.lengths, (float(low), float(high)), direction, center)
+        if window == self.lengths:
+            self.notify("every length is shown" if window is None else "zoomed in as far as it goes", timeout=3)
+            return
+        self.lengths = window
+        self._view(center)
+
+    def action_all_lengths(self) -> None:
+        if self.lengths is not None:
+            self.lengths = None
+            self._view()
 
     def action_open(self) -> None:
         sample = self._point_sample()

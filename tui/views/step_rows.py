@@ -202,7 +202,7 @@ def group_cells(
             Text(number_within(group.reward_mean, _GROUP_WIDTH["reward_mean"])),
             Text(number_within(group.reward_std, _GROUP_WIDTH["reward_std"])),
         )
-        degenerate = Text("zero-std", style="bold yellow") if group.zero_std else Text("–", style="dim")
+        degenerate = Text("zero-std", style="bold yellow") if group.zero_std else Text("no", style="dim")
     if unread and pending:
         per_token = Text(f"{unread} pending…", style="yellow")
     elif unread:
