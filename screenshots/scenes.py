@@ -393,6 +393,12 @@ SCENES = (
         shows=("global L2 norm of the gradient", "step 179"),
         wide=("train/grad_norm  global L2 norm of the gradient before clipping, one value per train step",),
     ),
+    Scene(  # + zooms every chart to half the steps around the cursor: the status line names the window
+        "metrics_zoom",
+        "live_streams",
+        ("m", "~", "right", "~", "plus", "~"),
+        shows=("re:steps \\d+–179", "(0: all)", "train/grad_norm", "@179"),
+    ),
     Scene(  # a baseline run on every chart: dimmed, its letter at its last point, named in each legend with its Δ
         "metrics_baseline",
         "demo",
@@ -483,6 +489,12 @@ SCENES = (
         "demo",
         ("enter", "~", "p", "~"),
         shows=("step 5 · reward vs response length", "◆", "× truncated at the response cap", "(enter: open)"),
+    ),
+    Scene(  # + keeps the response lengths around the cursor's sample; the points left out are counted
+        "scatter_zoom",
+        "demo",
+        ("enter", "~", "p", "~", "plus", "~"),
+        shows=("re:step 5 · reward vs response length · \\d+ samples · lengths \\d+–\\d+, \\d+ outside", "◆"),
     ),
     Scene(  # a step's samples as lifecycle lanes on one axis, to the column where the train step consumed them
         "anatomy",

@@ -99,7 +99,7 @@ async def test_zoom_keeps_the_lengths_around_the_cursor_and_counts_the_rest(demo
         assert screen.scatter.points[screen.cursor].sample_index == sample, "the cursor stays on its sample"
         assert screen.scatter.reward_range == (min(p.reward for p in kept), max(p.reward for p in kept))
         title = str(screen.query_one("#title").render())
-        assert f"{len(kept)} samples · lengths" in title and f"{screen.scatter.outside} outside" in title
+        assert f"{len(kept)} samples · lengths" in title and f", {screen.scatter.outside} outside" in title
         await pilot.press("right")  # the walk stays among the points shown
         assert low <= screen.scatter.points[screen.cursor].length <= high
         await pilot.press("0")

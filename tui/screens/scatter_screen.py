@@ -129,14 +129,15 @@ class ScatterScreen(MonitorScreen):
 
     def _show(self) -> None:
         kind = "eval step" if self.evaluation else "step"
-        title = Text(f"{kind} {self.rollout_id} · reward vs response length", style="bold")
+        title = Text(f"{kind} {self.rollout_id} · reward vs response length", style="bold", no_wrap=True)
+        title.overflow = "ellipsis"
         scatter = self.scatter
         if scatter is not None:
             title.append(f" · {len(scatter.points)} samples", style="")
             if self.lengths is not None:
                 low, high = scatter.length_range
                 title.append(f" · lengths {low}–{high}", style="bold")
-                title.append(f", {scatter.outside} outside (0: all)", style="dim")
+                title.append(f", {scatter.outside} outside", style="dim")
             if scatter.without_reward:
                 title.append(f" · {scatter.without_reward} without a scalar reward (not drawn)", style="dim")
         self.query_one("#title", Label).update(title)
