@@ -397,7 +397,8 @@ SCENES = (
         "metrics_zoom",
         "live_streams",
         ("m", "~", "right", "~", "plus", "~"),
-        shows=("re:steps \\d+–179", "(0: all)", "train/grad_norm", "@179"),
+        shows=("re:train/step \\d+–179", "(0: all)", "train/grad_norm", "@179"),
+        wide=("rollout/step 30–59",),
     ),
     Scene(  # a baseline run on every chart: dimmed, its letter at its last point, named in each legend with its Δ
         "metrics_baseline",

@@ -208,44 +208,50 @@ async def test_inspector_shows_the_store_values_at_the_cursor(golden_copy: Any) 
 
 
 async def test_zoom_narrows_every_chart_to_a_step_window_around_the_cursor(golden_copy: Any) -> None:
-    """The web dashboard's drag-zoom, from the keyboard: + halves the steps shown around the cursor (else keeping
-    the newest), - doubles them, 0 shows every step; a cursor moved out of the window slides it."""
+    """The web dashboard's drag-zoom, from the keyboard: + halves the steps shown (each step key on its own: a
+    train step is not a rollout step) around the cursor where it falls among a key's steps, else keeping the
+    newest; - doubles them, 0 shows every step; a cursor moved out of a window slides it."""
     app = frozen_app(golden_copy("live_streams"))
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open(app, pilot)
         status = screen.query_one("#metrics-status", Label)
-        loss = screen.charts["train/loss"]
-        assert loss.series is not None
-        steps = loss.series.series.step
-        first, last = float(screen._cursor_stops()[0]), float(screen._cursor_stops()[-1])
+        loss, reward = screen.charts["train/loss"], screen.charts["rollout/raw_reward"]
+        assert loss.series is not None and reward.series is not None
+        assert (loss.series.series.x_key, reward.series.series.x_key) == ("train/step", "rollout/step")
+        train, rollout = loss.series.series.step, reward.series.series.step
         await pilot.press("plus")
         await pilot.pause()
-        half = (first + last) / 2
-        assert screen.view.steps == (half, last) and loss.view.steps == (half, last)
-        assert f"steps {round(half)}–{round(last)}" in _text(status)
+        half = (float(train.min()) + float(train.max())) / 2
+        rollout_half = (float(rollout.min()) + float(rollout.max())) / 2
+        assert screen.view.window("train/step") == (half, float(train.max()))
+        assert screen.view.window("rollout/step") == (rollout_half, float(rollout.max()))
+        assert f"train/step {round(half)}–179" in _text(status) and "rollout/step 30–59" in _text(status)
         data = loss.plot_data(loss.content_size.width)
-        assert data is not None and (data.x_lo, data.x_hi) == (half, last)
-        inside = steps[(steps >= half) & (steps <= last)]
-        assert data.x.min() == inside.min() and data.x.max() == inside.max(), "only the window's points"
-        values = loss.series.series.value[(steps >= half) & (steps <= last)]
+        assert data is not None and (data.x_lo, data.x_hi) == (half, float(train.max()))
+        inside = (train >= half) & (train <= train.max())
+        assert data.x.min() == train[inside].min() and data.x.max() == train[inside].max(), "the window's points"
+        values = loss.series.series.value[inside]
         assert (data.lo, data.hi) == (values.min(), values.max()), "the y axis fits the window"
+        shown = reward.plot_data(reward.content_size.width)
+        assert shown is not None and shown.lo is not None and shown.x.min() >= rollout_half, "rollout keeps its own"
         await pilot.press("right", "left", "left")  # the cursor: the newest step, then two back
         await pilot.press("plus")
         await pilot.pause()
-        lo, hi = screen.view.steps or (0, 0)
-        assert lo <= 177 <= hi and hi - lo == pytest.approx((last - half) / 2), "zoomed around the cursor"
+        lo, hi = screen.view.window("train/step") or (0, 0)
+        assert lo <= 177 <= hi and hi - lo == pytest.approx((float(train.max()) - half) / 2), "around the cursor"
         for _ in range(int(hi - lo) + 5):
             await pilot.press("shift+left")
         await pilot.pause()
-        assert screen.cursor is not None and screen.view.steps is not None
-        assert screen.view.steps[0] <= screen.cursor <= screen.view.steps[1], "the window follows the cursor"
+        window = screen.view.window("train/step")
+        assert screen.cursor is not None and window is not None
+        assert window[0] <= screen.cursor <= window[1], "the window follows the cursor"
         await pilot.press("minus")
         await pilot.press("0")
         await pilot.pause()
-        assert screen.view.steps is None and "steps " not in _text(status)
+        assert screen.view.steps == () and "(0: all)" not in _text(status)
         await pilot.press("minus")
         await pilot.pause()
-        assert screen.view.steps is None
+        assert screen.view.steps == ()
 
 
 def test_a_log_axis_counts_the_points_it_cannot_draw() -> None:

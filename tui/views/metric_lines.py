@@ -26,8 +26,13 @@ class ChartView:
     """EMA smoothing weight (weight of the past; 0: off)."""
     log_y: bool = False
     """Log-scaled y axis (non-positive values are gaps, counted in each chart's title)."""
-    steps: tuple[float, float] | None = None
-    """The step window every chart shows (None: the whole run): ``+``/``-`` zoom, ``0`` the whole run."""
+    steps: tuple[tuple[str, float, float], ...] = ()
+    """(step key, first, last) of the steps the charts logged against that key show (none: every step):
+    ``+``/``-`` zoom, ``0`` every step. Each step key has its own window: a train step is not a rollout step."""
+
+    def window(self, x_key: str) -> tuple[float, float] | None:
+        """The steps a chart plotted against ``x_key`` shows (None: all)."""
+        return next(((lo, hi) for key, lo, hi in self.steps if key == x_key), None)
 
 
 Source = Literal["metrics", "dump", "none"]
@@ -51,9 +56,12 @@ def status_line(source: Source, shown: int, total: int, pattern: str, view: Char
     if pattern:
         text.append(" · filter ")
         text.append(repr(pattern), style="bold")
-    if view.steps is not None:
-        text.append(" · steps ")
-        text.append(f"{step_label(round(view.steps[0]))}–{step_label(round(view.steps[1]))}", style="bold")
+    if view.steps:
+        text.append(" · ")
+        for i, (key, lo, hi) in enumerate(view.steps):
+            text.append(", " if i else "")
+            text.append(f"{inert(key)} ")
+            text.append(f"{step_label(round(lo))}–{step_label(round(hi))}", style="bold")
         text.append(" (0: all)", style="dim")
     text.append(" · y: ")
     text.append("log" if view.log_y else "linear", style="bold" if view.log_y else "")

@@ -205,10 +205,14 @@ class MetricChart(Widget, can_focus=True):
     def _overlay_data(self, width: int) -> list[tuple[PlotData, Overlay]]:
         points = plot_points(width)
         return [
-            (plot_data(o.series, points, self.view.smoothing, self.view.log_y, self.view.steps), o)
+            (plot_data(o.series, points, self.view.smoothing, self.view.log_y, self._window()), o)
             for o in self.overlays
             if o.series is not None
         ]
+
+    def _window(self) -> tuple[float, float] | None:
+        """The steps shown of this chart's step key (None: all); a baseline's overlay shares it."""
+        return None if self.series is None else self.view.window(self.series.series.x_key)
 
     def watch_cursor(self) -> None:
         if self._settle is not None:
@@ -227,7 +231,7 @@ class MetricChart(Widget, can_focus=True):
         cached = self._data
         if cached is not None and cached[0] is series and cached[1] == self.view and cached[2] == points:
             return cached[3]
-        data = plot_data(series, points, self.view.smoothing, self.view.log_y, self.view.steps)
+        data = plot_data(series, points, self.view.smoothing, self.view.log_y, self._window())
         self._data = (series, self.view, points, data)
         return data
 
