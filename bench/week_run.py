@@ -32,8 +32,8 @@ is killed (the box is shared) and its figures say so. `u` is sent once the heade
 name, `4` once the 15 min view is drawn and its idle CPU measured ("drawn": the title names the window,
 ``GPUs on`` and lane labels are on screen); every wait gives up after --timeout s ("not settled after N s").
 
-Today: `miles-tui` at main 0383e2f (headless at 856b0ef: the same reading code), 2026-12-04, 2 cores,
-nothing else running (load 0.9-1.4); headless `--repeat 5`, monitor `--repeat 3 --monitor-repeat 3 --idle 30`.
+Today: `miles-tui` at main 42d6c6b (the reading code of the head), 2026-12-05, 2 cores, partly beside a test
+suite (the worst runs below); headless `--repeat 5`, monitor `--repeat 3 --monitor-repeat 3 --idle 30`.
 
 The week run (8 x 8 GPUs, 7 days, 10,078 steps, 5.7 GB, generated in 75 s): gpu_util 35,066,880 records /
 3,382 MB in 167 hourly files plus the legacy gpu_util.jsonl (460,800 / 47 MB) (issue: 38.7M / 3.2 GB; 3.2M
@@ -41,27 +41,32 @@ fewer here because the dropped node is silent for 4.6 days); phases 3,572,149 / 
 closing record per phase double the issue's 1.9M); engine_series 2,072,224 / 247 MB (7 metrics a scrape, the
 issue counts 6); gpu_processes 14,026,752 / 1,588 MB; metrics.jsonl 20,156 records / 19 MB.
 
-    report --json, cold            5.85 s median (4.93-7.21)           goal 3 s     MISSED (5 of 5 over 4.5 s)
-    report --json, warm            0.77 s median (0.70-0.98)           goal 1 s     ok
-    report peak RSS                237 MB cold, 166 MB warm            goal 500 MB  ok
-    export --metrics               cold 0.58 s / 84 MB, warm 0.31 s / 44 MB        goal 1 s, 300 MB: ok
-    monitor header (meta's name)   cold 0.68 s (0.61-0.74), warm 0.61 s (0.61-0.67)   goal 1 s  ok
-    monitor `u`, 15 min drawn      cold 1.09 s (1.04-1.26), warm 0.39 s (0.38-0.49)   goal 1.5 s  ok
-    monitor `4`, whole run         cold 7.39 s (6.68-7.82), warm 0.49 s (0.44-0.49)   goal 10 s / 1.5 s  ok
-    monitor VmHWM                  cold 470 MB (468-485), warm 452 MB (440-455)       goal 1 GB  ok
-    idle CPU, once settled         15 min view 1.10 % cold (0.97-1.50), 1.03 % warm (1.00-1.26): MISSED by a
-                                   hair; whole run 0.73 % cold, 0.93 % warm            goal 1 %
+    report --json, cold            2.65 s median (2.61-3.12)           goal 3 s     ok (5.85 s a session before)
+    report --json, warm            0.53 s median (0.52-0.54)           goal 1 s     ok
+    report peak RSS                172 MB cold, 166 MB warm            goal 500 MB  ok
+    export --metrics               cold 0.35 s / 84 MB, warm 0.19 s / 44 MB        goal 1 s, 300 MB: ok
+    monitor header (meta's name)   cold 0.56 s (0.50-0.62), warm 0.56 s (0.56-0.57)   goal 1 s  ok
+    monitor `u`, 15 min drawn      cold 0.98 s (0.93-1.18), warm 0.38 s (0.33-0.39)   goal 1.5 s  ok
+    monitor `4`, whole run         cold 6.03 s (5.66-10.36), warm 0.54 s (0.44-0.59)  goal 10 s / 1.5 s  ok
+    monitor VmHWM                  cold 434 MB, warm 418 MB                           goal 1 GB  ok
+    idle CPU, once settled         15 min view 0.73 % cold (0.73-1.33), 0.80 % warm (0.73-0.90); whole run
+                                   0.53 % cold (0.53-1.89), 0.70 % warm               goal 1 %  ok
+    2M metrics lines + a day of    export --metrics 0.39x the json.loads loop cold (0.29-0.47), 0.089x warm
+    GPU hours                      (1.84 s, 1.0 s of it writing 1.9 GB of JSON)       goal 0.3x / 0.05x  MISSED
 
-14 days at 64 GPUs (`--days 14`, headless `--repeat 3`, one cold and one warm monitor session; 11.2 GB,
+14 days at 64 GPUs, a session before (`--days 14`, headless `--repeat 3`, one cold and one warm monitor session;
+11.2 GB,
 68,935,680 gpu_util records, 6,980,967 phases, 4,047,904 engine scrapes): what grows with the run's length.
 report cold 8.38 s (7.79-9.07; 1.4x the week's), warm 0.99 s (1.3x), peak RSS 349 / 286 MB (1.5x / 1.7x:
 the per-hour digests and summaries held); export --metrics 0.48 s cold, 0.23 s warm, 117 / 51 MB; monitor
 header 0.61 s, `u` 1.36 s cold / 0.51 s warm, `4` 17.2 s cold (2.3x the week's: over the 2x asked) / 1.36 s
-warm, VmHWM 749 / 744 MB (1.6x), idle CPU 3.0 % / 3.2 % with the 15 min view (2.7x: a poll's cost grows with
-the number of hour files) and 1.0 % / 1.1 % with the whole run.
+warm, VmHWM 749 / 744 MB (1.6x), idle CPU 3.0 % / 3.2 % with the 15 min view (2.7x: a poll's cost grew with
+the number of hour files, since fixed: a folder is listed again only when it changed; on that run an idle
+follower poll went 0.85 -> 0.26 ms and the GPU view's has_news 1.95 -> 0.36 ms; not re-run at 14 days since).
 
-A cold `report` is CPU spent decoding every phases and engine_series hour once (in two processes) for the
-per-hour digests its rules join; the cache makes every later run sub-second. The monitor draws `u` before
+A cold `report` is CPU spent decoding every phases and engine_series hour once (one pool of two processes for
+both streams, metrics.jsonl read meanwhile) for the per-hour digests its rules join, saving only the hours'
+summaries; the cache makes every later run sub-second. The monitor draws `u` before
 that first load ends (the GPU view reads the open phases the last finished poll left, never waiting for
 one), and idle CPU is measured once the tree has settled.
 """

@@ -375,7 +375,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     from miles_tui.core.commands.report import build_report, render_report
-    from miles_tui.core.dump.run_dir import RunDir
+    from miles_tui.core.dump import RunDir
 
     for other in args.baseline:  # a mistyped --baseline is a command-line error, not a report without deltas
         try:

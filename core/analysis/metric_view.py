@@ -397,17 +397,6 @@ def step_union(series: Iterable[MetricSeries]) -> FloatArray:
     return np.unique(np.concatenate(steps))
 
 
-def step_extents(series: Iterable[MetricSeries]) -> dict[str, tuple[float, float]]:
-    """Each step key among the series: the first and last numeric step logged against it (what a zoom spans)."""
-    extents: dict[str, tuple[float, float]] = {}
-    for one in series:
-        steps = one.step[np.isfinite(one.step)]
-        if len(steps):
-            lo, hi = extents.get(one.x_key, (math.inf, -math.inf))
-            extents[one.x_key] = (min(lo, float(steps.min())), max(hi, float(steps.max())))
-    return extents
-
-
 @dataclass(frozen=True, eq=False)
 class PlotData:
     """One chart's points, downsampled, in plot space (log10 of the values when ``log_y``)."""

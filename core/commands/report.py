@@ -51,7 +51,8 @@ from miles_tui.core.dump import Run, StepSummary
 from miles_tui.core.follow import StepFollower
 from miles_tui.core.telemetry import DashboardReader, RunMeta
 from miles_tui.core.telemetry.hours.engine_columns import engine_table
-from miles_tui.core.telemetry.hours.store import HourStore, refreshing_together
+from miles_tui.core.telemetry.hours.hour_workers import refreshing_together
+from miles_tui.core.telemetry.hours.store import HourStore
 
 
 @dataclass(frozen=True)

@@ -181,8 +181,7 @@ class DashboardReader:
         self._polls = 0
         self._unlistable: set[str] = set()  # folders (and entries) already reported as unusable
         self._listing = FolderListing()
-        self._listed: dict[str, tuple[list[os.DirEntry[str]], set[str]]] = {}
-        """stream -> (its folder's listing as last read, the paths in it)."""
+        self._listed: dict[str, tuple[list[os.DirEntry[str]], set[str]]] = {}  # stream -> (listing, its paths)
         self._pending: list[StreamError] = []  # problems found by a window query, reported by the next poll
 
     @property
@@ -459,18 +458,12 @@ class DashboardReader:
                 present.update(p.key for p in self._parts[stream] if p.hour is not None)
                 continue
             seen = self._listed.get(stream)
-            if seen is not None and seen[0] is files:  # the same listing as last poll: nothing came or went
-                present |= seen[1]
-                continue
-            new = []
-            paths = {file.path for file in files}
-            self._listed[stream] = (files, paths)
-            present |= paths
-            for file in files:
-                if file.path not in self._known:
-                    self._known.add(file.path)  # an hourly file, or a name to ignore from now on
-                    if (hour := hour_of(file.name)) is not None:
-                        new.append((hour, file.path))
+            same = seen is not None and seen[0] is files  # the same listing as last poll: nothing came or went
+            self._listed[stream] = seen = seen if same and seen else (files, {file.path for file in files})
+            present |= seen[1]
+            fresh = [] if same else [file for file in files if file.path not in self._known]
+            self._known.update(file.path for file in fresh)  # hourly files, or names to ignore from now on
+            new = [(hour, file.path) for file in fresh if (hour := hour_of(file.name)) is not None]
             if not new:
                 continue
             new.sort()

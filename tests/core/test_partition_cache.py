@@ -30,8 +30,7 @@ from miles_tui.core.analysis.stall_rule import (
 )
 from miles_tui.core.base import cache_dir
 from miles_tui.core.telemetry.hours import decode as decode_module
-from miles_tui.core.telemetry.hours import scan_decode
-from miles_tui.core.telemetry.hours import store as store_module
+from miles_tui.core.telemetry.hours import hour_workers, scan_decode
 from miles_tui.core.telemetry.hours.columns import SPECS
 from miles_tui.core.telemetry.hours.decode import decode
 from miles_tui.core.telemetry.hours.engine_columns import engine_table
@@ -357,7 +356,7 @@ def test_hours_no_entry_covers_are_read_by_workers_and_come_back_from_the_cache(
         (folder / f"20260820_{hour}.jsonl").write_text(
             "".join(line.format(t0=t0 + i, t1=t0 + i + 0.5) for i in range(50))
         )
-    monkeypatch.setattr(store_module, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(hour_workers, "PARALLEL_BYTES", 1)
     parallel = HourStore(tmp_path, "phases", workers=2)
     parallel.refresh()
     alone = HourStore(tmp_path, "phases")
@@ -385,10 +384,10 @@ def test_report_reads_phases_and_engines_in_one_pool_and_saves_their_summaries_a
         ])):  # fmt: skip
             (tmp_path / stream).mkdir(exist_ok=True)
             (tmp_path / stream / f"20260820_{hour}.jsonl").write_text("".join(body))
-    monkeypatch.setattr(store_module, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(hour_workers, "PARALLEL_BYTES", 1)
     phases = HourStore(tmp_path, "phases", keep_columns=False, save_columns=False)
     engines = HourStore(tmp_path, "engine_series", keep_columns=False, save_columns=False)
-    with store_module.refreshing_together((phases, engines), 2) as problems:
+    with hour_workers.refreshing_together((phases, engines), 2) as problems:
         pass
     assert problems == []
     with cache_dir.configured(off=True):

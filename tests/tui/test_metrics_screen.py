@@ -20,8 +20,7 @@ from textual.widgets import Input, Label, Static
 
 from miles_tui.core.analysis import chart_keys, chart_series, group_keys, plot_data
 from miles_tui.core.analysis.metric_view import ema
-from miles_tui.core.telemetry import MetricStore
-from miles_tui.core.telemetry.metrics.metric_store import MetricSeries
+from miles_tui.core.telemetry import MetricSeries, MetricStore
 from miles_tui.tui.app import MilesApp
 from miles_tui.tui.formatting import metric_value
 from miles_tui.tui.model.messages import TelemetryAppended

@@ -44,8 +44,7 @@ from miles_tui.core.analysis import (
     step_union,
     values_at,
 )
-from miles_tui.core.analysis.metric_view import step_extents
-from miles_tui.core.analysis.step_window import window_holding, zoom_steps
+from miles_tui.core.analysis.step_window import keyed_holding, step_extents, zoom_keyed
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import MetricSeries
 from miles_tui.tui.model.messages import StepsSummarized, TelemetryAppended
@@ -476,24 +475,15 @@ class MetricsScreen(MonitorScreen):
         self.set_cursor(None)
 
     def _extents(self) -> dict[str, tuple[float, float]]:
-        """Each step key of the shown charts: its first and last step among them."""
         return step_extents(self.series[key] for key in self.shown_keys())
 
     def action_zoom(self, direction: int) -> None:
-        """Halve (-1) or double (1) the steps the charts show, each step key on its own (a train step is not a
-        rollout step): around the step cursor where it falls in that key's steps, else keeping the newest; out to
-        every step."""
-        steps = []
-        for x_key, extent in self._extents().items():
-            center = self.cursor if self.cursor is not None and extent[0] <= self.cursor <= extent[1] else None
-            window = zoom_steps(self.view.window(x_key), extent, direction, center)
-            if window is not None:
-                steps.append((x_key, *window))
-        if tuple(steps) == self.view.steps:
-            self.notify("the charts show every step already" if not steps else "zoomed in as far as it goes",
-                        timeout=3)  # fmt: skip
+        """Halve (-1) or double (1) the steps shown, each step key on its own (core's ``zoom_keyed``)."""
+        steps = zoom_keyed(self.view.steps, self._extents(), direction, self.cursor)
+        if steps == self.view.steps:
+            self.notify("zoomed in as far as it goes" if steps else "the charts show every step already", timeout=3)
             return
-        self._set_view(replace(self.view, steps=tuple(steps)))
+        self._set_view(replace(self.view, steps=steps))
 
     def action_whole_run(self) -> None:
         if self.view.steps:
@@ -502,15 +492,9 @@ class MetricsScreen(MonitorScreen):
     def set_cursor(self, step: float | None) -> None:
         """Put the step cursor on every chart (None: remove it); a zoomed view slides to keep it in sight."""
         self.cursor = step
-        if step is not None and self.view.steps:
-            extents = self._extents()
-            held = []
-            for key, lo, hi in self.view.steps:  # a window slides where the cursor is among its key's steps
-                extent = extents.get(key)
-                inside = extent is not None and extent[0] <= step <= extent[1]
-                held.append((key, *(window_holding((lo, hi), step) or (lo, hi))) if inside else (key, lo, hi))
-            if tuple(held) != self.view.steps:
-                self._set_view(replace(self.view, steps=tuple(held)))
+        held = keyed_holding(self.view.steps, self._extents(), step) if step is not None else self.view.steps
+        if held != self.view.steps:
+            self._set_view(replace(self.view, steps=held))
         for chart in self.charts.values():
             chart.cursor = step
         self._refresh_inspector()

@@ -25,24 +25,16 @@ Contract:
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import multiprocessing.context
 import os
-import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from miles_tui.core.base import cache_dir
 from miles_tui.core.base.dir_listing import FolderListing
 from miles_tui.core.base.errors import StreamError
 from miles_tui.core.base.run_files import os_error_message
 from miles_tui.core.base.tail import MalformedLineError, ReadHook, TailFile
-from miles_tui.core.base.worker_processes import start_context
 from miles_tui.core.telemetry.hours import cache
 from miles_tui.core.telemetry.hours.columns import Columns, concat, empty
 from miles_tui.core.telemetry.hours.decode import decode
@@ -219,6 +211,8 @@ class HourStore:
         """Hours not read yet that no cache entry covers, when they are many bytes: read by worker processes,
         each saving its hour's entry, which the caller then restores like any other."""
         if self.workers >= 2 and cache.enabled():
+            from miles_tui.core.telemetry.hours.hour_workers import read_in_workers  # it starts stores itself
+
             read_in_workers([(self, self._unread(wanted))], self.workers, self.nice)
 
     def _unread(self, wanted: Sequence[_Part]) -> list[_Part]:
@@ -439,111 +433,6 @@ class HourStore:
     def records(self) -> int:
         """Records held in the partitions refreshed so far."""
         return sum(p.size for p in self._parts.values())
-
-
-PARALLEL_BYTES: Final = 64 << 20
-"""Hours to read from scratch are read by worker processes once they hold this many bytes together."""
-
-
-def read_in_workers(work: Sequence[tuple[HourStore, Sequence[_Part]]], workers: int, nice: int = 0) -> None:
-    """Read the given partitions of the given stores by one pool of ``workers`` processes, each saving its hour's
-    cache entry; then restore them into their stores. Nothing when they are few bytes (this process reads them)."""
-    with _reading(work, workers, nice):
-        pass
-
-
-@contextlib.contextmanager
-def _reading(work: Sequence[tuple[HourStore, Sequence[_Part]]], workers: int, nice: int = 0) -> Iterator[None]:
-    """:func:`read_in_workers`, the caller's block running while the workers read."""
-    jobs = [(store, part) for store, parts in work for part in parts]
-    try:
-        sizes = {part.path: os.stat(part.path).st_size for _, part in jobs}
-    except OSError:
-        sizes = {}
-    if len(jobs) < 2 or len(sizes) < len(jobs) or sum(sizes.values()) < PARALLEL_BYTES:
-        yield
-        return
-    order = sorted(jobs, key=lambda job: -sizes[job[1].path])  # the biggest first: the workers finish together
-    pool = None
-    futures: dict[Future[bool], tuple[HourStore, _Part]] = {}
-    try:
-        pool = ProcessPoolExecutor(
-            workers, mp_context=_context(), initializer=_start, initargs=(nice, _cache_settings())
-        )
-        for store, part in order:
-            future = pool.submit(_read_to_cache, str(store.dashboard), store.stream, str(part.path), store.save_columns)
-            futures[future] = (store, part)
-    except (OSError, RuntimeError, ValueError, BrokenProcessPool):
-        pass  # the stores read what no worker took themselves
-    restored: set[int] = set()
-    try:
-        yield
-    finally:
-        try:
-            for future in as_completed(futures):  # each hour restored as soon as its worker is done
-                future.result()
-                store, part = futures[future]
-                store._restore(part)
-                restored.add(id(part))
-        except (OSError, RuntimeError, ValueError, BrokenProcessPool):
-            pass  # what a worker did not save, its store reads itself
-        finally:
-            if pool is not None:
-                pool.shutdown(cancel_futures=True)
-    for store, part in jobs:
-        if id(part) not in restored:
-            store._restore(part)
-
-
-@contextlib.contextmanager
-def refreshing_together(stores: Sequence[HourStore], workers: int) -> Iterator[list[StreamError]]:
-    """:meth:`HourStore.refresh` of every partition of each store, the hours no cache entry covers read first by
-    one pool of workers for all the stores (one pool's start; no store waits on another's last hour) while the
-    caller's block runs. The list it gives is filled with the stores' problems when the block ends."""
-    problems: list[StreamError] = []
-    if workers >= 2 and cache.enabled():
-        with _reading([(store, store.unread_parts()) for store in stores], workers):
-            yield problems
-    else:
-        yield problems
-    problems.extend(problem for store in stores for problem in store.refresh())
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    """forkserver where there is one, else spawn; never fork (the monitor has threads)."""
-    return start_context()
-
-
-def _cache_settings() -> dict[str, str | None]:
-    """This process's cache settings (a forkserver's children have the environment it started with, not ours)."""
-    return {name: os.environ.get(name) for name in (cache_dir.ENV_DIR, cache_dir.ENV_MAX, cache_dir.ENV_OFF)}
-
-
-def _start(nice: int, settings: Mapping[str, str | None]) -> None:
-    """A worker's start: the caller's cache settings, its niceness, and nothing it might print (a numpy warning)
-    reaching the terminal the monitor draws on."""
-    for name, value in settings.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-    if nice:
-        with contextlib.suppress(OSError):
-            os.nice(nice)
-    warnings.simplefilter("ignore")
-    with contextlib.suppress(OSError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        os.close(devnull)
-
-
-def _read_to_cache(dashboard: str, stream: str, path: str, save_columns: bool = True) -> bool:
-    """A worker: read one hour whole, summarise it and save its cache entry (what the parent restores)."""
-    store = HourStore(Path(dashboard), stream, keep_columns=False, save_columns=save_columns)
-    part = store._part(Path(path), hour_of(Path(path).name))
-    store._sync(part, [], settled=True)
-    return part.end > 0
 
 
 def _unused(value: Any) -> Columns:  # the tail decodes whole blocks (decode_block); never called per line
