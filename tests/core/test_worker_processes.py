@@ -13,14 +13,14 @@ from pathlib import Path
 CHILD = """
 import sys
 from pathlib import Path
-from miles_tui.core.telemetry.hours import store
+from miles_tui.core.telemetry.hours import hour_workers, store
 
 class Capture:  # what Textual puts in sys.stderr while an app runs
     def write(self, text): return len(text)
     def flush(self): pass
     def fileno(self): return -1
 
-store.PARALLEL_BYTES = 0  # two small hours go to the workers too
+hour_workers.PARALLEL_BYTES = 0  # two small hours go to the workers too
 sys.stderr = Capture()
 hours = store.HourStore(Path(sys.argv[1]), "gpu_util", keep_columns=False, workers=2)
 problems = hours.refresh()
