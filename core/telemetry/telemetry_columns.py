@@ -90,7 +90,7 @@ class TelemetryColumns:
         """Earliest and newest GPU sample of the hours read (``everything``: every hour read first)."""
         with self._lock:
             if everything:
-                self._gpu.refresh()
+                self._gpu.refresh(columns=False)  # the whole run is drawn from the hours' summaries
             else:
                 self._gpu.refresh(newest=True)
             return self._gpu.span()
@@ -104,7 +104,7 @@ class TelemetryColumns:
                 return None
             earliest = self._gpu.earliest()
             if earliest is None:  # a flat file nothing bounds but its records
-                self._gpu.refresh()
+                self._gpu.refresh(columns=False)
                 earliest = self._gpu.earliest()
             return (earliest if earliest is not None else newest[0]), newest[1]
 
@@ -154,7 +154,7 @@ class TelemetryColumns:
         """The window's bucket summaries of ``width`` seconds (:data:`CELL_WIDTHS`) as weighted samples: one per
         lane and bucket, at the bucket's start, holding the mean of its samples and their count."""
         with self._lock:
-            self._gpu.refresh(since, until)
+            self._gpu.refresh(since, until, columns=False)
             self._gpu.refresh(newest=True)
             self._state = (self._signature(self._gpu), self._state[1])
             cells = self._gpu.buckets(width, since, until)
@@ -245,7 +245,7 @@ class TelemetryColumns:
         ``open_phases`` counted up to ``now``. The spans returned hold only the open phases (and the tables)."""
         with self._lock:
             self._seed_phase_keys()
-            self._phases.refresh(bins.since, None)
+            self._phases.refresh(bins.since, None, columns=False)
             still = [p for p in open_phases if p.is_open]
             open_band, open_actor, open_t0, open_t1 = phase_columns(still, self._bands, self._actors)
             actor_parts, band_parts, bin_parts, second_parts = [], [], [], []

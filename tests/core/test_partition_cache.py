@@ -497,3 +497,38 @@ def test_a_flat_gpu_file_joins_only_the_windows_its_samples_fall_in(tmp_path: Pa
     phases = HourStore(tmp_path, "phases")  # intervals: kept by name (a phase may straddle the window)
     phases.refresh()
     assert phases.columns(HOUR + 5, HOUR + 20).size == 0
+
+
+def test_a_whole_run_read_caches_summaries_alone_and_a_window_then_caches_its_hours_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole-run GPU view reads every hour's buckets only: its workers save no columns (on 14 days they were
+    gigabytes past the cache's cap). A window later reads its hours' files again, once: then their columns are
+    cached too."""
+    folder = tmp_path / "gpu_util"
+    folder.mkdir()
+    for hour in range(10, 14):
+        lines = [
+            json.dumps({"ts": HOUR + (hour - 10) * 3600 + s, "node": "a", "gpu": g, "util": (s + g) % 100})
+            for s in range(0, 3600, 20)
+            for g in range(2)
+        ]
+        (folder / f"20260820_{hour}.jsonl").write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(hour_workers, "PARALLEL_BYTES", 1)
+    store = HourStore(tmp_path, "gpu_util", keep_columns=False, workers=2)
+    store.refresh(columns=False)
+    root = cache_dir.cache_root()
+    assert len(list((root / "partition-summaries").glob("*/manifest.json"))) == 4
+    assert not list((root / "partitions").glob("*/manifest.json")), "no columns for a whole-run read"
+    with cache_dir.configured(off=True):
+        fresh = HourStore(tmp_path, "gpu_util")
+        fresh.refresh()
+    assert store.buckets(600.0).stats["util.max"].tolist() == fresh.buckets(600.0).stats["util.max"].tolist()
+    since, until = HOUR + 3600, HOUR + 2 * 3600 - 1
+    store.refresh(since, until)
+    window = store.columns(since, until)
+    assert window.column("util") == fresh.columns(since, until).column("util")
+    assert len(list((root / "partitions").glob("*/manifest.json"))) == 1, "the hour read again keeps its columns"
+    again = HourStore(tmp_path, "gpu_util", keep_columns=False)
+    again.refresh(since, until)
+    assert again.columns(since, until).column("util") == window.column("util")

@@ -38,16 +38,21 @@ PARALLEL_BYTES: Final = 64 << 20
 """Hours to read from scratch are read by worker processes once they hold this many bytes together."""
 
 
-def read_in_workers(work: Sequence[tuple[HourStore, Sequence[_Part]]], workers: int, nice: int = 0) -> None:
+def read_in_workers(
+    work: Sequence[tuple[HourStore, Sequence[_Part]]], workers: int, nice: int = 0, columns: bool | None = None
+) -> None:
     """Read the given partitions of the given stores by one pool of ``workers`` processes, each saving its hour's
     cache entry; then restore them into their stores. Nothing when they are few bytes (this process reads them)."""
-    with _reading(work, workers, nice):
+    with _reading(work, workers, nice, columns):
         pass
 
 
 @contextlib.contextmanager
-def _reading(work: Sequence[tuple[HourStore, Sequence[_Part]]], workers: int, nice: int = 0) -> Iterator[None]:
-    """:func:`read_in_workers`, the caller's block running while the workers read."""
+def _reading(
+    work: Sequence[tuple[HourStore, Sequence[_Part]]], workers: int, nice: int = 0, columns: bool | None = None
+) -> Iterator[None]:
+    """:func:`read_in_workers`, the caller's block running while the workers read; ``columns``: whether the
+    workers save the hours' columns beside their summaries (None: as each store saves)."""
     jobs = [(store, part) for store, parts in work for part in parts]
     try:
         sizes = {part.path: os.stat(part.path).st_size for _, part in jobs}
@@ -64,7 +69,8 @@ def _reading(work: Sequence[tuple[HourStore, Sequence[_Part]]], workers: int, ni
             workers, mp_context=_context(), initializer=_start, initargs=(nice, _cache_settings())
         )
         for store, part in order:
-            future = pool.submit(_read_to_cache, str(store.dashboard), store.stream, str(part.path), store.save_columns)
+            saved = store.save_columns if columns is None else columns
+            future = pool.submit(_read_to_cache, str(store.dashboard), store.stream, str(part.path), saved)
             futures[future] = (store, part)
     except (OSError, RuntimeError, ValueError, BrokenProcessPool):
         pass  # the stores read what no worker took themselves

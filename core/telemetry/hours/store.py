@@ -181,10 +181,12 @@ class HourStore:
     # -- reading ---------------------------------------------------------------------------------------------
 
     def refresh(
-        self, since: float | None = None, until: float | None = None, *, newest: bool = False
+        self, since: float | None = None, until: float | None = None, *, newest: bool = False, columns: bool = True
     ) -> list[StreamError]:
         """List the files; bring those asked for up to date (the window [since, until], or the newest hour and
-        the flat file with ``newest``); return the problems found in them since the last refresh."""
+        the flat file with ``newest``); return the problems found in them since the last refresh. Without
+        ``columns`` (a caller that reads the hours' summaries only: a whole-run view) the hours handed to workers
+        are cached as summaries alone; their columns are read again if a window asks."""
         problems: list[StreamError] = []
         parts = self._list(problems)
         if newest:
@@ -193,7 +195,7 @@ class HourStore:
         else:
             wanted = [p for p in parts if p.overlaps(since, until)]
         settled_before = parts[-1].hour if parts and parts[-1].hour is not None else None
-        self._read_ahead(wanted)
+        self._read_ahead(wanted, columns)
         self._refreshes += 1
         check_settled = self._refreshes % SETTLED_EVERY == 1
         for part in wanted:
@@ -207,13 +209,13 @@ class HourStore:
             )
         return problems
 
-    def _read_ahead(self, wanted: Sequence[_Part]) -> None:
+    def _read_ahead(self, wanted: Sequence[_Part], columns: bool = True) -> None:
         """Hours not read yet that no cache entry covers, when they are many bytes: read by worker processes,
         each saving its hour's entry, which the caller then restores like any other."""
         if self.workers >= 2 and cache.enabled():
             from miles_tui.core.telemetry.hours.hour_workers import read_in_workers  # it starts stores itself
 
-            read_in_workers([(self, self._unread(wanted))], self.workers, self.nice)
+            read_in_workers([(self, self._unread(wanted))], self.workers, self.nice, self.save_columns and columns)
 
     def _unread(self, wanted: Sequence[_Part]) -> list[_Part]:
         """Of ``wanted``, restore those not restored yet; the ones no cache entry covered."""
@@ -345,11 +347,20 @@ class HourStore:
             while len(self._hot) > HOT_PARTS:
                 self._hot.pop(next(iter(self._hot)))
             return entry.columns
-        # not (or no longer) cached: read the file again up to what was known
+        # not (or no longer) cached: read the file again, and cache its columns when it still ends where it did
         tail: TailFile[Columns] = TailFile(part.path, _unused, decode_block=self._decoder(part.path))
         chunks: list[Columns] = []
         tail.poll(chunks.extend)
-        return concat(chunks, self.stream)
+        columns = concat(chunks, self.stream)
+        if tail.offset == part.end:
+            self._hot[part.path] = (part.end, columns)
+            while len(self._hot) > HOT_PARTS:
+                self._hot.pop(next(iter(self._hot)))
+            if self.save_columns and part.saved_end == part.end:  # its summaries are saved: add its columns
+                part.columns = columns
+                self._save(part)
+                part.columns = None if not self.keep_columns else columns
+        return columns
 
     # -- answers ---------------------------------------------------------------------------------------------
 
