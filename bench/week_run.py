@@ -54,6 +54,13 @@ issue counts 6); gpu_processes 14,026,752 / 1,588 MB; metrics.jsonl 20,156 recor
     2M metrics lines + a day of    export --metrics 0.39x the json.loads loop cold (0.29-0.47), 0.089x warm
     GPU hours                      (1.84 s, 1.0 s of it writing 1.9 GB of JSON)       goal 0.3x / 0.05x  MISSED
 
+14 days at 64 GPUs today (`--days 14`, headless `--repeat 3`, one cold and one warm monitor session): report
+cold 4.75 s (4.45-5.11; 1.8x the week's), warm 0.93 s (1.75x), peak RSS 293 / 286 MB; export --metrics 0.46 s
+cold, 0.23 s warm; monitor header 0.56 s, `u` 1.20 s cold / 0.38 s warm, `4` 10.6 s cold (1.8x; 19.1 s before
+the whole-run view cached its hours' summaries alone: their columns overflowed the 2 GB cache and were trimmed
+again) / 1.24 s warm, VmHWM 718 / 716 MB, idle CPU 1.00 % / 1.03 % with the 15 min view, 0.80 % / 0.70 % with
+the whole run.
+
 14 days at 64 GPUs, a session before (`--days 14`, headless `--repeat 3`, one cold and one warm monitor session;
 11.2 GB,
 68,935,680 gpu_util records, 6,980,967 phases, 4,047,904 engine scrapes): what grows with the run's length.
