@@ -249,6 +249,11 @@ def step_label(step: float) -> str:
     return str(int(step)) if math.isfinite(step) and step == int(step) else number(step)
 
 
+def step_range(first: float, last: float) -> str:
+    """A window of steps, its ends rounded to whole steps: ``90–179``."""
+    return f"{step_label(round(first))}–{step_label(round(last))}"
+
+
 def metric_value(value: float) -> str:
     """A metric value to four significant digits (en dash when it is not a number)."""
     if not math.isfinite(value):

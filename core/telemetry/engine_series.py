@@ -130,10 +130,7 @@ class EngineTable:
                 columns = raw[key] = ([], [])
             columns[0].append(sample.ts)
             columns[1].append(value)
-        self._group(
-            {key: ([_floats(ts)], [_floats(values)]) for key, (ts, values) in raw.items()},
-            [(sample, value) for sample, value in odd],
-        )
+        self._group({key: ([_floats(ts)], [_floats(values)]) for key, (ts, values) in raw.items()}, odd)
 
     @classmethod
     def from_groups(

@@ -447,9 +447,7 @@ class DashboardReader:
                 if flat.path not in self._known:
                     self._known.add(flat.path)
                     self._add(stream, flat.path, None, hot=True)
-        for stream in PARTITIONED_STREAMS:
-            if stream not in self.streams:
-                continue
+        for stream in (s for s in PARTITIONED_STREAMS if s in self.streams):
             entry = entries.get(stream)
             if entry is None or not self._is_dir(entry, problems):
                 continue
@@ -457,10 +455,11 @@ class DashboardReader:
             if files is None:
                 present.update(p.key for p in self._parts[stream] if p.hour is not None)
                 continue
-            seen = self._listed.get(stream)
-            same = seen is not None and seen[0] is files  # the same listing as last poll: nothing came or went
-            self._listed[stream] = seen = seen if same and seen else (files, {file.path for file in files})
-            present |= seen[1]
+            last = self._listed.get(stream)
+            same = last is not None and last[0] is files  # the same listing as last poll: nothing came or went
+            paths = last[1] if last is not None and same else {file.path for file in files}
+            self._listed[stream] = (files, paths)
+            present |= paths
             fresh = [] if same else [file for file in files if file.path not in self._known]
             self._known.update(file.path for file in fresh)  # hourly files, or names to ignore from now on
             new = [(hour, file.path) for file in fresh if (hour := hour_of(file.name)) is not None]

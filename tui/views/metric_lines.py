@@ -15,7 +15,7 @@ from rich.text import Text
 from miles_tui.core.analysis import PointAt
 from miles_tui.core.base.inert_text import inert
 from miles_tui.core.telemetry import WandbLink, metric_meaning
-from miles_tui.tui.formatting import MISSING, metric_value, significant, step_label
+from miles_tui.tui.formatting import MISSING, metric_value, significant, step_label, step_range
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def status_line(source: Source, shown: int, total: int, pattern: str, view: Char
         for i, (key, lo, hi) in enumerate(view.steps):
             text.append(", " if i else "")
             text.append(f"{inert(key)} ")
-            text.append(f"{step_label(round(lo))}–{step_label(round(hi))}", style="bold")
+            text.append(step_range(lo, hi), style="bold")
         text.append(" (0: all)", style="dim")
     text.append(" · y: ")
     text.append("log" if view.log_y else "linear", style="bold" if view.log_y else "")

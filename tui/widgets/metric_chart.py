@@ -34,7 +34,7 @@ from textual.widget import Widget
 
 from miles_tui.core.analysis import ChartSeries, PlotData, PointAt, plot_data, value_at
 from miles_tui.core.base.inert_text import inert
-from miles_tui.tui.formatting import MISSING, count_text, metric_value, step_label
+from miles_tui.tui.formatting import MISSING, count_text, metric_value, step_label, step_range
 from miles_tui.tui.renderers import plot
 from miles_tui.tui.renderers.plot import int_ticks, step_tick, tick_labels, y_ticks
 from miles_tui.tui.views.metric_lines import ChartView
@@ -91,7 +91,7 @@ def chart_body(
     if data.lo is None or data.hi is None or data.x_lo is None or data.x_hi is None:
         why = "no positive values to draw on a log axis" if data.log_y and data.points else "no numeric values yet"
         if data.window is not None and data.points and not data.hidden:
-            why = f"no value in steps {step_label(round(data.window[0]))}–{step_label(round(data.window[1]))}"
+            why = f"no value in steps {step_range(*data.window)}"
         return _note(why, width, base)
     drawn = [(d, o) for d, o in overlays if d.lo is not None and d.hi is not None]
     lo, hi = _span([data.lo, *(d.lo for d, _ in drawn)])[0], _span([data.hi, *(d.hi for d, _ in drawn)])[1]

@@ -360,10 +360,11 @@ def _dense(array: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     return np.unique(array, return_inverse=True)[1].ravel().astype(np.int64)
 
 
-def dense_keys(*codes: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+def dense_keys(*codes: npt.NDArray[Any], compact: bool = True) -> npt.NDArray[np.int64]:
     """One int64 per row that is equal exactly where every array's value is, numbered densely (no product of
     code spaces overflows however many values a hostile file makes). Arrays of small non-negative ints (codes)
-    are combined as they are, others by rank: one sort in all, while the product of ranges fits."""
+    are combined as they are, others by rank: one sort in all, while the product of ranges fits. Without
+    ``compact`` the keys are left as combined (equal where the rows are, not numbered 0..n-1): no final sort."""
     rows = len(codes[0]) if codes else 0
     key: npt.NDArray[np.int64] = np.zeros(rows, np.int64)
     span = 1
@@ -375,7 +376,7 @@ def dense_keys(*codes: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
             key = _dense(key)
             span = int(key.max()) + 1
         key, span = key * size + part, span * size
-    return _dense(key) if rows else key
+    return _dense(key) if rows and compact else key
 
 
 def concat(parts: Iterable[Columns], stream: str) -> Columns:

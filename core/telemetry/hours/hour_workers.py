@@ -52,8 +52,9 @@ def _reading(
     work: Sequence[tuple[HourStore, Sequence[_Part]]], workers: int, nice: int = 0, columns: bool | None = None
 ) -> Iterator[None]:
     """:func:`read_in_workers`, the caller's block running while the workers read; ``columns``: whether the
-    workers save the hours' columns beside their summaries (None: as each store saves)."""
-    jobs = [(store, part) for store, parts in work for part in parts]
+    workers save the hours' columns beside their summaries (None: as each store saves). Nothing without two
+    workers or with caching off (a worker hands its hour over through the cache)."""
+    jobs = [(store, part) for store, parts in work for part in parts] if workers >= 2 and cache.enabled() else []
     try:
         sizes = {part.path: os.stat(part.path).st_size for _, part in jobs}
     except OSError:
@@ -100,10 +101,7 @@ def refreshing_together(stores: Sequence[HourStore], workers: int) -> Iterator[l
     one pool of workers for all the stores (one pool's start; no store waits on another's last hour) while the
     caller's block runs. The list it gives is filled with the stores' problems when the block ends."""
     problems: list[StreamError] = []
-    if workers >= 2 and cache.enabled():
-        with _reading([(store, store.unread_parts()) for store in stores], workers):
-            yield problems
-    else:
+    with _reading([(store, store.unread_parts()) for store in stores], workers):
         yield problems
     problems.extend(problem for store in stores for problem in store.refresh())
 

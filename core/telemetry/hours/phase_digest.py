@@ -72,12 +72,7 @@ def _unpaired(columns: Columns, is_open: npt.NDArray[np.bool_]) -> npt.NDArray[n
     """Per record: whether no record of the other kind (open marker or closing record) has its (name, host, rank,
     start). One sort of the records by that key (codes, and the start's float value as ``==`` compares it)."""
     codes, t0 = columns.codes, columns.numbers["t0"]
-    width = len(columns.values) + 1
-    if width**3 < 1 << 62:
-        names, nodes, ranks = (codes[k].astype(np.int64) for k in ("name", "node", "rank"))
-        key = (names * width + nodes) * width + ranks
-    else:  # more values than three codes fit in one int: number the triples densely first
-        key = dense_keys(codes["name"], codes["node"], codes["rank"])
+    key = dense_keys(codes["name"], codes["node"], codes["rank"], compact=False)
     order = np.lexsort((key, t0))
     key, start, opened = key[order], t0[order], is_open[order]
     first = np.ones(len(order), bool)

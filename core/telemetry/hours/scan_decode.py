@@ -361,7 +361,7 @@ def _assemble(
     for name in (*spec.names, *spec.raw):  # literal in every template: a code per template
         per_template = np.zeros(max(len(known), 1), np.int32)
         for t in used:
-            per_template[t] = interner.code(*known[t].by_name.get(name, (None, None)))
+            per_template[t] = interner.code(*known[t].key_of(name))
         codes[name] = per_template[kind]
     for name in spec.indices:
         got, flag = field(name)

@@ -212,7 +212,7 @@ class HourStore:
     def _read_ahead(self, wanted: Sequence[_Part], columns: bool = True) -> None:
         """Hours not read yet that no cache entry covers, when they are many bytes: read by worker processes,
         each saving its hour's entry, which the caller then restores like any other."""
-        if self.workers >= 2 and cache.enabled():
+        if self.workers >= 2:
             from miles_tui.core.telemetry.hours.hour_workers import read_in_workers  # it starts stores itself
 
             read_in_workers([(self, self._unread(wanted))], self.workers, self.nice, self.save_columns and columns)
@@ -230,7 +230,7 @@ class HourStore:
 
     def unread_parts(self) -> list[_Part]:
         """Every partition listed now, restored from the cache where an entry covers it; those none covered (for
-        :func:`refresh_together`)."""
+        :func:`~.hour_workers.refreshing_together`)."""
         return self._unread(self._list([]))
 
     def _sync(self, part: _Part, problems: list[StreamError], *, settled: bool) -> None:
@@ -343,9 +343,7 @@ class HourStore:
             return hot[1]
         entry = cache.load(part.path, self.stream)
         if entry is not None and entry.end == part.end and entry.columns is not None:
-            self._hot[part.path] = (part.end, entry.columns)
-            while len(self._hot) > HOT_PARTS:
-                self._hot.pop(next(iter(self._hot)))
+            self._keep_hot(part, entry.columns)
             return entry.columns
         # not (or no longer) cached: read the file again, and cache its columns when it still ends where it did
         tail: TailFile[Columns] = TailFile(part.path, _unused, decode_block=self._decoder(part.path))
@@ -353,14 +351,18 @@ class HourStore:
         tail.poll(chunks.extend)
         columns = concat(chunks, self.stream)
         if tail.offset == part.end:
-            self._hot[part.path] = (part.end, columns)
-            while len(self._hot) > HOT_PARTS:
-                self._hot.pop(next(iter(self._hot)))
+            self._keep_hot(part, columns)
             if self.save_columns and part.saved_end == part.end:  # its summaries are saved: add its columns
                 part.columns = columns
                 self._save(part)
                 part.columns = None if not self.keep_columns else columns
         return columns
+
+    def _keep_hot(self, part: _Part, columns: Columns) -> None:
+        """Remember a partition's columns read back, the :data:`HOT_PARTS` most recent only."""
+        self._hot[part.path] = (part.end, columns)
+        while len(self._hot) > HOT_PARTS:
+            self._hot.pop(next(iter(self._hot)))
 
     # -- answers ---------------------------------------------------------------------------------------------
 

@@ -46,7 +46,6 @@ Contract (the Python side, core/telemetry/metrics/line_templates.py, is the only
 #define LINEAR_TEMPLATES 16
 #define SLOT_MARK 0xFF
 #define FNV_OFFSET 1469598103934665603ULL
-#define FNV_PRIME 1099511628211ULL
 #define WORD_PRIME 0x9E3779B97F4A7C15ULL
 #define MAX_INT_DIGITS 15
 
@@ -295,7 +294,7 @@ static uint64_t line_skeleton(const char *p, const char *end) {
 static uint64_t template_skeleton(const Template *t) {
     Hash h = {FNV_OFFSET, 0, 0};
     for (Py_ssize_t i = 0; i < t->count; i++) {
-        for (Py_ssize_t j = 0; j < t->size[i]; j++) mix(&h, (unsigned char)t->data[i][j]);
+        mix_bytes(&h, t->data[i], t->size[i]);
         if (i + 1 < t->count) mix(&h, SLOT_MARK);
     }
     return hash_done(&h);
